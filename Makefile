@@ -1,0 +1,64 @@
+# devportal: every target sets up its own virtual environment from requirements.lock first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+WAREHOUSE ?= warehouse/devportal.duckdb
+ARGS ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help setup demo sync models report sandbox test soak lint bench notebook lock clean
+
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv and install the locked dependencies
+
+demo: $(STAMP)  ## sandbox -> sync -> clock advance -> sync -> models -> report
+	$(BIN)/devportal demo --warehouse $(WAREHOUSE) $(ARGS)
+
+sync: $(STAMP)  ## sync the configured API (.dlt/config.toml, secrets) into the warehouse
+	$(BIN)/devportal sync --warehouse $(WAREHOUSE) $(ARGS)
+
+models: $(STAMP)  ## build the SQL models (analytics schema) and run their data tests
+	$(BIN)/devportal models --warehouse $(WAREHOUSE) --check $(ARGS)
+
+report: $(STAMP)  ## print the business report from the warehouse
+	$(BIN)/devportal report --warehouse $(WAREHOUSE) $(ARGS)
+
+sandbox: $(STAMP)  ## run the Developer API sandbox in the foreground
+	$(BIN)/devportal sandbox $(ARGS)
+
+test: $(STAMP)  ## run the test suite (sandbox over real HTTP, real DuckDB files)
+	$(BIN)/pytest -q -m "not soak" $(ARGS)
+
+soak: $(STAMP)  ## run the long reliability suite
+	$(BIN)/pytest -q -m soak $(ARGS)
+
+lint: $(STAMP)  ## ruff and mypy
+	$(BIN)/ruff check pipelines tests benchmarks
+	$(BIN)/ruff format --check pipelines tests benchmarks
+	$(BIN)/mypy
+
+bench: $(STAMP)  ## benchmarks: devportal vs dlt rest_api vs the HTTP floor (writes benchmarks/results/)
+	$(BIN)/python -m benchmarks.run $(ARGS)
+
+notebook: $(STAMP)  ## open Jupyter on notebooks/ (installs the pinned jupyterlab on first use)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-notebook.lock
+	$(BIN)/jupyter lab notebooks/
+
+lock:  ## regenerate requirements.lock from pyproject.toml in a scratch venv
+	rm -rf .lockvenv && $(PYTHON) -m venv .lockvenv
+	.lockvenv/bin/pip install --quiet -e ".[dev]" setuptools wheel
+	echo '# Exact set installed by `make setup` (python 3.11). Regenerate with `make lock`.' > requirements.lock
+	.lockvenv/bin/pip freeze --all --exclude-editable | grep -v '^pip==' >> requirements.lock
+	rm -rf .lockvenv
+
+clean:  ## remove the venv, warehouses and caches
+	rm -rf $(VENV) warehouse .pytest_cache .mypy_cache .ruff_cache

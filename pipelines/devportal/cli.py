@@ -1,0 +1,52 @@
+"""Command-line interface: `devportal sync | demo | models | report | manifest | sandbox`.
+
+Each feature module contributes its sub-command through `register(subparsers)`; the handler
+returns the exit code. Expected failures (`DevportalError`) print one line, without a traceback
+unless `--debug`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from devportal import __version__
+from devportal.errors import DevportalError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="devportal",
+        description="Sync the Developer Portal API into a warehouse and report on subscriptions.",
+    )
+    parser.add_argument("--version", action="version", version=f"devportal {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    # Imported here so `devportal --help` stays fast and one broken module names itself.
+    from devportal import commands
+
+    commands.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.func(args))
+    except DevportalError as err:
+        if args.debug:
+            raise
+        print(f"devportal: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("devportal: interrupted", file=sys.stderr)
+        return 130

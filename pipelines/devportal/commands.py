@@ -1,0 +1,27 @@
+"""Wires every feature's sub-command into the CLI. Feature modules own their own arguments."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+# module path -> each exposes `register(subparsers)`; order is the order in `--help`.
+COMMAND_MODULES = (
+    "devportal.sync_cli",
+    "devportal.models_cli",
+    "devportal.report",
+    "devportal.manifest.cli",
+    "devportal.sandbox.cli",
+)
+
+
+def register(sub: "argparse._SubParsersAction[Any]") -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name == name:  # feature not built yet
+                continue
+            raise
+        module.register(sub)
