@@ -1,0 +1,448 @@
+"""All HTTP to the Developer API: one keep-alive session, the tenacity retry policy, pagination.
+
+Nothing else in devportal opens a connection to the API. The access token lives only in the
+session's default headers; it never enters a URL, a log line, an exception or a returned value.
+
+Retry policy (tenacity): 429 (honouring `Retry-After`, capped), 5xx, connection errors, timeouts,
+and bodies that are not the JSON the endpoint promises (truncated, malformed, HTML) are retried
+with exponential backoff and full jitter, bounded by `max_attempts` and `max_wait_s` in total.
+401/403/404/422 are answers, not accidents: they raise at once with a one-line cause.
+
+Pagination: page 1 tells `last_page`; pages 2..last are fetched by a bounded pool of workers
+sharing the session, in order, with a bounded number in flight so memory stays flat. Without a
+usable `last_page` the pager follows `next_page_url` one page at a time.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import ipaddress
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import orjson
+import requests
+from requests.adapters import HTTPAdapter
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_after_delay,
+    wait_random_exponential,
+)
+
+from devportal.errors import ApiError, ConfigError
+
+log = logging.getLogger("devportal.client")
+
+SUBSCRIPTIONS_PATH = "/api/v1/developer/subscriptions"
+USER_SETTINGS_PATH = "/api/v1/developer/users/settings"
+USER_ACCOUNTS_PATH = "/api/v1/developer/users/{user_id}"
+
+TOKEN_HINT = "set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token in .dlt/secrets.toml"
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """How to reach the API and how hard to try. Secrets: only `access_token`."""
+
+    base_url: str
+    access_token: str = field(repr=False)
+    workers: int = 6
+    timeout_s: float = 30.0
+    max_attempts: int = 8
+    max_wait_s: float = 120.0
+    backoff_initial_s: float = 0.2
+    backoff_max_s: float = 10.0
+    retry_after_cap_s: float = 30.0
+    allow_insecure_remote: bool = False
+
+
+class RetryableError(Exception):
+    """A transient failure worth another attempt; `retry_after` is the server's own hint."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class NotFound(ApiError):
+    """404: the resource does not exist (callers decide whether that is a failure)."""
+
+
+@dataclass
+class ClientStats:
+    requests: int = 0
+    retries: int = 0
+    bytes: int = 0
+    retry_reasons: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count_request(self, nbytes: int) -> None:
+        with self._lock:
+            self.requests += 1
+            self.bytes += nbytes
+
+    def count_retry(self, reason: str) -> None:
+        with self._lock:
+            self.retries += 1
+            self.retry_reasons[reason] = self.retry_reasons.get(reason, 0) + 1
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a paginated list, with the wrapper fields the pager relies on."""
+
+    number: int
+    data: list[dict[str, Any]]
+    total: int | None
+    last_page: int | None
+    per_page: int | None
+    next_page_url: str | None
+    server_time: datetime | None
+
+
+def check_base_url(base_url: str, allow_insecure_remote: bool = False) -> str:
+    """Validate the base URL; refuse to send a bearer token over plain http to a remote host."""
+    parts = urlsplit(base_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"base_url {base_url!r} is not an http(s) URL; set base_url in .dlt/config.toml "
+            "or pass --base-url"
+        )
+    if parts.scheme == "http" and not allow_insecure_remote and not _is_loopback(parts.hostname):
+        raise ConfigError(
+            f"refusing to send the access token over plain http to {parts.hostname}; "
+            "use https (or a loopback address for the sandbox)"
+        )
+    return base_url.strip().rstrip("/")
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _as_int(value: Any) -> int | None:
+    """Wrapper numbers arrive as numbers or, on some deployments, as strings."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return None
+
+
+def _retry_after_seconds(header: str | None) -> float | None:
+    if not header:
+        return None
+    header = header.strip()
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        pass
+    try:  # HTTP-date form
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def server_time(headers: Mapping[str, str]) -> datetime | None:
+    value = headers.get("Date")
+    if not value:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+
+
+def _error_message(resp: requests.Response) -> str:
+    """The server's own `message` (and first field error) if it sent JSON, else the reason."""
+    try:
+        body = orjson.loads(resp.content)
+    except orjson.JSONDecodeError:
+        return resp.reason or f"HTTP {resp.status_code}"
+    if not isinstance(body, dict):
+        return resp.reason or f"HTTP {resp.status_code}"
+    message = str(body.get("message") or resp.reason or "")
+    errors = body.get("errors")
+    if isinstance(errors, dict) and errors:
+        name, problems = next(iter(errors.items()))
+        detail = problems[0] if isinstance(problems, list) and problems else problems
+        message = f"{message} ({name}: {detail})" if message else f"{name}: {detail}"
+    return message[:300]
+
+
+class ApiClient:
+    """A Developer API client. Thread-safe for concurrent GETs; close() when done."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        if not config.access_token:
+            raise ConfigError(f"no access token: {TOKEN_HINT}")
+        self.config = config
+        self.base_url = check_base_url(config.base_url, config.allow_insecure_remote)
+        self.stats = ClientStats()
+        self.session = requests.Session()
+        adapter = HTTPAdapter(
+            pool_connections=1, pool_maxsize=max(1, config.workers), max_retries=0
+        )
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        self.session.headers.update(
+            {
+                "Authorization": f"Bearer {config.access_token}",
+                "Accept": "application/json",
+                "Content-Type": "application/json",
+                "User-Agent": "devportal-sync",
+            }
+        )
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> ApiClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- single requests -------------------------------------------------------------------
+
+    def url(self, path_or_url: str) -> str:
+        if path_or_url.startswith(("http://", "https://")):
+            return path_or_url
+        return urljoin(self.base_url + "/", path_or_url.lstrip("/"))
+
+    def get_json(
+        self,
+        path_or_url: str,
+        params: Mapping[str, Any] | None = None,
+        check: Callable[[Any, Mapping[str, str]], Any] | None = None,
+    ) -> Any:
+        """GET and parse JSON with the retry policy.
+
+        Returns `check(body, headers)` (default: `(body, headers)`). `check` runs inside the
+        retry loop, so a body of the wrong shape (RetryableError) is fetched again.
+        """
+        url = self.url(path_or_url)
+        self._check_same_origin(url)
+        retrying = Retrying(
+            retry=retry_if_exception_type(RetryableError),
+            stop=stop_after_attempt(self.config.max_attempts)
+            | stop_after_delay(self.config.max_wait_s),
+            wait=self._wait,
+            before_sleep=self._before_sleep,
+            reraise=True,
+        )
+        try:
+            return retrying(self._get_once, url, params, check)
+        except RetryableError as err:
+            raise ApiError(
+                f"GET {_display(url, params)} still failing after {self.config.max_attempts} "
+                f"attempts or {self.config.max_wait_s:.0f}s: {err}; the API may be down, "
+                "try again later (nothing partial was loaded)"
+            ) from None
+
+    def _check_same_origin(self, url: str) -> None:
+        # Page URLs come from the server; the token must not follow them to another host.
+        base, target = urlsplit(self.base_url), urlsplit(url)
+        if (base.scheme, base.netloc) != (target.scheme, target.netloc):
+            raise ApiError(
+                f"the API sent a page URL on another origin ({target.scheme}://{target.netloc}); "
+                "refusing to send the access token there"
+            )
+
+    def _get_once(
+        self,
+        url: str,
+        params: Mapping[str, Any] | None,
+        check: Callable[[Any, Mapping[str, str]], Any] | None,
+    ) -> Any:
+        try:
+            resp = self.session.get(url, params=params, timeout=self.config.timeout_s)
+            content = resp.content  # reads the whole body: a reset mid-body raises here
+        except requests.Timeout:
+            raise RetryableError("timeout") from None
+        except requests.RequestException as err:
+            raise RetryableError(f"connection error ({type(err).__name__})") from None
+        self.stats.count_request(len(content))
+        status = resp.status_code
+        if status == 429:
+            raise RetryableError(
+                "429 rate limited", _retry_after_seconds(resp.headers.get("Retry-After"))
+            )
+        if status >= 500:
+            raise RetryableError(
+                f"{status} server error", _retry_after_seconds(resp.headers.get("Retry-After"))
+            )
+        if status == 401:
+            raise ApiError(f"access token rejected (401): {TOKEN_HINT}")
+        if status == 403:
+            raise ApiError(
+                f"access denied (403) for {_display(url, params)}: the token lacks access to this app"
+            )
+        if status == 404:
+            raise NotFound(f"not found (404): {_display(url, params)}")
+        if status == 422:
+            raise ApiError(
+                f"the API rejected the request (422) {_display(url, params)}: {_error_message(resp)}"
+            )
+        if status >= 400:
+            raise ApiError(f"HTTP {status} for {_display(url, params)}: {_error_message(resp)}")
+        try:
+            body = orjson.loads(content)
+        except orjson.JSONDecodeError:
+            kind = "truncated JSON" if content[:1] in (b"{", b"[") else "a body that is not JSON"
+            raise RetryableError(f"{status} with {kind} ({len(content)} bytes)") from None
+        return check(body, resp.headers) if check else (body, resp.headers)
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        backoff = wait_random_exponential(
+            multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s
+        )(state)
+        if isinstance(exc, RetryableError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.config.retry_after_cap_s)
+        return float(backoff)
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        reason = str(exc).split(" (")[0] if exc else "unknown"
+        self.stats.count_retry(reason.split()[0] if reason else "unknown")
+        url = state.args[0] if state.args else "?"
+        params = state.args[1] if len(state.args) > 1 else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        log.warning(
+            "retry %d/%d for GET %s in %.2fs: %s",
+            state.attempt_number,
+            self.config.max_attempts,
+            _display(url, params),
+            wait,
+            exc,
+        )
+
+    # -- pagination ------------------------------------------------------------------------
+
+    def fetch_page(self, path: str, params: Mapping[str, Any], page: int) -> Page:
+        result: Page = self.get_json(path, {**params, "page": page}, _page_parser(page, path))
+        return result
+
+    def iter_pages(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[Page]:
+        """Every page of a list, in page order. Page 1 first, then the rest concurrently."""
+        params = dict(params or {})
+        first = self.fetch_page(path, params, 1)
+        yield first
+        last = first.last_page
+        if last is None:
+            yield from self._follow_next(first, path)
+            return
+        if last <= 1:
+            return
+        yield from self._concurrent_pages(path, params, range(2, last + 1))
+
+    def _follow_next(self, page: Page, path: str) -> Iterator[Page]:
+        seen = {page.number}
+        while page.next_page_url and page.data:
+            page = self.get_json(page.next_page_url, None, _page_parser(page.number + 1, path))
+            if page.number in seen:  # a server looping on itself must not loop us forever
+                raise ApiError(f"{path}: next_page_url returned page {page.number} twice")
+            seen.add(page.number)
+            yield page
+
+    def _concurrent_pages(
+        self, path: str, params: Mapping[str, Any], numbers: range
+    ) -> Iterator[Page]:
+        workers = max(1, self.config.workers)
+        window = workers * 2  # pages in flight: keeps memory flat on long lists
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="devportal-page") as pool:
+            pending: list[Future[Page]] = []
+            it = iter(numbers)
+            try:
+                for n in it:
+                    pending.append(pool.submit(self.fetch_page, path, params, n))
+                    if len(pending) >= window:
+                        yield pending.pop(0).result()
+                while pending:
+                    yield pending.pop(0).result()
+            finally:
+                for fut in pending:
+                    fut.cancel()
+
+    def map_concurrent(
+        self, fn: Callable[[Any], Any], items: list[Any]
+    ) -> Iterator[tuple[Any, Any]]:
+        """(item, fn(item)) for each item, at most `workers` at a time, in input order."""
+        workers = max(1, self.config.workers)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="devportal-get") as pool:
+            pending: list[tuple[Any, Future[Any]]] = []
+            try:
+                for item in items:
+                    pending.append((item, pool.submit(fn, item)))
+                    if len(pending) >= workers * 2:
+                        head, fut = pending.pop(0)
+                        yield head, fut.result()
+                while pending:
+                    head, fut = pending.pop(0)
+                    yield head, fut.result()
+            finally:
+                for _, fut in pending:
+                    fut.cancel()
+
+
+def _page_parser(number: int, path: str) -> Callable[[Any, Mapping[str, str]], Page]:
+    def parse(body: Any, headers: Mapping[str, str]) -> Page:
+        return parse_page(body, number, server_time(headers), path)
+
+    return parse
+
+
+def parse_page(body: Any, number: int, server_time: datetime | None, path: str) -> Page:
+    """Check the wrapper shape of one page; a malformed wrapper is an error, not a guess."""
+    if not isinstance(body, dict):
+        raise RetryableError(
+            f"{path} page {number}: expected a JSON object, got {type(body).__name__}"
+        )
+    data = body.get("data")
+    if not isinstance(data, list):
+        raise RetryableError(f"{path} page {number}: `data` is missing or not a list")
+    rows = [row for row in data if isinstance(row, dict)]
+    if len(rows) != len(data):
+        raise RetryableError(
+            f"{path} page {number}: `data` holds {len(data) - len(rows)} non-object items"
+        )
+    next_url = body.get("next_page_url")
+    return Page(
+        number=_as_int(body.get("current_page")) or number,
+        data=rows,
+        total=_as_int(body.get("total")),
+        last_page=_as_int(body.get("last_page")),
+        per_page=_as_int(body.get("per_page")),
+        next_page_url=next_url if isinstance(next_url, str) and next_url else None,
+        server_time=server_time,
+    )
+
+
+def _display(url: str, params: Mapping[str, Any] | None = None) -> str:
+    """URL for messages: path and query only (the token is never in it; hosts stay short)."""
+    parts = urlsplit(url)
+    shown = parts.path + (f"?{parts.query}" if parts.query else "")
+    if params:
+        shown += ("&" if parts.query else "?") + "&".join(f"{k}={v}" for k, v in params.items())
+    return shown

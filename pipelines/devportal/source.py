@@ -1,0 +1,498 @@
+"""The dlt source `devportal` and its resources.
+
+Tables written (dataset `devportal`):
+
+- `subscriptions`: SCD2 history keyed on `id` (`_dlt_valid_from`/`_dlt_valid_to`, NULL = current),
+  versioned by `_row_version` (hash of service_id, status, expires_at, is_test).
+- `user_settings` (merge on `user_id`) and `user_setting_values` (long form, replaced per user).
+- `user_accounts` and `user_account_profiles` (merge on `user_id`; 404 -> status `missing`).
+- `sync_runs` (one row per run) and `data_quality` (one row per problem kind per run).
+
+A *sweep* reads the whole list and is verified before anything reaches dlt: every page must
+report the same `total`, and the unique ids read must equal it. Rows are spooled to a local Arrow
+file while paging (memory stays flat) and only a verified sweep is handed to dlt; if the list
+moved while paging, the sweep is read again, and after `sweep_attempts` the run fails having
+loaded nothing. A sweep retires (closes) the versions of ids the list no longer holds, within the
+partitions it read (live, and test with `include_test`). A *window* read (`start`/`end`) only
+ever closes versions of ids it read.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import dlt
+import numpy as np
+import pyarrow as pa
+from dlt.common.configuration import configspec
+from dlt.common.configuration.specs import BaseConfiguration
+from dlt.common.typing import TSecretStrValue
+
+from devportal import transform
+from devportal.client import (
+    SUBSCRIPTIONS_PATH,
+    USER_ACCOUNTS_PATH,
+    USER_SETTINGS_PATH,
+    ApiClient,
+    ClientConfig,
+    NotFound,
+    Page,
+)
+from devportal.errors import IntegrityError
+
+log = logging.getLogger("devportal.source")
+
+SECTION = "devportal"
+API_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+RESOURCES = ("subscriptions", "user_settings", "user_accounts")
+
+
+@configspec
+class DevportalConfig(BaseConfiguration):
+    """`[sources.devportal]` in .dlt/config.toml; the token in secrets.toml or the environment."""
+
+    base_url: str | None = None
+    access_token: TSecretStrValue | None = None
+    workers: int = 6
+    timeout_s: float = 30.0
+    max_attempts: int = 8
+    max_wait_s: float = 120.0
+    backoff_initial_s: float = 0.2
+    backoff_max_s: float = 10.0
+    retry_after_cap_s: float = 30.0
+    include_test: bool = False
+    lookback_hours: float = 48.0
+    window_horizon_days: float = 366.0
+    accounts_ttl_days: float = 7.0
+    sweep_attempts: int = 3
+    batch_rows: int = 20_000
+    manifest_path: str | None = None
+
+    def client_config(self) -> ClientConfig:
+        return ClientConfig(
+            base_url=self.base_url or "",
+            access_token=self.access_token or "",
+            workers=self.workers,
+            timeout_s=self.timeout_s,
+            max_attempts=self.max_attempts,
+            max_wait_s=self.max_wait_s,
+            backoff_initial_s=self.backoff_initial_s,
+            backoff_max_s=self.backoff_max_s,
+            retry_after_cap_s=self.retry_after_cap_s,
+        )
+
+
+@dataclass
+class SweepReport:
+    """What one list read saw; goes into `sync_runs.sweeps`."""
+
+    endpoint: str
+    params: dict[str, str]
+    total: int | None = None
+    rows: int = 0
+    unique_ids: int = 0
+    pages: int = 0
+    attempts: int = 0
+    complete: bool = False
+
+
+@dataclass
+class RunContext:
+    """State of one sync run shared by its resources (counts, data quality, clock)."""
+
+    mode: Literal["sweep", "window"] = "sweep"
+    include_test: bool = False
+    window_start: datetime | None = None
+    window_end: datetime | None = None
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(tzinfo=None))
+    observed_at: datetime | None = None
+    dq: transform.DataQuality = field(default_factory=transform.DataQuality)
+    rows: dict[str, int] = field(default_factory=dict)
+    sweeps: list[SweepReport] = field(default_factory=list)
+    resources: tuple[str, ...] = RESOURCES
+    seen_user_ids: set[int] = field(default_factory=set)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def count(self, table: str, n: int) -> None:
+        self.rows[table] = self.rows.get(table, 0) + n
+
+
+# -- list reading with integrity ----------------------------------------------------------
+
+
+class ListMoved(Exception):
+    """The list changed while it was paged; the read is not a snapshot of anything."""
+
+
+def _check_pages(pages: Iterator[Page], report: SweepReport) -> Iterator[Page]:
+    """Pass pages through, failing as soon as they disagree about the list's size."""
+    first_total: int | None = None
+    first_last: int | None = None
+    for page in pages:
+        report.pages += 1
+        if report.pages == 1:
+            first_total, first_last = page.total, page.last_page
+            report.total = page.total
+        elif page.total != first_total or (first_last is not None and page.last_page != first_last):
+            raise ListMoved(f"total went from {first_total} to {page.total} while paging")
+        yield page
+
+
+def _verify_ids(ids: np.ndarray, report: SweepReport) -> None:
+    unique = int(np.unique(ids).size) if ids.size else 0
+    report.rows, report.unique_ids = int(ids.size), unique
+    if unique != ids.size:
+        raise ListMoved(f"{ids.size - unique} ids appeared twice while paging")
+    if report.total is not None and unique != report.total:
+        raise ListMoved(f"read {unique} unique rows but the API reports total {report.total}")
+
+
+def read_subscriptions(
+    client: ApiClient,
+    ctx: RunContext,
+    params: dict[str, str],
+    is_test: bool,
+    attempts: int,
+    batch_rows: int,
+    spool_dir: Path,
+) -> Iterator[pa.Table]:
+    """One verified read of the subscription list (a sweep or a window), as Arrow tables."""
+    report = SweepReport(endpoint=SUBSCRIPTIONS_PATH, params=params)
+    ctx.sweeps.append(report)
+    last_error = ""
+    for attempt in range(1, attempts + 1):
+        report.attempts = attempt
+        dq = transform.DataQuality()
+        with tempfile.TemporaryDirectory(dir=spool_dir, prefix="sweep-") as tmp:
+            spool_path = Path(tmp) / "rows.arrow"
+            id_chunks: list[np.ndarray] = []
+            try:
+                with (
+                    pa.OSFile(str(spool_path), "wb") as sink,
+                    pa.ipc.new_stream(sink, transform.SUBSCRIPTIONS_SCHEMA) as writer,
+                ):
+                    buffer: list[dict[str, Any]] = []
+                    for page in _check_pages(client.iter_pages(SUBSCRIPTIONS_PATH, params), report):
+                        if ctx.observed_at is None and page.server_time is not None:
+                            ctx.observed_at = page.server_time
+                        buffer.extend(page.data)
+                        if len(buffer) >= batch_rows:
+                            table, ids = transform.subscriptions_table(buffer, is_test, dq)
+                            writer.write_table(table)
+                            id_chunks.append(ids)
+                            buffer = []
+                    if buffer:
+                        table, ids = transform.subscriptions_table(buffer, is_test, dq)
+                        writer.write_table(table)
+                        id_chunks.append(ids)
+                all_ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
+                _verify_ids(all_ids, report)
+            except ListMoved as moved:
+                last_error = str(moved)
+                log.warning(
+                    "subscription list moved while paging (%s); reading it again (%d/%d)",
+                    moved,
+                    attempt,
+                    attempts,
+                )
+                continue
+            report.complete = True
+            for key, problem in dq.problems.items():
+                merged = ctx.dq.problems.setdefault(key, transform.Problem())
+                merged.count += problem.count
+                merged.sample_ids.extend(
+                    problem.sample_ids[: transform.SAMPLE_SIZE - len(merged.sample_ids)]
+                )
+                merged.sample_values.extend(
+                    problem.sample_values[: transform.SAMPLE_SIZE - len(merged.sample_values)]
+                )
+            ctx.count("subscriptions", report.unique_ids)
+            with pa.memory_map(str(spool_path)) as source:
+                reader = pa.ipc.open_stream(source)
+                for batch in reader:
+                    services = batch.column("service_id").drop_null().unique()
+                    ctx.seen_user_ids.update(services.to_pylist())
+                    yield pa.Table.from_batches([batch], schema=transform.SUBSCRIPTIONS_SCHEMA)
+            return
+    raise IntegrityError(
+        f"the subscription list kept changing while it was read ({last_error}) in {attempts} "
+        "attempts; nothing was loaded: run the sync again"
+    )
+
+
+def _api_time(value: datetime) -> str:
+    return value.strftime(API_TIME_FORMAT)
+
+
+# -- resources ------------------------------------------------------------------------------
+
+
+def subscriptions_resource(
+    client: ApiClient, ctx: RunContext, cfg: DevportalConfig, spool_dir: Path
+) -> Any:
+    """SCD2 history of subscriptions. Sweep mode retires absent ids of the partitions read."""
+    if ctx.mode == "window":
+        # only ever close versions of ids this read saw
+        scope = "{table}.id IN (SELECT id FROM {staging_table})"
+    elif ctx.include_test:
+        scope = None  # both partitions were read in full
+    else:
+        scope = "{table}.is_test = false"  # a live sweep leaves test rows alone
+    disposition: dict[str, Any] = {
+        "disposition": "merge",
+        "strategy": "scd2",
+        "row_version_column_name": "_row_version",
+    }
+    if scope:
+        disposition["destination_scope"] = scope
+
+    def rows() -> Iterator[pa.Table]:
+        partitions = [False, True] if ctx.include_test else [False]
+        for is_test in partitions:
+            params: dict[str, str] = {"is_test": "true"} if is_test else {}
+            if ctx.mode == "window":
+                assert ctx.window_start is not None and ctx.window_end is not None
+                params.update(start=_api_time(ctx.window_start), end=_api_time(ctx.window_end))
+            yield from read_subscriptions(
+                client, ctx, params, is_test, cfg.sweep_attempts, cfg.batch_rows, spool_dir
+            )
+
+    return dlt.resource(  # type: ignore[call-overload]
+        rows(),
+        name="subscriptions",
+        write_disposition=disposition,
+        columns=transform.SUBSCRIPTIONS_COLUMNS,
+        primary_key="id",
+    )
+
+
+def user_settings_resources(client: ApiClient, ctx: RunContext, cfg: DevportalConfig) -> list[Any]:
+    """`user_settings` (one row per user) and `user_setting_values` (one row per leaf key)."""
+    values: list[dict[str, Any]] = []
+
+    def settings_rows() -> Iterator[list[dict[str, Any]]]:
+        report = SweepReport(endpoint=USER_SETTINGS_PATH, params={})
+        ctx.sweeps.append(report)
+        last_error = ""
+        for attempt in range(1, cfg.sweep_attempts + 1):
+            report.attempts = attempt
+            users: list[dict[str, Any]] = []
+            values.clear()
+            dq = transform.DataQuality()
+            try:
+                for page in _check_pages(client.iter_pages(USER_SETTINGS_PATH), report):
+                    if ctx.observed_at is None and page.server_time is not None:
+                        ctx.observed_at = page.server_time
+                    seen_at = ctx.observed_at or ctx.started_at
+                    page_users, page_values = transform.user_settings_records(
+                        page.data, dq, seen_at
+                    )
+                    users.extend(page_users)
+                    values.extend(page_values)
+                _verify_ids(np.array([u["user_id"] for u in users], dtype=np.int64), report)
+            except ListMoved as moved:
+                last_error = str(moved)
+                log.warning("user settings list moved while paging (%s); reading it again", moved)
+                continue
+            report.complete = True
+            for key, problem in dq.problems.items():
+                ctx.dq.problems[key] = problem
+            ctx.seen_user_ids.update(u["user_id"] for u in users)
+            ctx.count("user_settings", len(users))
+            ctx.count("user_setting_values", len(values))
+            yield users
+            return
+        raise IntegrityError(
+            f"the user settings list kept changing while it was read ({last_error}); "
+            "nothing was loaded: run the sync again"
+        )
+
+    def value_rows() -> Iterator[list[dict[str, Any]]]:
+        yield values
+
+    settings = dlt.resource(
+        settings_rows(),
+        name="user_settings",
+        write_disposition={"disposition": "merge", "strategy": "upsert"},
+        columns=transform.USER_SETTINGS_COLUMNS,
+        primary_key="user_id",
+    )
+    setting_values = dlt.resource(
+        value_rows(),
+        name="user_setting_values",
+        # delete-insert on merge_key user_id: a user's keys are replaced as a whole, so a key
+        # removed from the settings disappears here too
+        write_disposition={"disposition": "merge", "strategy": "delete-insert"},
+        columns=transform.USER_SETTING_VALUES_COLUMNS,
+        merge_key="user_id",
+    )
+    return [settings, setting_values]
+
+
+def user_accounts_resources(
+    client: ApiClient, ctx: RunContext, due: Callable[[], Sequence[int]]
+) -> list[Any]:
+    """Profiles of the users `due()` names, fetched with bounded concurrency.
+
+    `due` runs when the resource is extracted, after subscriptions and settings (fifo), so it
+    sees the users this run found. A 404 is recorded as status `missing`, not raised.
+    """
+    profile_rows: list[dict[str, Any]] = []
+
+    def fetch(user_id: int) -> Any:
+        try:
+            body, _ = client.get_json(USER_ACCOUNTS_PATH.format(user_id=user_id))
+        except NotFound:
+            return None
+        return body
+
+    def account_rows() -> Iterator[list[dict[str, Any]]]:
+        fetched_at = ctx.observed_at or ctx.started_at
+        batch: list[dict[str, Any]] = []
+        user_ids = list(due())
+        ctx.extra["accounts_due"] = len(user_ids)
+        for user_id, body in client.map_concurrent(fetch, user_ids):
+            account, profiles = transform.account_records(user_id, body, fetched_at, ctx.dq)
+            batch.append(account)
+            profile_rows.extend(profiles)
+            if len(batch) >= 1000:
+                ctx.count("user_accounts", len(batch))
+                yield batch
+                batch = []
+        ctx.count("user_accounts", len(batch))
+        yield batch
+
+    def profile_rows_gen() -> Iterator[list[dict[str, Any]]]:
+        ctx.count("user_account_profiles", len(profile_rows))
+        yield profile_rows
+
+    accounts = dlt.resource(
+        account_rows(),
+        name="user_accounts",
+        write_disposition={"disposition": "merge", "strategy": "upsert"},
+        columns=transform.USER_ACCOUNTS_COLUMNS,
+        primary_key="user_id",
+    )
+    profiles = dlt.resource(
+        profile_rows_gen(),
+        name="user_account_profiles",
+        write_disposition={"disposition": "merge", "strategy": "delete-insert"},
+        columns=transform.USER_ACCOUNT_PROFILES_COLUMNS,
+        merge_key="user_id",
+    )
+    return [accounts, profiles]
+
+
+SYNC_RUNS_COLUMNS: dict[str, dict[str, Any]] = {
+    "run_id": {"data_type": "text", "nullable": False, "primary_key": True},
+    "mode": {"data_type": "text"},
+    "include_test": {"data_type": "bool"},
+    "resources": {"data_type": "text"},
+    "started_at": {"data_type": "timestamp", "timezone": False},
+    "observed_at": {"data_type": "timestamp", "timezone": False},
+    "window_start": {"data_type": "timestamp", "timezone": False},
+    "window_end": {"data_type": "timestamp", "timezone": False},
+    "rows_read": {"data_type": "json"},
+    "sweeps": {"data_type": "json"},
+    "data_quality_problems": {"data_type": "bigint"},
+}
+
+DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {
+    "run_id": {"data_type": "text", "nullable": False},
+    "table_name": {"data_type": "text"},
+    "column_name": {"data_type": "text"},
+    "problem": {"data_type": "text"},
+    "row_count": {"data_type": "bigint"},
+    "sample_ids": {"data_type": "text"},
+    "sample_values": {"data_type": "text"},
+}
+
+
+def run_record_resources(ctx: RunContext) -> list[Any]:
+    """`sync_runs` and `data_quality`; extracted last (fifo), after every data resource."""
+
+    def run_rows() -> Iterator[dict[str, Any]]:
+        # the window cursor travels in the same package as the data it describes
+        dlt.current.source_state()["window_cursor"] = (
+            ctx.observed_at or ctx.started_at
+        ).isoformat()
+        yield {
+            "run_id": ctx.run_id,
+            "mode": ctx.mode,
+            "include_test": ctx.include_test,
+            "resources": ",".join(ctx.resources),
+            "started_at": ctx.started_at,
+            "observed_at": ctx.observed_at or ctx.started_at,
+            "window_start": ctx.window_start,
+            "window_end": ctx.window_end,
+            "rows_read": dict(ctx.rows),
+            "sweeps": [vars(s) for s in ctx.sweeps],
+            "data_quality_problems": ctx.dq.total(),
+        }
+
+    def dq_rows() -> Iterator[list[dict[str, Any]]]:
+        yield ctx.dq.records(ctx.run_id)
+
+    return [
+        dlt.resource(
+            dq_rows(),
+            name="data_quality",
+            write_disposition="append",
+            columns=DATA_QUALITY_COLUMNS,
+        ),
+        dlt.resource(
+            run_rows(),
+            name="sync_runs",
+            write_disposition="append",
+            columns=SYNC_RUNS_COLUMNS,
+        ),
+    ]
+
+
+def window_bounds(
+    since: datetime | None, cursor: datetime | None, now: datetime, cfg: DevportalConfig
+) -> tuple[datetime, datetime]:
+    """`start`/`end` for window mode: `--since`, else the last run's start minus the lookback.
+
+    `end` lies far ahead: which timestamp the API filters on is not documented, and a generous
+    end can only include more rows, never fewer.
+    """
+    if since is not None:
+        start = since
+    elif cursor is not None:
+        start = cursor - timedelta(hours=cfg.lookback_hours)
+    else:
+        start = now - timedelta(hours=cfg.lookback_hours)
+    return start, now + timedelta(days=cfg.window_horizon_days)
+
+
+@dlt.source(name="devportal", section=SECTION, max_table_nesting=0)
+def devportal_source(
+    base_url: str = dlt.config.value,
+    access_token: TSecretStrValue = dlt.secrets.value,
+    include_test: bool = False,
+    workers: int = 6,
+) -> list[Any]:
+    """The Developer API as a plain dlt source (full sweep of subscriptions and user settings).
+
+    For use in your own dlt pipelines; `devportal sync` adds locking, window mode, user accounts,
+    run records and models around the same resources.
+    """
+    cfg = DevportalConfig(
+        base_url=base_url, access_token=access_token, include_test=include_test, workers=workers
+    )
+    client = ApiClient(cfg.client_config())
+    ctx = RunContext(include_test=include_test)
+    spool = Path(tempfile.mkdtemp(prefix="devportal-spool-"))
+    return [
+        subscriptions_resource(client, ctx, cfg, spool),
+        *user_settings_resources(client, ctx, cfg),
+    ]

@@ -1,0 +1,305 @@
+"""One sync run end to end: lock, finish any interrupted load, extract, load, summarise.
+
+A run is one dlt load package: the subscriptions read, user settings, the user accounts due
+for refresh, and the run's own records (`sync_runs`, `data_quality`) travel together, so a run
+is either in the warehouse whole or not at all. A process killed mid-run leaves either nothing
+(killed while extracting: dlt never commits the package) or a complete package that the next
+run loads first.
+
+History time: SCD2 versions are stamped with the API server's clock (its `Date` header) at the
+start of the run, not this machine's. With the real API the two agree; with the sandbox, whose
+clock is simulated, history follows the simulated time, which is what the analytics need.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import dlt
+from dlt.common.configuration.exceptions import ConfigFieldMissingException
+from dlt.common.configuration.resolve import resolve_configuration
+from dlt.pipeline.exceptions import PipelineStepFailed
+
+from devportal.client import SUBSCRIPTIONS_PATH, USER_SETTINGS_PATH, ApiClient, server_time
+from devportal.errors import ConfigError, DevportalError
+from devportal.pipeline import DATASET, open_pipeline, pipelines_dir, warehouse_lock
+from devportal.source import (
+    RESOURCES,
+    DevportalConfig,
+    RunContext,
+    run_record_resources,
+    subscriptions_resource,
+    user_accounts_resources,
+    user_settings_resources,
+    window_bounds,
+)
+
+log = logging.getLogger("devportal.sync")
+
+STATE_KEY = "devportal_sync"
+
+
+@dataclass
+class SyncResult:
+    run_id: str
+    mode: str
+    rows: dict[str, int]
+    new_versions: int
+    closed_versions: int
+    retries: int
+    requests: int
+    seconds: float
+    observed_at: datetime | None
+    data_quality_problems: int
+    resumed_packages: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        parts = [f"{table} {n}" for table, n in self.rows.items()]
+        return (
+            f"sync ok ({self.mode}) in {self.seconds:.1f}s: "
+            + (", ".join(parts) or "no rows")
+            + f"; subscription history +{self.new_versions} versions, {self.closed_versions} closed"
+            + f"; {self.requests} requests, {self.retries} retries"
+            + f"; {self.data_quality_problems} data-quality problems"
+            + (f"; as of {self.observed_at:%Y-%m-%d %H:%M:%S}" if self.observed_at else "")
+        )
+
+
+def resolve_config(**overrides: Any) -> DevportalConfig:
+    """`[sources.devportal]` from config/secrets/env, with non-None `overrides` on top."""
+    explicit = {k: v for k, v in overrides.items() if v is not None}
+    try:
+        cfg = resolve_configuration(
+            DevportalConfig(), sections=("sources", "devportal"), explicit_value=explicit or None
+        )
+    except ConfigFieldMissingException as err:
+        raise ConfigError(
+            f"missing configuration {err.fields}: see README 'Configuration'"
+        ) from None
+    if not cfg.base_url:
+        raise ConfigError(
+            "no base_url: set [sources.devportal] base_url in .dlt/config.toml, "
+            "SOURCES__DEVPORTAL__BASE_URL, or pass --base-url"
+        )
+    if not cfg.access_token:
+        raise ConfigError(
+            "no access token: set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token under "
+            "[sources.devportal] in .dlt/secrets.toml"
+        )
+    return cfg
+
+
+def _devportal_cause(err: BaseException) -> DevportalError | None:
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        if isinstance(current, DevportalError):
+            return current
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+        if current is None and hasattr(err, "exception"):
+            current = err.exception  # PipelineStepFailed keeps the original here
+    return None
+
+
+def _query(pipeline: Any, sql: str, *params: Any) -> list[tuple[Any, ...]] | None:
+    """Rows of a query on the destination dataset, None if the tables do not exist yet."""
+    try:
+        with pipeline.sql_client() as client:
+            return list(client.execute_sql(sql, *params) or [])
+    except Exception:  # table missing on a fresh warehouse; any real failure shows in the load
+        return None
+
+
+def _history_counts(pipeline: Any) -> tuple[int, int]:
+    rows = _query(
+        pipeline,
+        f"SELECT count(*), count(*) FILTER (WHERE _dlt_valid_to IS NULL) FROM {DATASET}.subscriptions",
+    )
+    return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
+
+def _finish_pending(pipeline: Any) -> int:
+    pending = len(pipeline.list_extracted_load_packages()) + len(
+        pipeline.list_normalized_load_packages()
+    )
+    if pending:
+        log.warning("finishing %d load package(s) left by an interrupted run", pending)
+        pipeline.normalize()
+        pipeline.load()
+    return pending
+
+
+def _boundary(pipeline: Any, server_time: datetime | None) -> datetime:
+    """The time stamped on this run's history: the server's clock, never before the last run."""
+    now = server_time or datetime.now(UTC).replace(tzinfo=None)
+    rows = _query(pipeline, f"SELECT max(observed_at) FROM {DATASET}.sync_runs")
+    last = rows[0][0] if rows and rows[0][0] is not None else None
+    if last is not None:
+        last = last.replace(tzinfo=None)
+        if now <= last:
+            now = last + timedelta(seconds=1)
+    return now
+
+
+def _accounts_due(pipeline: Any, seen: set[int], as_of: datetime, ttl_days: float) -> list[int]:
+    rows = _query(
+        pipeline,
+        f"SELECT user_id FROM {DATASET}.user_accounts WHERE fetched_at > %s",
+        as_of - timedelta(days=ttl_days),
+    )
+    fresh = {int(r[0]) for r in rows} if rows else set()
+    known = _query(
+        pipeline,
+        f"SELECT DISTINCT service_id FROM {DATASET}.subscriptions WHERE service_id IS NOT NULL "
+        f"UNION SELECT user_id FROM {DATASET}.user_settings",
+    )
+    everyone = seen | ({int(r[0]) for r in known} if known else set())
+    return sorted(everyone - fresh)
+
+
+def sync(
+    warehouse: str | Path,
+    *,
+    base_url: str | None = None,
+    access_token: str | None = None,
+    resources: Sequence[str] = RESOURCES,
+    since: datetime | None = None,
+    window: bool = False,
+    include_test: bool | None = None,
+    destination: Any = None,
+    progress: Any = None,
+    build_models: bool = True,
+    **config: Any,
+) -> SyncResult:
+    """Run one sync into `warehouse`. Raises DevportalError with a one-line cause on failure."""
+    unknown = set(resources) - set(RESOURCES)
+    if unknown:
+        raise ConfigError(
+            f"unknown resources {sorted(unknown)}; choose from {', '.join(RESOURCES)}"
+        )
+    cfg = resolve_config(
+        base_url=base_url, access_token=access_token, include_test=include_test, **config
+    )
+    started = time.monotonic()
+    with warehouse_lock(warehouse):
+        pipeline = open_pipeline(warehouse, destination, progress)
+        dlt.config["extract.next_item_mode"] = "fifo"  # run records after the data
+        try:
+            resumed = _finish_pending(pipeline)
+        except PipelineStepFailed as err:
+            raise DevportalError(
+                f"could not finish the load left by an interrupted run: {_first_line(err)}"
+            ) from None
+        client = ApiClient(cfg.client_config())
+        try:
+            result = _run(pipeline, client, cfg, tuple(resources), since, window, warehouse)
+        finally:
+            client.close()
+        result.resumed_packages = resumed
+        result.seconds = time.monotonic() - started
+    if build_models:
+        _build_models(warehouse, destination, result)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _build_models(warehouse: str | Path, destination: Any, result: SyncResult) -> None:
+    try:
+        models: Any = importlib.import_module("devportal.models")
+    except ModuleNotFoundError:
+        return
+    if destination is None:
+        result.extra["models"] = models.build(warehouse)
+
+
+def _run(
+    pipeline: Any,
+    client: ApiClient,
+    cfg: DevportalConfig,
+    resources: tuple[str, ...],
+    since: datetime | None,
+    window: bool,
+    warehouse: str | Path,
+) -> SyncResult:
+    mode: Literal["sweep", "window"] = "window" if (window or since is not None) else "sweep"
+    ctx = RunContext(mode=mode, include_test=cfg.include_test, resources=resources)
+    # The first page of the first list tells the server's clock; it becomes the history boundary.
+    probe_path = SUBSCRIPTIONS_PATH if "subscriptions" in resources else USER_SETTINGS_PATH
+    probe_params: dict[str, str] = {"page": "1"}
+    if probe_path == SUBSCRIPTIONS_PATH and mode == "window":
+        probe_params = {"start": "1970-01-01", "end": "1970-01-02"}
+    _, headers = client.get_json(probe_path, probe_params)
+    ctx.observed_at = _boundary(pipeline, server_time(headers))
+    if mode == "window":
+        state = pipeline.state.get("sources", {}).get(STATE_KEY, {})
+        cursor = state.get("window_cursor")
+        ctx.window_start, ctx.window_end = window_bounds(
+            since, datetime.fromisoformat(cursor) if cursor else None, ctx.observed_at, cfg
+        )
+    spool = pipelines_dir(warehouse) / "spool"
+    spool.mkdir(parents=True, exist_ok=True)
+
+    data: list[Any] = []
+    if "subscriptions" in resources:
+        subs = subscriptions_resource(client, ctx, cfg, spool)
+        subs.apply_hints(
+            write_disposition={**subs.write_disposition, "boundary_timestamp": ctx.observed_at}
+            if isinstance(subs.write_disposition, dict)
+            else subs.write_disposition
+        )
+        data.append(subs)
+    if "user_settings" in resources:
+        data.extend(user_settings_resources(client, ctx, cfg))
+    if "user_accounts" in resources:
+        observed = ctx.observed_at
+        data.extend(
+            user_accounts_resources(
+                client,
+                ctx,
+                lambda: _accounts_due(pipeline, ctx.seen_user_ids, observed, cfg.accounts_ttl_days),
+            )
+        )
+    data.extend(run_record_resources(ctx))
+
+    before_total, before_current = _history_counts(pipeline)
+
+    @dlt.source(name=STATE_KEY, max_table_nesting=0)
+    def run_source() -> list[Any]:
+        return data
+
+    try:
+        pipeline.run(run_source())
+    except PipelineStepFailed as err:
+        cause = _devportal_cause(err)
+        if cause is not None:
+            raise cause from None
+        raise DevportalError(f"sync failed in {err.step}: {_first_line(err)}") from None
+    after_total, after_current = _history_counts(pipeline)
+    new_versions = after_total - before_total
+    return SyncResult(
+        run_id=ctx.run_id,
+        mode=mode,
+        rows=dict(ctx.rows),
+        new_versions=new_versions,
+        closed_versions=before_current + new_versions - after_current,
+        retries=client.stats.retries,
+        requests=client.stats.requests,
+        seconds=0.0,
+        observed_at=ctx.observed_at,
+        data_quality_problems=ctx.dq.total(),
+        extra=dict(ctx.extra),
+    )
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else type(err).__name__

@@ -1,0 +1,190 @@
+"""`devportal sync` and `devportal demo`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shutil
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from devportal.errors import ConfigError
+from devportal.pipeline import DEFAULT_WAREHOUSE, pipelines_dir
+from devportal.source import RESOURCES
+from devportal.sync import SyncResult, sync
+
+log = logging.getLogger("devportal.cli")
+
+DEMO_WAREHOUSE = "warehouse/demo.duckdb"
+
+
+def _date(text: str) -> datetime:
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"{text!r} is not YYYY-MM-DD or 'YYYY-MM-DD HH:MM:SS'")
+
+
+def _resources(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in RESOURCES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(RESOURCES)} (comma separated)")
+    return names
+
+
+def _progress(flag: str) -> Any:
+    if flag == "off":
+        return None
+    import dlt
+
+    return dlt.progress.log(log_period=10.0 if flag == "auto" else 2.0, logger=sys.stderr)
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser(
+        "sync",
+        help="sync the Developer API into the warehouse",
+        description=(
+            "Read subscriptions, user settings and user accounts into the warehouse "
+            "(SCD2 history for subscriptions), then rebuild the SQL models. Default: a full "
+            "sweep. --since/--window read only a start/end window (see README: Sync modes)."
+        ),
+    )
+    p.add_argument("--base-url", help="API base URL (else [sources.devportal] base_url)")
+    p.add_argument(
+        "--warehouse", default=DEFAULT_WAREHOUSE, help="DuckDB file (default %(default)s)"
+    )
+    p.add_argument(
+        "--destination",
+        help="a dlt destination name (postgres, motherduck, ...) configured in .dlt/; "
+        "default: DuckDB at --warehouse",
+    )
+    p.add_argument(
+        "--resources",
+        type=_resources,
+        default=list(RESOURCES),
+        help=f"comma list of {', '.join(RESOURCES)} (default: all)",
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--since", type=_date, help="window mode from this date (YYYY-MM-DD)")
+    mode.add_argument(
+        "--window",
+        action="store_true",
+        help="window mode from the last run's cursor minus the lookback",
+    )
+    p.add_argument(
+        "--include-test", action="store_true", default=None, help="also load is_test=true rows"
+    )
+    p.add_argument("--workers", type=int, help="concurrent requests (default 6)")
+    p.add_argument("--manifest", help="also validate and record this manifest.json or bundle")
+    p.add_argument("--no-models", action="store_true", help="do not rebuild the SQL models")
+    p.add_argument(
+        "--progress", choices=("auto", "on", "off"), default="auto", help="progress log on stderr"
+    )
+    p.set_defaults(func=run_sync)
+
+    d = sub.add_parser(
+        "demo",
+        help="sandbox -> sync -> clock advance -> sync -> models -> report",
+        description=(
+            "Start the sandbox in-process, sync, advance its clock, sync again (so history "
+            "exists), build the models and print the report. Recreates --warehouse."
+        ),
+    )
+    d.add_argument("--warehouse", default=DEMO_WAREHOUSE, help="DuckDB file (default %(default)s)")
+    d.add_argument("--subscriptions", type=int, default=20_000)
+    d.add_argument("--users", type=int, default=2_000)
+    d.add_argument("--seed", type=int, default=42)
+    d.add_argument("--syncs", type=int, default=3, help="syncs to run (clock advances between)")
+    d.add_argument("--advance-days", type=float, default=30.0, help="days between syncs")
+    d.add_argument("--fault-rate", type=float, default=0.0, help="share of requests that fail")
+    d.add_argument("--html", help="also write the HTML report here")
+    d.set_defaults(func=run_demo)
+
+
+def _print_result(result: SyncResult) -> None:
+    print(result.summary())
+
+
+def run_sync(args: argparse.Namespace) -> int:
+    destination = args.destination
+    result = sync(
+        args.warehouse,
+        base_url=args.base_url,
+        resources=args.resources,
+        since=args.since,
+        window=args.window,
+        include_test=args.include_test,
+        destination=destination,
+        progress=_progress(args.progress),
+        build_models=not args.no_models,
+        **({"workers": args.workers} if args.workers else {}),
+    )
+    _print_result(result)
+    if args.manifest:
+        _load_manifest(args.manifest, args.warehouse)
+    return 0
+
+
+def _load_manifest(path: str, warehouse: str) -> None:
+    try:
+        from devportal.manifest import cli as manifest_cli
+    except ModuleNotFoundError:
+        raise ConfigError("the manifest extractor is not installed in this build") from None
+    manifest_cli.load_and_report(path, warehouse)
+
+
+def _reset(warehouse: str) -> None:
+    path = Path(warehouse)
+    for extra in (path, path.with_name(path.name + ".wal")):
+        extra.unlink(missing_ok=True)
+    shutil.rmtree(pipelines_dir(path), ignore_errors=True)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from devportal.sandbox import Sandbox
+
+    _reset(args.warehouse)
+    # the simulated clock ends near today, so the report reads like a live business
+    start = (datetime.now(UTC) - timedelta(days=args.advance_days * (args.syncs - 1))).replace(
+        tzinfo=None, hour=0, minute=0, second=0, microsecond=0
+    )
+    print(
+        f"demo: sandbox with {args.subscriptions} subscriptions and {args.users} users, "
+        f"clock at {start:%Y-%m-%d}; warehouse {args.warehouse} (recreated)"
+    )
+    with Sandbox(
+        subscriptions=args.subscriptions,
+        users=args.users,
+        seed=args.seed,
+        start=start.strftime("%Y-%m-%d %H:%M:%S"),
+    ) as sb:
+        if args.fault_rate:
+            sb.set_faults(rate=args.fault_rate, seed=args.seed, retry_after=0)
+        for n in range(1, args.syncs + 1):
+            if n > 1:
+                changes = sb.advance(days=args.advance_days)
+                print(
+                    f"demo: clock +{args.advance_days:g} days -> {sb.now:%Y-%m-%d}: "
+                    + ", ".join(f"{k} {v}" for k, v in changes.items())
+                )
+            result = sync(
+                args.warehouse,
+                base_url=sb.base_url,
+                access_token=sb.token,
+                build_models=n == args.syncs,
+                progress=None,
+            )
+            print(f"demo: sync {n}/{args.syncs}: {result.summary()}")
+    try:
+        from devportal import report
+    except ModuleNotFoundError:
+        print("demo: models and report are not built yet in this version")
+        return 0
+    report.print_report(args.warehouse, fmt="table", html=args.html)
+    return 0

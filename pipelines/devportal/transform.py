@@ -1,0 +1,487 @@
+"""Rows from API pages to typed records, and the data-quality ledger of what did not fit.
+
+Subscriptions take the fast path: each batch of pages becomes one Arrow table with an explicit
+schema (columns built once per batch, dates parsed by Arrow's vectorised strptime), so the load
+never touches per-row dicts. Values that do not fit their type are kept as NULL with the raw
+text beside them and counted in `DataQuality`; they never stop a sync.
+
+`_row_version` is a deterministic 64-bit hash of the business columns. dlt's SCD2 merge compares
+it to decide whether a subscription changed; on the Arrow path dlt would otherwise have no
+content hash at all (its `add_dlt_id` makes random ids, which would version every row on every
+sweep).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+KNOWN_STATUSES = ("active", "canceled")
+EXPIRES_FORMAT = "%Y-%m-%d %H:%M:%S"
+SAMPLE_SIZE = 5
+
+SUBSCRIPTIONS_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        pa.field("service_id", pa.int64()),
+        pa.field("status", pa.string()),
+        pa.field("expires_at", pa.timestamp("us")),
+        pa.field("is_test", pa.bool_(), nullable=False),
+        pa.field("expires_at_raw", pa.string()),
+        pa.field("dq_flags", pa.string()),
+        pa.field("_row_version", pa.int64(), nullable=False),
+    ]
+)
+
+# dlt column hints matching SUBSCRIPTIONS_SCHEMA (naive TIMESTAMP, as the API's clock has no zone).
+SUBSCRIPTIONS_COLUMNS: dict[str, dict[str, Any]] = {
+    "id": {"data_type": "bigint", "nullable": False},
+    "service_id": {"data_type": "bigint", "nullable": True},
+    "status": {"data_type": "text", "nullable": True},
+    "expires_at": {"data_type": "timestamp", "timezone": False, "precision": 6, "nullable": True},
+    "is_test": {"data_type": "bool", "nullable": False},
+    "expires_at_raw": {"data_type": "text", "nullable": True},
+    "dq_flags": {"data_type": "text", "nullable": True},
+    "_row_version": {"data_type": "bigint", "nullable": False},
+}
+
+
+@dataclass
+class Problem:
+    count: int = 0
+    sample_ids: list[str] = field(default_factory=list)
+    sample_values: list[str] = field(default_factory=list)
+
+    def add(self, ident: Any, value: Any) -> None:
+        self.count += 1
+        if len(self.sample_ids) < SAMPLE_SIZE:
+            self.sample_ids.append(str(ident)[:64])
+            self.sample_values.append(repr(value)[:120])
+
+
+@dataclass
+class DataQuality:
+    """Counts of rows whose values did not fit, keyed by (table, column, problem)."""
+
+    problems: dict[tuple[str, str, str], Problem] = field(default_factory=dict)
+
+    def add(self, table: str, column: str, problem: str, ident: Any, value: Any) -> None:
+        self.problems.setdefault((table, column, problem), Problem()).add(ident, value)
+
+    def total(self) -> int:
+        return sum(p.count for p in self.problems.values())
+
+    def records(self, run_id: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "run_id": run_id,
+                "table_name": table,
+                "column_name": column,
+                "problem": problem,
+                "row_count": p.count,
+                "sample_ids": ", ".join(p.sample_ids),
+                "sample_values": ", ".join(p.sample_values),
+            }
+            for (table, column, problem), p in sorted(self.problems.items())
+        ]
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def to_int(value: Any) -> int | None:
+    """An integer from an int, an integral float or a digit string; None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit() and len(text) < 20:
+            return int(text)
+    return None
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """Lenient parse for values the strict `YYYY-MM-DD HH:MM:SS` parse refused (ISO forms)."""
+    if not isinstance(value, str) or not value.strip() or value.startswith("0000"):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    if not 1970 <= parsed.year <= 9999:
+        return None
+    return parsed
+
+
+_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser, vectorised (uint64 arithmetic wraps, as the algorithm wants)."""
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return x ^ (x >> np.uint64(31))
+
+
+def _text_hash(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
+
+
+def _column(rows: Sequence[dict[str, Any]], name: str) -> list[Any]:
+    return [row.get(name) for row in rows]
+
+
+# -- subscriptions ---------------------------------------------------------------------------
+
+
+def subscriptions_table(
+    rows: Sequence[dict[str, Any]], is_test: bool, dq: DataQuality
+) -> tuple[pa.Table, np.ndarray]:
+    """One Arrow table for a batch of subscription rows, and the array of their ids.
+
+    Rows without a usable `id` cannot be keyed: they are dropped and counted.
+    """
+    raw_ids = _column(rows, "id")
+    try:
+        ids = pa.array(raw_ids, type=pa.int64())
+        keep = None if ids.null_count == 0 else [v is not None for v in ids.to_pylist()]
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        coerced = [to_int(v) for v in raw_ids]
+        keep = [v is not None for v in coerced]
+        ids = pa.array(coerced, type=pa.int64())
+    if keep is not None and not all(keep):
+        for row, ok in zip(rows, keep, strict=True):
+            if not ok:
+                dq.add(
+                    "subscriptions", "id", "missing_or_invalid_id_row_dropped", "?", row.get("id")
+                )
+        rows = [row for row, ok in zip(rows, keep, strict=True) if ok]
+        ids = pa.array([to_int(row.get("id")) for row in rows], type=pa.int64())
+    n = len(rows)
+    id_list: list[int] | None = None
+
+    def ident(i: int) -> int:
+        nonlocal id_list
+        if id_list is None:
+            id_list = ids.to_pylist()
+        return id_list[i]
+
+    flags: list[list[str]] = [[] for _ in range(n)] if n else []
+    flagged = False
+
+    # service_id
+    raw_service = _column(rows, "service_id")
+    try:
+        service = pa.array(raw_service, type=pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        coerced = [to_int(v) for v in raw_service]
+        for i, (raw, val) in enumerate(zip(raw_service, coerced, strict=True)):
+            if val is None and raw is not None:
+                dq.add("subscriptions", "service_id", "invalid_service_id", ident(i), raw)
+                flags[i].append("invalid_service_id")
+                flagged = True
+        service = pa.array(coerced, type=pa.int64())
+    if service.null_count:
+        for i, raw in enumerate(raw_service):
+            if raw is None:
+                dq.add("subscriptions", "service_id", "missing_service_id", ident(i), raw)
+                flags[i].append("missing_service_id")
+                flagged = True
+
+    # status: kept verbatim; unknown or missing values are flagged, never dropped
+    raw_status = _column(rows, "status")
+    try:
+        status = pa.array(raw_status, type=pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        status = pa.array([None if v is None else str(v) for v in raw_status], type=pa.string())
+    known = pc.is_in(status, value_set=pa.array(KNOWN_STATUSES))
+    if not pc.all(known).as_py():
+        for i, ok in enumerate(known.to_pylist()):
+            if not ok:
+                dq.add("subscriptions", "status", "unknown_status", ident(i), raw_status[i])
+                flags[i].append("unknown_status")
+                flagged = True
+
+    # expires_at: strict spec format first (vectorised), lenient ISO second, NULL + raw text last
+    raw_exp = _column(rows, "expires_at")
+    try:
+        exp_text = pa.array(raw_exp, type=pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        exp_text = pa.array([None if v is None else str(v) for v in raw_exp], type=pa.string())
+    expires = pc.strptime(exp_text, format=EXPIRES_FORMAT, unit="us", error_is_null=True)
+    exp_raw_col: list[str | None] | None = None
+    if expires.null_count:
+        exp_list = expires.to_pylist()
+        exp_raw_col = [None] * n
+        for i, parsed in enumerate(exp_list):
+            if parsed is not None:
+                continue
+            raw = raw_exp[i]
+            lenient = parse_timestamp(raw)
+            if lenient is not None:
+                exp_list[i] = lenient
+                continue
+            exp_raw_col[i] = None if raw is None else str(raw)[:200]
+            problem = "missing_expires_at" if raw in (None, "") else "invalid_expires_at"
+            dq.add("subscriptions", "expires_at", problem, ident(i), raw)
+            flags[i].append(problem)
+            flagged = True
+        expires = pa.array(exp_list, type=pa.timestamp("us"))
+
+    # row version over the business columns
+    id_np = ids.to_numpy(zero_copy_only=False).astype(np.uint64)
+    svc_np = service.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.uint64)
+    status_codes = pc.dictionary_encode(status.fill_null("\x00null"))
+    status_hashes = np.array(
+        [_text_hash(s) for s in status_codes.dictionary.to_pylist()], dtype=np.uint64
+    )
+    status_np = (
+        status_hashes[status_codes.indices.to_numpy(zero_copy_only=False)]
+        if n
+        else np.zeros(0, np.uint64)
+    )
+    exp_np = (
+        pc.cast(expires, pa.int64()).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.uint64)
+    )
+    if exp_raw_col is not None:
+        for i, raw in enumerate(exp_raw_col):
+            if raw is not None:
+                exp_np[i] = np.uint64(_text_hash(raw))
+    h = _mix(id_np)
+    for part in (svc_np, status_np, exp_np, np.full(n, 1 if is_test else 0, dtype=np.uint64)):
+        h = _mix(h ^ part)
+    version = pa.array(h.view(np.int64), type=pa.int64())
+
+    table = pa.Table.from_arrays(
+        [
+            ids,
+            service,
+            status,
+            expires,
+            pa.array(np.full(n, is_test, dtype=bool), type=pa.bool_()),
+            pa.array(exp_raw_col if exp_raw_col is not None else [None] * n, type=pa.string()),
+            pa.array(
+                [",".join(f) or None for f in flags] if flagged else [None] * n, type=pa.string()
+            ),
+            version,
+        ],
+        schema=SUBSCRIPTIONS_SCHEMA,
+    )
+    return table, id_np.view(np.int64)
+
+
+# -- user settings ---------------------------------------------------------------------------
+
+TWITCH_FIELDS = (
+    "twitch_id",
+    "display_name",
+    "name",
+    "partnered",
+    "icon_url",
+    "profile_banner_url",
+    "profile_background_color",
+)
+
+
+def _text_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+def flatten_settings(settings: Any, prefix: str = "") -> Iterable[tuple[str, str | None, str]]:
+    """(key path, text value, JSON type) for each leaf; nested objects give dotted paths."""
+    if not isinstance(settings, dict):
+        return
+    for key, value in settings.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            yield from flatten_settings(value, path + ".")
+            continue
+        if value is None:
+            kind = "null"
+        elif isinstance(value, bool):
+            kind = "boolean"
+        elif isinstance(value, (int, float)):
+            kind = "number"
+        elif isinstance(value, str):
+            kind = "string"
+        elif isinstance(value, list):
+            kind = "array"
+        else:
+            kind = "object"
+        text: str | None
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            text = orjson.dumps(value).decode()
+        else:
+            text = _text_or_none(value)
+        yield path, text, kind
+
+
+def user_settings_records(
+    rows: Sequence[dict[str, Any]], dq: DataQuality, seen_at: datetime
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(user_settings rows, user_setting_values rows) for one page of settings entries."""
+    users: list[dict[str, Any]] = []
+    values: list[dict[str, Any]] = []
+    for entry in rows:
+        user: dict[str, Any] = entry["user"] if isinstance(entry.get("user"), dict) else {}
+        service: dict[str, Any] = user["service"] if isinstance(user.get("service"), dict) else {}
+        user_id = to_int(service.get("id"))
+        if user_id is None:
+            dq.add(
+                "user_settings",
+                "user_id",
+                "missing_or_invalid_user_id_row_dropped",
+                "?",
+                service.get("id"),
+            )
+            continue
+        twitch: dict[str, Any] | None = (
+            user["twitch"] if isinstance(user.get("twitch"), dict) else None
+        )
+        settings = entry.get("settings")
+        if settings is not None and not isinstance(settings, dict):
+            dq.add("user_settings", "settings", "settings_not_an_object", user_id, settings)
+        platforms = sorted(k for k, v in user.items() if k != "service" and isinstance(v, dict))
+        record: dict[str, Any] = {
+            "user_id": user_id,
+            "platforms": ",".join(platforms) or None,
+            "has_twitch": twitch is not None,
+            "settings": settings if isinstance(settings, dict) else {},
+            "settings_count": len(settings) if isinstance(settings, dict) else 0,
+            "last_seen_at": seen_at,
+        }
+        for name in TWITCH_FIELDS:
+            raw = twitch.get(name) if twitch else None
+            record[f"twitch_{name}" if not name.startswith("twitch_") else name] = raw
+        record["twitch_id"] = (
+            to_int(record["twitch_id"]) if record["twitch_id"] is not None else None
+        )
+        record["twitch_partnered"] = to_int(record["twitch_partnered"])
+        for name in (
+            "twitch_display_name",
+            "twitch_name",
+            "twitch_icon_url",
+            "twitch_profile_banner_url",
+            "twitch_profile_background_color",
+        ):
+            record[name] = _text_or_none(record[name])
+        users.append(record)
+        for key, text, kind in flatten_settings(settings):
+            values.append({"user_id": user_id, "key": key, "value": text, "value_type": kind})
+    return users, values
+
+
+USER_SETTINGS_COLUMNS: dict[str, dict[str, Any]] = {
+    "user_id": {"data_type": "bigint", "nullable": False, "primary_key": True},
+    "platforms": {"data_type": "text"},
+    "has_twitch": {"data_type": "bool"},
+    "settings": {"data_type": "json"},
+    "settings_count": {"data_type": "bigint"},
+    "last_seen_at": {"data_type": "timestamp", "timezone": False},
+    "twitch_id": {"data_type": "bigint"},
+    "twitch_display_name": {"data_type": "text"},
+    "twitch_name": {"data_type": "text"},
+    "twitch_partnered": {"data_type": "bigint"},
+    "twitch_icon_url": {"data_type": "text"},
+    "twitch_profile_banner_url": {"data_type": "text"},
+    "twitch_profile_background_color": {"data_type": "text"},
+}
+
+USER_SETTING_VALUES_COLUMNS: dict[str, dict[str, Any]] = {
+    "user_id": {"data_type": "bigint", "nullable": False, "merge_key": True},
+    "key": {"data_type": "text", "nullable": False},
+    "value": {"data_type": "text"},
+    "value_type": {"data_type": "text"},
+}
+
+
+# -- user accounts ---------------------------------------------------------------------------
+
+PROFILE_ID_KEYS = ("id", "twitch_id", "youtube_id", "mixer_id", "facebook_id", "channel_id")
+PROFILE_NAME_KEYS = ("name", "title", "username", "login")
+
+
+def account_records(
+    user_id: int, profiles: Any, fetched_at: datetime, dq: DataQuality
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(user_accounts row, user_account_profiles rows); `profiles` None means the API said 404."""
+    if profiles is None:
+        return (
+            {
+                "user_id": user_id,
+                "status": "missing",
+                "primary_platform": None,
+                "platforms": None,
+                "fetched_at": fetched_at,
+            },
+            [],
+        )
+    if not isinstance(profiles, dict):
+        dq.add("user_accounts", "profiles", "profiles_not_an_object", user_id, profiles)
+        profiles = {}
+    primary = profiles.get("primary")
+    linked = {k: v for k, v in profiles.items() if isinstance(v, dict)}
+    rows = []
+    for platform, profile in sorted(linked.items()):
+        platform_user_id = next(
+            (profile[k] for k in PROFILE_ID_KEYS if profile.get(k) is not None), None
+        )
+        name = next((profile[k] for k in PROFILE_NAME_KEYS if profile.get(k) is not None), None)
+        rows.append(
+            {
+                "user_id": user_id,
+                "platform": platform,
+                "platform_user_id": _text_or_none(platform_user_id),
+                "name": _text_or_none(name),
+                "display_name": _text_or_none(profile.get("display_name")),
+                "profile": profile,
+            }
+        )
+    return (
+        {
+            "user_id": user_id,
+            "status": "found",
+            "primary_platform": primary if isinstance(primary, str) else None,
+            "platforms": ",".join(sorted(linked)) or None,
+            "fetched_at": fetched_at,
+        },
+        rows,
+    )
+
+
+USER_ACCOUNTS_COLUMNS: dict[str, dict[str, Any]] = {
+    "user_id": {"data_type": "bigint", "nullable": False, "primary_key": True},
+    "status": {"data_type": "text"},
+    "primary_platform": {"data_type": "text"},
+    "platforms": {"data_type": "text"},
+    "fetched_at": {"data_type": "timestamp", "timezone": False},
+}
+
+USER_ACCOUNT_PROFILES_COLUMNS: dict[str, dict[str, Any]] = {
+    "user_id": {"data_type": "bigint", "nullable": False, "merge_key": True},
+    "platform": {"data_type": "text", "nullable": False},
+    "platform_user_id": {"data_type": "text"},
+    "name": {"data_type": "text"},
+    "display_name": {"data_type": "text"},
+    "profile": {"data_type": "json"},
+}

@@ -1,0 +1,39 @@
+"""Shared fixtures: a real sandbox on 127.0.0.1 and a real DuckDB warehouse in a temp dir."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# dlt reads `.dlt/` from the working directory; tests must not pick up a developer's config.
+os.environ.setdefault("RUNTIME__LOG_LEVEL", "WARNING")
+for _key in list(os.environ):
+    if _key.startswith("SOURCES__DEVPORTAL__"):
+        del os.environ[_key]
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    return tmp_path / "wh" / "devportal.duckdb"
+
+
+@pytest.fixture
+def sandbox_factory() -> Iterator[Any]:
+    """Start sandboxes with any world; all are stopped at the end of the test."""
+    from devportal.sandbox import Sandbox
+
+    started: list[Any] = []
+
+    def make(**kwargs: Any) -> Any:
+        kwargs.setdefault("start", "2026-11-01 00:00:00")
+        sb = Sandbox(**kwargs).start()
+        started.append(sb)
+        return sb
+
+    yield make
+    for sb in started:
+        sb.stop()
