@@ -1,0 +1,97 @@
+"""Findings and the validation report: the one shape every check returns and every output uses.
+
+A finding is `{severity, pointer, rule, message}`: `pointer` is an RFC 6901 JSON pointer into
+the manifest ("" is the whole document), `rule` a stable id (`schema.<keyword>` for JSON Schema
+keywords, a kebab-case name for the rules in rules.py) that tests, tables and scripts can key on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Severity = Literal["error", "warning"]
+ERROR: Severity = "error"
+WARNING: Severity = "warning"
+
+_SEVERITY_ORDER = {ERROR: 0, WARNING: 1}
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: Severity
+    pointer: str
+    rule: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "severity": self.severity,
+            "pointer": self.pointer,
+            "rule": self.rule,
+            "message": self.message,
+        }
+
+
+def pointer(parts: Iterable[str | int]) -> str:
+    """RFC 6901 pointer from path parts (`~` and `/` escaped as the RFC requires)."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _pointer_key(ptr: str) -> tuple[tuple[int, int, str], ...]:
+    # Array indexes compare as numbers so /sources/10 sorts after /sources/2.
+    parts = ptr.split("/")[1:] if ptr else []
+    # isascii: str.isdigit accepts "²", which int() rejects.
+    return tuple((0, int(p), "") if p.isascii() and p.isdigit() else (1, 0, p) for p in parts)
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Errors first, then document order of the pointer, then rule id: stable for diffs."""
+    return sorted(
+        findings, key=lambda f: (_SEVERITY_ORDER[f.severity], _pointer_key(f.pointer), f.rule)
+    )
+
+
+@dataclass
+class Report:
+    """The outcome of validating one manifest file (readable input only; see reader.py)."""
+
+    manifest_path: Path
+    bundle: Path
+    raw: bytes
+    document: dict[str, Any]
+    content_hash: str
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == WARNING]
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error (warnings allowed): the `validate` exit code 0."""
+        return not self.errors
+
+    @property
+    def name(self) -> str | None:
+        value = self.document.get("name")
+        return value if isinstance(value, str) else None
+
+    @property
+    def version(self) -> str | None:
+        value = self.document.get("version")
+        return value if isinstance(value, str) else None
+
+    def as_list(self) -> list[dict[str, str]]:
+        """The `--json` output: one `{severity, pointer, rule, message}` per finding."""
+        return [f.to_dict() for f in self.findings]
+
+
+def count(findings: Sequence[Finding], severity: Severity) -> int:
+    return sum(1 for f in findings if f.severity == severity)

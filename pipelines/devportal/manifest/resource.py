@@ -1,0 +1,424 @@
+"""The warehouse record of manifests: row building, the dlt resources and `load_manifest`.
+
+Tables (dataset `devportal`), every one keyed by `content_hash` (sha256 of the manifest's raw
+bytes) so one distinct manifest content is one record however often it is loaded:
+
+    app_manifests                     one row per distinct manifest content (loaded_at: the
+                                      latest load of it, when its findings were computed)
+    app_manifest_sources              one row per source, client defaults applied
+    app_manifest_pages                one row per page, client defaults applied
+    app_manifest_platforms            one row per supported platform
+    app_manifest_permissions          one row per permission
+    app_manifest_authorization_urls   one row per URL, with the query-less form the client matches
+    app_manifest_media_domains        one row per media hostname (lower case)
+    manifest_findings                 one row per finding of the latest load of that content
+
+Child rows carry `ordinal`, the 0-based index in the manifest array, so `/sources/{ordinal}`
+is the JSON pointer of the row. Every table merges (delete-insert) on `content_hash`: loading
+the same content again replaces its rows with identical ones, a new version adds its own.
+Findings can change for the same content (a missing file added to the bundle, new history), so
+each load also sends a tombstone row that clears the previous findings of that content even
+when there are none now (`_clear_previous`, a dlt hard-delete marker, NULL in stored rows).
+Values of the wrong type (already reported as schema errors) are stored as NULL rather than
+widening the column types.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from devportal.errors import DevportalError
+from devportal.manifest import facts
+from devportal.manifest.bundle import is_file, resolve
+from devportal.manifest.images import image_size
+from devportal.manifest.report import ERROR, WARNING, Report, count
+from devportal.manifest.rules import build_path_of, normalise_authorization_url
+
+if TYPE_CHECKING:
+    from dlt.extract.resource import DltResource
+
+Row = dict[str, Any]
+
+MANIFESTS = "app_manifests"
+SOURCES = "app_manifest_sources"
+PAGES = "app_manifest_pages"
+PLATFORMS = "app_manifest_platforms"
+PERMISSIONS = "app_manifest_permissions"
+AUTHORIZATION_URLS = "app_manifest_authorization_urls"
+MEDIA_DOMAINS = "app_manifest_media_domains"
+FINDINGS = "manifest_findings"
+TABLES = (
+    MANIFESTS,
+    SOURCES,
+    PAGES,
+    PLATFORMS,
+    PERMISSIONS,
+    AUTHORIZATION_URLS,
+    MEDIA_DOMAINS,
+    FINDINGS,
+)
+
+CLEAR_MARKER = "_clear_previous"
+
+
+def _column(data_type: str, *, nullable: bool = True, **hints: Any) -> dict[str, Any]:
+    return {"data_type": data_type, "nullable": nullable, **hints}
+
+
+_KEY = {
+    "content_hash": _column("text", nullable=False),
+    "ordinal": _column("bigint", nullable=False),
+}
+
+COLUMNS: dict[str, dict[str, dict[str, Any]]] = {
+    MANIFESTS: {
+        "content_hash": _column("text", nullable=False),
+        "name": _column("text"),
+        "version": _column("text"),
+        "build_path": _column("text"),
+        "icon": _column("text"),
+        "icon_width": _column("bigint"),
+        "icon_height": _column("bigint"),
+        "error_count": _column("bigint", nullable=False),
+        "warning_count": _column("bigint", nullable=False),
+        "loaded_at": _column("timestamp", nullable=False),
+        "manifest_path": _column("text"),
+        "size_bytes": _column("bigint", nullable=False),
+        "document": _column("json"),
+    },
+    SOURCES: {
+        **_KEY,
+        "source_id": _column("text"),
+        "source_type": _column("text"),
+        "name": _column("text"),
+        "description": _column("text"),
+        "bullets": _column("json"),
+        "banner_image": _column("text"),
+        "file": _column("text"),
+        "initial_size_type": _column("text"),
+        "initial_width": _column("double"),
+        "initial_height": _column("double"),
+        "initial_size_is_default": _column("bool", nullable=False),
+        "redirect_properties_to_top_nav_slot": _column("bool", nullable=False),
+    },
+    PAGES: {
+        **_KEY,
+        "slot": _column("text"),
+        "file": _column("text"),
+        "persistent": _column("bool", nullable=False),
+        "allow_popout": _column("bool", nullable=False),
+        "pop_out_width": _column("double"),
+        "pop_out_height": _column("double"),
+        "pop_out_min_width": _column("double"),
+        "pop_out_min_height": _column("double"),
+    },
+    PLATFORMS: {**_KEY, "platform": _column("text")},
+    PERMISSIONS: {**_KEY, "permission": _column("text"), "is_known": _column("bool")},
+    AUTHORIZATION_URLS: {**_KEY, "url": _column("text"), "normalised_url": _column("text")},
+    MEDIA_DOMAINS: {**_KEY, "media_domain": _column("text")},
+    FINDINGS: {
+        **_KEY,
+        "severity": _column("text"),
+        "pointer": _column("text"),
+        "rule": _column("text"),
+        "message": _column("text"),
+        CLEAR_MARKER: _column("bool", hard_delete=True),
+    },
+}
+
+
+# --- defensive value readers: a wrong type was reported as an error, here it is just NULL ------
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _bool(value: Any, default: bool) -> bool:
+    return value if isinstance(value, bool) else default
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer literal beyond a double
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+# --- rows -------------------------------------------------------------------------------------
+
+
+def build_rows(report: Report, loaded_at: datetime | None = None) -> dict[str, list[Row]]:
+    """Rows for every table, keyed by table name (pure: no warehouse access)."""
+    doc = report.document
+    key = report.content_hash
+    loaded_at = loaded_at or datetime.now(UTC)
+
+    icon = _str(doc.get("icon"))
+    icon_size = _icon_size(report, icon)
+    manifest: Row = {
+        "content_hash": key,
+        "name": _str(doc.get("name")),
+        "version": _str(doc.get("version")),
+        "build_path": _str(doc.get("buildPath")),
+        "icon": icon,
+        "icon_width": icon_size[0] if icon_size else None,
+        "icon_height": icon_size[1] if icon_size else None,
+        "error_count": count(report.findings, ERROR),
+        "warning_count": count(report.findings, WARNING),
+        "loaded_at": loaded_at,
+        "manifest_path": str(report.manifest_path.resolve()),
+        "size_bytes": len(report.raw),
+        "document": doc,
+    }
+
+    # A source or page that is not an object (a schema error) has nothing to record; ordinals
+    # keep the manifest's indexes, so the gap shows where it was.
+    sources = [
+        _source_row(key, i, s)
+        for i, s in enumerate(_list(doc.get("sources")))
+        if isinstance(s, dict)
+    ]
+    pages = [
+        _page_row(key, i, p) for i, p in enumerate(_list(doc.get("pages"))) if isinstance(p, dict)
+    ]
+    platforms = [
+        {"content_hash": key, "ordinal": i, "platform": _str(p)}
+        for i, p in enumerate(_list(doc.get("supportedPlatforms")))
+    ]
+    permissions = [
+        {
+            "content_hash": key,
+            "ordinal": i,
+            "permission": _str(p),
+            "is_known": p in facts.KNOWN_PERMISSIONS if isinstance(p, str) else None,
+        }
+        for i, p in enumerate(_list(doc.get("permissions")))
+    ]
+    urls = [
+        {
+            "content_hash": key,
+            "ordinal": i,
+            "url": _str(u),
+            "normalised_url": normalise_authorization_url(u) if isinstance(u, str) else None,
+        }
+        for i, u in enumerate(_list(doc.get("authorizationUrls")))
+    ]
+    domains = [
+        {
+            "content_hash": key,
+            "ordinal": i,
+            "media_domain": d.strip().lower() if isinstance(d, str) else None,
+        }
+        for i, d in enumerate(_list(doc.get("mediaDomains")))
+    ]
+    findings: list[Row] = [
+        # The tombstone: ordinal -1 never collides with a real finding.
+        {"content_hash": key, "ordinal": -1, CLEAR_MARKER: True},
+    ]
+    findings += [
+        {"content_hash": key, "ordinal": i, **f.to_dict()} for i, f in enumerate(report.findings)
+    ]
+    return {
+        MANIFESTS: [manifest],
+        SOURCES: sources,
+        PAGES: pages,
+        PLATFORMS: platforms,
+        PERMISSIONS: permissions,
+        AUTHORIZATION_URLS: urls,
+        MEDIA_DOMAINS: domains,
+        FINDINGS: findings,
+    }
+
+
+def _icon_size(report: Report, icon: str | None) -> tuple[int, int] | None:
+    build_path = build_path_of(report.document)
+    if icon is None or build_path is None:
+        return None
+    resolved = resolve(report.bundle, build_path, icon)
+    if resolved.path is None or not is_file(resolved.path):
+        return None
+    return image_size(resolved.path)
+
+
+def _source_row(key: str, ordinal: int, source: dict[str, Any]) -> Row:
+    about = _obj(source.get("about"))
+    bullets = about.get("bullets")
+    size = source.get("initialSize")
+    if isinstance(size, dict):
+        size_type, width, height = _str(size.get("type")), size.get("width"), size.get("height")
+    else:
+        # The client opens a source without initialSize at 800 x 600 pixels: record that, and
+        # flag it, so analysts see the size users get and can still tell it was not chosen.
+        size_type = facts.DEFAULT_INITIAL_SIZE_TYPE
+        width, height = facts.DEFAULT_INITIAL_WIDTH, facts.DEFAULT_INITIAL_HEIGHT
+    return {
+        "content_hash": key,
+        "ordinal": ordinal,
+        "source_id": _str(source.get("id")),
+        "source_type": _str(source.get("type")),
+        "name": _str(source.get("name")),
+        "description": _str(about.get("description")),
+        "bullets": bullets if isinstance(bullets, list) else None,
+        "banner_image": _str(about.get("bannerImage")),
+        "file": _str(source.get("file")),
+        "initial_size_type": size_type,
+        "initial_width": _num(width),
+        "initial_height": _num(height),
+        "initial_size_is_default": not isinstance(size, dict),
+        "redirect_properties_to_top_nav_slot": _bool(
+            source.get("redirectPropertiesToTopNavSlot"), facts.DEFAULT_REDIRECT_TO_TOP_NAV
+        ),
+    }
+
+
+def _page_row(key: str, ordinal: int, page: dict[str, Any]) -> Row:
+    size = _obj(page.get("popOutSize"))
+
+    def dim(name: str, default: int) -> float | None:
+        return _num(size[name]) if name in size else float(default)
+
+    return {
+        "content_hash": key,
+        "ordinal": ordinal,
+        "slot": _str(page.get("slot")),
+        "file": _str(page.get("file")),
+        "persistent": _bool(page.get("persistent"), facts.DEFAULT_PERSISTENT),
+        "allow_popout": _bool(page.get("allowPopout"), facts.DEFAULT_ALLOW_POPOUT),
+        "pop_out_width": dim("width", facts.DEFAULT_POPOUT_WIDTH),
+        "pop_out_height": dim("height", facts.DEFAULT_POPOUT_HEIGHT),
+        "pop_out_min_width": dim("minWidth", facts.DEFAULT_POPOUT_MIN_WIDTH),
+        "pop_out_min_height": dim("minHeight", facts.DEFAULT_POPOUT_MIN_HEIGHT),
+    }
+
+
+# --- dlt --------------------------------------------------------------------------------------
+
+
+def resources_for_report(report: Report, loaded_at: datetime | None = None) -> list[DltResource]:
+    """One dlt resource per table for an already validated manifest."""
+    import dlt  # deferred: keeps `devportal --help` and plain validation fast
+
+    rows = build_rows(report, loaded_at)
+    resources = []
+    for table in TABLES:
+        primary_key: str | tuple[str, ...] = (
+            "content_hash" if table == MANIFESTS else ("content_hash", "ordinal")
+        )
+        resources.append(
+            dlt.resource(
+                rows[table],
+                name=table,
+                table_name=table,
+                write_disposition={"disposition": "merge", "strategy": "delete-insert"},
+                primary_key=primary_key,
+                merge_key="content_hash",
+                columns=COLUMNS[table],
+                # Rows are built in full before the load and never nest: keep them flat.
+                max_table_nesting=0,
+            )
+        )
+    return resources
+
+
+def manifest_resources(
+    path: str | Path,
+    previous_platforms: Collection[str] | None = None,
+    *,
+    pipeline: Any = None,
+) -> list[DltResource]:
+    """Validate the manifest at PATH and return the dlt resources recording it.
+
+    For `devportal sync`: pass the pipeline being run so the platform-removal check reads the
+    history from its destination. Raises `ManifestUnreadable` (exit code 2) on unreadable
+    input; a manifest with errors is still recorded, findings included.
+    """
+    report = validate_for_load(path, previous_platforms, pipeline=pipeline)
+    return resources_for_report(report)
+
+
+def validate_for_load(
+    path: str | Path,
+    previous_platforms: Collection[str] | None = None,
+    *,
+    pipeline: Any = None,
+) -> Report:
+    from devportal.manifest.history import pipeline_platforms
+    from devportal.manifest.reader import read_manifest
+    from devportal.manifest.validate import validate_path
+
+    if previous_platforms is None and pipeline is not None:
+        manifest = read_manifest(path)
+        name = _str(manifest.document.get("name"))
+        if name is not None:
+            previous_platforms = pipeline_platforms(
+                pipeline, name, exclude_hash=manifest.content_hash
+            )
+    return validate_path(path, previous_platforms)
+
+
+@dataclass
+class LoadResult:
+    report: Report
+    warehouse: Path
+    load_id: str | None
+
+
+def load_manifest(path: str | Path, warehouse: str | Path) -> LoadResult:
+    """Validate PATH against the warehouse history and record it there (findings included).
+
+    Holds the warehouse lock for the whole read-validate-write so no other writer can record a
+    version in between. A manifest with errors is recorded too: analysts see broken releases,
+    and the caller decides the exit code from `report.ok`.
+    """
+    from dlt.pipeline.exceptions import PipelineStepFailed
+
+    from devportal.manifest.reader import read_manifest
+    from devportal.manifest.validate import validate_path
+    from devportal.pipeline import open_pipeline, warehouse_lock
+
+    # Fail on unreadable input before touching the warehouse (no lock, no dlt folder).
+    read_manifest(path)
+    try:
+        with warehouse_lock(warehouse):
+            # Validate first, then open the pipeline: the read-only DuckDB connection of the
+            # history lookup must be closed before dlt opens the file for writing.
+            report = validate_path(path, warehouse=warehouse)
+            pipeline = open_pipeline(warehouse)
+            if pipeline.has_pending_data:
+                # An earlier run stopped between extract and load. Given new data, dlt would
+                # load only the pending package and silently drop ours: finish that one first.
+                pipeline.run()
+            info = pipeline.run(resources_for_report(report))
+    except OSError as err:
+        raise DevportalError(
+            f"cannot use warehouse {warehouse}: {err.strerror or err}; "
+            "pass --warehouse a writable file path"
+        ) from err
+    except PipelineStepFailed as err:
+        cause = err.exception if err.exception is not None else err
+        first_line = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        raise DevportalError(
+            f"recording the manifest in {warehouse} failed at the dlt {err.step} step: "
+            f"{first_line}; nothing was recorded, rerun with --debug for the details"
+        ) from err
+    load_ids = list(getattr(info, "loads_ids", []) or [])
+    return LoadResult(
+        report=report, warehouse=Path(warehouse), load_id=load_ids[0] if load_ids else None
+    )

@@ -1,0 +1,512 @@
+"""The manifest rules a JSON Schema cannot express, each with a stable rule id.
+
+Errors: unique-source-id, one-page-per-slot, file-exists, path-escapes-bundle,
+initial-size-range, popout-size, authorization-url, media-domain, platform-removed.
+Warnings: icon-size, icon-format, unknown-permission, unknown-slot, unknown-source-type,
+duplicate-entry, client-requires-property, redirect-needs-top-nav, popout-size (a size below the
+client's default minimum).
+
+The schema check runs on the same document and reports wrong types, so each rule here looks only
+at values of the type it expects and skips the rest: one problem, one finding.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+from collections.abc import Collection, Iterator
+from pathlib import Path
+from typing import Any, TypeGuard
+from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+from devportal.manifest import bundle as bundle_paths
+from devportal.manifest import facts
+from devportal.manifest.images import image_size
+from devportal.manifest.report import ERROR, WARNING, Finding, pointer
+
+_PERMISSION_FORM = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+$")
+_HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    # bool is an int in Python but not a number in JSON.
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _items(document: dict[str, Any], key: str) -> list[tuple[int, Any]]:
+    value = document.get(key)
+    return list(enumerate(value)) if isinstance(value, list) else []
+
+
+def _objects(document: dict[str, Any], key: str) -> list[tuple[int, dict[str, Any]]]:
+    return [(i, v) for i, v in _items(document, key) if isinstance(v, dict)]
+
+
+def _known(values: Collection[str]) -> str:
+    return ", ".join(values)
+
+
+# --- identity and layout ----------------------------------------------------------------------
+
+
+def unique_source_ids(document: dict[str, Any]) -> Iterator[Finding]:
+    first: dict[str, int] = {}
+    for index, source in _objects(document, "sources"):
+        source_id = source.get("id")
+        if not isinstance(source_id, str):
+            continue
+        if source_id in first:
+            yield Finding(
+                ERROR,
+                pointer(["sources", index, "id"]),
+                "unique-source-id",
+                f"source id {source_id!r} is already used by /sources/{first[source_id]}/id; "
+                "give each source its own id",
+            )
+        else:
+            first[source_id] = index
+
+
+def one_page_per_slot(document: dict[str, Any]) -> Iterator[Finding]:
+    first: dict[str, int] = {}
+    for index, page in _objects(document, "pages"):
+        slot = page.get("slot")
+        if not isinstance(slot, str):
+            continue
+        if slot in first:
+            yield Finding(
+                ERROR,
+                pointer(["pages", index, "slot"]),
+                "one-page-per-slot",
+                f"slot {slot!r} already holds the page /pages/{first[slot]}; "
+                "the client allows one page per slot",
+            )
+        else:
+            first[slot] = index
+
+
+def known_values(document: dict[str, Any]) -> Iterator[Finding]:
+    for index, source in _objects(document, "sources"):
+        kind = source.get("type")
+        if isinstance(kind, str) and kind and kind not in facts.KNOWN_SOURCE_TYPES:
+            yield Finding(
+                WARNING,
+                pointer(["sources", index, "type"]),
+                "unknown-source-type",
+                f"source type {kind!r} is not known to the desktop client; "
+                f"known types: {_known(facts.KNOWN_SOURCE_TYPES)}",
+            )
+    for index, page in _objects(document, "pages"):
+        slot = page.get("slot")
+        if isinstance(slot, str) and slot and slot not in facts.KNOWN_SLOTS:
+            yield Finding(
+                WARNING,
+                pointer(["pages", index, "slot"]),
+                "unknown-slot",
+                f"slot {slot!r} is not known to the desktop client; "
+                f"known slots: {_known(facts.KNOWN_SLOTS)}",
+            )
+    for index, permission in _items(document, "permissions"):
+        # A malformed name is already a schema error; only well-formed unknown names warn here.
+        if (
+            isinstance(permission, str)
+            and _PERMISSION_FORM.match(permission)
+            and permission not in facts.KNOWN_PERMISSIONS
+        ):
+            yield Finding(
+                WARNING,
+                pointer(["permissions", index]),
+                "unknown-permission",
+                f"permission {permission!r} is not known to the desktop client; "
+                f"known permissions: {_known(facts.KNOWN_PERMISSIONS)}",
+            )
+
+
+def client_requirements(document: dict[str, Any]) -> Iterator[Finding]:
+    for key in facts.CLIENT_REQUIRED_TOP_LEVEL:
+        if key not in document:
+            yield Finding(
+                WARNING,
+                pointer([key]),
+                "client-requires-property",
+                f"the spec makes {key!r} optional but the desktop client refuses a manifest "
+                f'without it; add "{key}": []',
+            )
+
+
+def redirect_needs_top_nav(document: dict[str, Any]) -> Iterator[Finding]:
+    slots = {p.get("slot") for _, p in _objects(document, "pages")}
+    if facts.TOP_NAV_SLOT in slots:
+        return
+    for index, source in _objects(document, "sources"):
+        if source.get("redirectPropertiesToTopNavSlot") is True:
+            yield Finding(
+                WARNING,
+                pointer(["sources", index, "redirectPropertiesToTopNavSlot"]),
+                "redirect-needs-top-nav",
+                "Source Properties are redirected to the top_nav page, but no page has slot "
+                "'top_nav'; add that page or drop the redirect",
+            )
+
+
+# --- files in the bundle ----------------------------------------------------------------------
+
+
+def _file_references(document: dict[str, Any]) -> Iterator[tuple[list[str | int], str]]:
+    for index, source in _objects(document, "sources"):
+        if isinstance(source.get("file"), str):
+            yield ["sources", index, "file"], source["file"]
+        about = source.get("about")
+        if isinstance(about, dict) and isinstance(about.get("bannerImage"), str):
+            yield ["sources", index, "about", "bannerImage"], about["bannerImage"]
+    for index, page in _objects(document, "pages"):
+        if isinstance(page.get("file"), str):
+            yield ["pages", index, "file"], page["file"]
+    if isinstance(document.get("icon"), str):
+        yield ["icon"], document["icon"]
+
+
+def build_path_of(document: dict[str, Any]) -> str | None:
+    """The normalised buildPath, "" when unset, None when it is unusable (reported elsewhere)."""
+    raw = document.get("buildPath")
+    if not isinstance(raw, str):
+        return "" if raw is None else None
+    if bundle_paths.escape_problem(raw) is not None:
+        return None
+    build_path = bundle_paths.normalise_build_path(raw)
+    if build_path == ".." or build_path.startswith("../"):
+        return None
+    return build_path
+
+
+def files(document: dict[str, Any], bundle: Path) -> Iterator[Finding]:
+    raw_build_path = document.get("buildPath")
+    if isinstance(raw_build_path, str):
+        yield from _check_build_path(raw_build_path, bundle)
+    build_path = build_path_of(document)
+    if build_path and not bundle_paths.is_dir(bundle / build_path):
+        build_path = None  # a missing build folder is one error, not one per file
+    for path, value in _file_references(document):
+        if not value.strip():
+            continue  # empty string: schema.minLength already says so
+        resolved = bundle_paths.resolve(bundle, build_path or "", value)
+        if resolved.problem is not None:
+            yield Finding(
+                ERROR, pointer(path), "path-escapes-bundle", f"{value!r} {resolved.problem}"
+            )
+            continue
+        if build_path is None:
+            continue  # an unusable buildPath was reported once, at /buildPath
+        yield from _check_exists(path, value, build_path, resolved)
+        if path == ["icon"] and resolved.path is not None and bundle_paths.is_file(resolved.path):
+            yield from _check_icon(value, resolved.path)
+
+
+def _check_build_path(raw: str, bundle: Path) -> Iterator[Finding]:
+    problem = bundle_paths.escape_problem(raw)
+    build_path = bundle_paths.normalise_build_path(raw)
+    if problem is None and (build_path == ".." or build_path.startswith("../")):
+        problem = "climbs out of the bundle folder"
+    if problem is not None:
+        yield Finding(ERROR, "/buildPath", "path-escapes-bundle", f"buildPath {raw!r} {problem}")
+        return
+    if build_path and not bundle_paths.is_dir(bundle / build_path):
+        yield Finding(
+            ERROR,
+            "/buildPath",
+            "file-exists",
+            f"buildPath folder {build_path!r} does not exist in the bundle; build the app "
+            "first or fix buildPath",
+        )
+
+
+def _check_exists(
+    path: list[str | int], value: str, build_path: str, resolved: bundle_paths.Resolved
+) -> Iterator[Finding]:
+    target = resolved.path
+    if target is None or bundle_paths.is_file(target):
+        return
+    where = f" (resolved under buildPath {build_path!r})" if build_path else ""
+    what = (
+        "is a folder, not a file" if bundle_paths.is_dir(target) else "does not exist in the bundle"
+    )
+    yield Finding(
+        ERROR,
+        pointer(path),
+        "file-exists",
+        f"{resolved.relative!r}{where} {what}; add the file or fix the path",
+    )
+
+
+def _check_icon(value: str, path: Path) -> Iterator[Finding]:
+    size = image_size(path)
+    if size is None:
+        yield Finding(
+            WARNING,
+            "/icon",
+            "icon-format",
+            f"cannot read the size of {value!r} (not a PNG, JPEG, GIF, WebP, BMP or ICO "
+            "image); use a square PNG of at least 256 x 256",
+        )
+        return
+    width, height = size
+    problems = []
+    if width != height:
+        problems.append("not square (a circular mask is applied on display)")
+    if min(width, height) < facts.MIN_ICON_SIDE:
+        problems.append(
+            f"smaller than the recommended {facts.MIN_ICON_SIDE} x {facts.MIN_ICON_SIDE}"
+        )
+    if problems:
+        yield Finding(
+            WARNING,
+            "/icon",
+            "icon-size",
+            f"icon is {width} x {height}: {' and '.join(problems)}; use a square image of at "
+            f"least {facts.MIN_ICON_SIDE} x {facts.MIN_ICON_SIDE}",
+        )
+
+
+# --- sizes ------------------------------------------------------------------------------------
+
+
+def initial_sizes(document: dict[str, Any]) -> Iterator[Finding]:
+    for index, source in _objects(document, "sources"):
+        size = source.get("initialSize")
+        if not isinstance(size, dict):
+            continue
+        kind = size.get("type")
+        for dim in ("width", "height"):
+            value = size.get(dim)
+            if not _is_number(value):
+                continue
+            here = pointer(["sources", index, "initialSize", dim])
+            if kind == "relative" and not (0 < value <= 1):
+                yield Finding(
+                    ERROR,
+                    here,
+                    "initial-size-range",
+                    f"relative {dim} {value} must be above 0 and at most 1 "
+                    "(a fraction of the canvas)",
+                )
+            elif kind == "absolute" and not (0 < value < math.inf):
+                yield Finding(
+                    ERROR,
+                    here,
+                    "initial-size-range",
+                    f"absolute {dim} {value} must be a positive number of pixels",
+                )
+
+
+def popout_sizes(document: dict[str, Any]) -> Iterator[Finding]:
+    for index, page in _objects(document, "pages"):
+        size = page.get("popOutSize")
+        if not isinstance(size, dict):
+            continue
+        base: list[str | int] = ["pages", index, "popOutSize"]
+        positive: dict[str, float] = {}
+        for key in ("width", "height", "minWidth", "minHeight"):
+            value = size.get(key)
+            if not _is_number(value):
+                continue
+            if 0 < value < math.inf:
+                positive[key] = value
+            else:
+                yield Finding(
+                    ERROR,
+                    pointer([*base, key]),
+                    "popout-size",
+                    f"{key} {value} must be a positive number of pixels",
+                )
+        for dim, min_key, default_min in (
+            ("width", "minWidth", facts.DEFAULT_POPOUT_MIN_WIDTH),
+            ("height", "minHeight", facts.DEFAULT_POPOUT_MIN_HEIGHT),
+        ):
+            if dim not in positive:
+                continue
+            if min_key in positive:
+                if positive[min_key] > positive[dim]:
+                    yield Finding(
+                        ERROR,
+                        pointer([*base, min_key]),
+                        "popout-size",
+                        f"{min_key} {positive[min_key]} is larger than {dim} "
+                        f"{positive[dim]}; make {min_key} at most {dim}",
+                    )
+            elif min_key not in size and positive[dim] < default_min:
+                # The client's default minimum then wins and the window opens larger than asked.
+                yield Finding(
+                    WARNING,
+                    pointer([*base, dim]),
+                    "popout-size",
+                    f"{dim} {positive[dim]} is below the client's default {min_key} "
+                    f"{default_min}, so the window opens at {default_min}; set {min_key} too",
+                )
+
+
+# --- URLs and hostnames -----------------------------------------------------------------------
+
+
+def normalise_authorization_url(url: str) -> str | None:
+    """The URL as the client matches it (query and fragment dropped, scheme and host lower
+    case), or None when it is not an absolute http(s) URL."""
+    parts = _split_http_url(url)
+    if parts is None:
+        return None
+    netloc = parts.netloc.rsplit("@", 1)
+    host_port = netloc[-1].lower()
+    netloc[-1] = host_port
+    return urlunsplit((parts.scheme.lower(), "@".join(netloc), parts.path or "/", "", ""))
+
+
+def _split_http_url(url: str) -> SplitResult | None:
+    if url != url.strip() or any(c.isspace() for c in url):
+        return None
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises ValueError on a malformed port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    return parts
+
+
+def authorization_urls(document: dict[str, Any]) -> Iterator[Finding]:
+    seen: dict[str, int] = {}
+    for index, url in _items(document, "authorizationUrls"):
+        if not isinstance(url, str):
+            continue
+        here = pointer(["authorizationUrls", index])
+        normalised = normalise_authorization_url(url)
+        if normalised is None:
+            yield Finding(
+                ERROR,
+                here,
+                "authorization-url",
+                f"{_short(url)} is not an absolute http(s) URL; write it as https://host/path",
+            )
+            continue
+        if normalised in seen:
+            yield Finding(
+                WARNING,
+                here,
+                "duplicate-entry",
+                f"{_short(url)} matches the same URL as /authorizationUrls/{seen[normalised]} "
+                "(the query is ignored when matching); remove one",
+            )
+        else:
+            seen[normalised] = index
+
+
+def media_domain_problem(value: str) -> str | None:
+    """Why VALUE is not a bare hostname, or None."""
+    text = value.strip()
+    if text != value or not text:
+        return "has surrounding spaces" if text else "is empty"
+    if "://" in text or text.lower().startswith(("http:", "https:")):
+        return "has a scheme; list the bare hostname (cdn.example.com)"
+    if any(c in text for c in "/?#"):
+        return "has a path; list the bare hostname (cdn.example.com)"
+    if "@" in text:
+        return "has user information; list the bare hostname (cdn.example.com)"
+    if ":" in text:
+        return "has a port; list the bare hostname (cdn.example.com)"
+    if "*" in text:
+        return "is a wildcard; list each full hostname, sub-domains included"
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        pass
+    else:
+        return "is an IP address; list the CDN's hostname"
+    host = text.lower()
+    if len(host) > 253 or not all(_HOST_LABEL.match(label) for label in host.split(".")):
+        return (
+            "is not a valid hostname (letters, digits and hyphens in dot-separated labels; "
+            "write international names in punycode)"
+        )
+    return None
+
+
+def media_domains(document: dict[str, Any]) -> Iterator[Finding]:
+    seen: dict[str, int] = {}
+    for index, domain in _items(document, "mediaDomains"):
+        if not isinstance(domain, str):
+            continue
+        here = pointer(["mediaDomains", index])
+        problem = media_domain_problem(domain)
+        if problem is not None:
+            yield Finding(ERROR, here, "media-domain", f"{_short(domain)} {problem}")
+            continue
+        if domain.lower() in seen:
+            yield Finding(
+                WARNING,
+                here,
+                "duplicate-entry",
+                f"{_short(domain)} is already listed at /mediaDomains/{seen[domain.lower()]}; "
+                "remove one",
+            )
+        else:
+            seen[domain.lower()] = index
+
+
+def duplicate_permissions(document: dict[str, Any]) -> Iterator[Finding]:
+    seen: dict[str, int] = {}
+    for index, permission in _items(document, "permissions"):
+        if not isinstance(permission, str):
+            continue
+        if permission in seen:
+            yield Finding(
+                WARNING,
+                pointer(["permissions", index]),
+                "duplicate-entry",
+                f"permission {permission!r} is already listed at /permissions/{seen[permission]}; "
+                "remove one",
+            )
+        else:
+            seen[permission] = index
+
+
+def _short(value: str) -> str:
+    return repr(value if len(value) <= 80 else value[:77] + "...")
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+def platform_removal(document: dict[str, Any], previous: Collection[str]) -> Iterator[Finding]:
+    platforms = document.get("supportedPlatforms")
+    current = {p for p in platforms if isinstance(p, str)} if isinstance(platforms, list) else set()
+    name = document.get("name")
+    app = f" of {name!r}" if isinstance(name, str) else ""
+    for platform in sorted(set(previous) - current):
+        yield Finding(
+            ERROR,
+            "/supportedPlatforms",
+            "platform-removed",
+            f"a platform cannot be removed once the application is live: {platform!r} was "
+            f"supported by a recorded version{app}; add it back to supportedPlatforms",
+        )
+
+
+def rule_findings(
+    document: dict[str, Any], bundle: Path, previous_platforms: Collection[str] | None = None
+) -> list[Finding]:
+    """All rules beyond the schema, in one list (order does not matter: the report sorts)."""
+    findings: list[Finding] = []
+    findings += unique_source_ids(document)
+    findings += one_page_per_slot(document)
+    findings += known_values(document)
+    findings += client_requirements(document)
+    findings += redirect_needs_top_nav(document)
+    findings += files(document, bundle)
+    findings += initial_sizes(document)
+    findings += popout_sizes(document)
+    findings += authorization_urls(document)
+    findings += media_domains(document)
+    findings += duplicate_permissions(document)
+    if previous_platforms:
+        findings += platform_removal(document, previous_platforms)
+    return findings
