@@ -1,0 +1,33 @@
+"""The embedded Developer API sandbox: a real HTTP server implementing the spec on 127.0.0.1.
+
+Used by `make demo`, by every test and by the benchmarks; the pipeline reaches it only over
+HTTP. `Sandbox` is the entry point::
+
+    from devportal.sandbox import Sandbox
+    with Sandbox(subscriptions=1000, users=200, seed=7) as sb:
+        requests.get(sb.base_url + "/api/v1/developer/subscriptions",
+                     headers={"Authorization": f"Bearer {sb.token}"})
+        sb.advance(days=30)          # the simulated clock: cancel, renew, add, expire
+
+Modules: `world` (data, indexes, scripted edits, the clock), `users` (accounts, profiles,
+settings), `clock` (time formats, calendar months, rates), `app` (routing, validation, the
+pagination wrapper), `faults` (fault kinds and their deterministic draw), `server` (HTTP,
+auth, control endpoints, `Sandbox`), `cli` (`devportal sandbox`), `testing` (pytest helpers).
+
+Why the stdlib `http.server.ThreadingHTTPServer` (HTTP/1.1, thread per connection) and not an
+ASGI stack: no new dependency, no event loop to host inside test processes, a thread start and
+stop of a few milliseconds, and full control over the socket, which fault injection needs
+(reset with RST, cut mid-body, Content-Length that matches a truncated body). Its cost per
+request is well inside the budget (>= 500 pages/s of 200 rows on 2 cores) once pages are
+assembled from cached per-row JSON and written with one sendall on a TCP_NODELAY socket.
+
+Assumption where the spec is silent: `start`/`end` filter on each subscription's creation
+time, which the response does not carry (inclusive; a date-only `end` covers its whole day).
+"""
+
+from devportal.sandbox.clock import Rates
+from devportal.sandbox.faults import DEFAULT_KINDS, FAULT_KINDS, FaultConfig
+from devportal.sandbox.server import Sandbox
+from devportal.sandbox.world import World
+
+__all__ = ["DEFAULT_KINDS", "FAULT_KINDS", "FaultConfig", "Rates", "Sandbox", "World"]

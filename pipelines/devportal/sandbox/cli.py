@@ -1,0 +1,166 @@
+"""`devportal sandbox`: run the Developer API sandbox in the foreground until Ctrl-C.
+
+Owns the sub-command's arguments and the start banner. The banner is the only place the
+token is ever printed (one `export` line); the sample curl refers to it by variable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import Any
+
+from devportal.errors import ConfigError
+from devportal.sandbox.faults import DEFAULT_KINDS, FAULT_KINDS, FaultConfig
+from devportal.sandbox.server import Sandbox
+
+DESCRIPTION = """\
+Serve the Developer Portal API (spec: subscriptions, users/settings, users/{id}) from a
+deterministic simulated world on 127.0.0.1, with a clock you can advance and optional faults.
+
+Assumption: the start/end filters of /subscriptions apply to each subscription's creation time,
+which responses do not carry (bounds inclusive; a date-only end covers the whole day).
+
+Control endpoints (same bearer token; never faulted):
+  GET  /__sandbox/state                     clock, counts, fault settings, request counters
+  POST /__sandbox/advance?days=N&hours=H    move the clock; returns what changed
+  POST /__sandbox/faults   {"rate":0.1,"kinds":["429","reset"],"seed":1,"retry_after":1}
+                           {} clears; {"queue":["503",null]} scripts the next requests
+  POST /__sandbox/latency  {"ms": 50}
+"""
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser(
+        "sandbox",
+        help="run the Developer API sandbox (a local fake of the API)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="port; 0 picks a free one (default 8765)")
+    p.add_argument(
+        "--subscriptions",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="generated subscriptions (default 10000)",
+    )
+    p.add_argument(
+        "--users",
+        type=int,
+        default=None,
+        metavar="M",
+        help="generated users (default N/5, at least 10)",
+    )
+    p.add_argument(
+        "--seed", type=int, default=7, help="world seed: same seed, same data (default 7)"
+    )
+    p.add_argument(
+        "--token", default=None, help="bearer token to require (default: random, printed)"
+    )
+    p.add_argument(
+        "--start", default="2026-11-01 00:00:00", help="clock start, UTC (default %(default)s)"
+    )
+    p.add_argument(
+        "--test-share",
+        type=float,
+        default=0.05,
+        metavar="F",
+        help="share of test subscriptions (default 0.05)",
+    )
+    p.add_argument(
+        "--latency-ms",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help="delay per API request (default 0)",
+    )
+    p.add_argument(
+        "--fault-rate",
+        type=float,
+        default=0.0,
+        metavar="R",
+        help="share of API requests that fail (default 0)",
+    )
+    p.add_argument(
+        "--fault-kinds",
+        default=",".join(DEFAULT_KINDS),
+        metavar="K,K",
+        help=f"comma list among {','.join(FAULT_KINDS)} (default %(default)s)",
+    )
+    p.add_argument(
+        "--fault-seed", type=int, default=1, help="seed of the fault sequence (default 1)"
+    )
+    p.add_argument(
+        "--retry-after",
+        type=int,
+        default=1,
+        metavar="S",
+        help="Retry-After seconds of 429s (default 1)",
+    )
+    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    users = args.users if args.users is not None else max(10, args.subscriptions // 5)
+    try:
+        faults = None
+        if args.fault_rate > 0:
+            kinds = tuple(k.strip() for k in args.fault_kinds.split(",") if k.strip())
+            faults = FaultConfig(
+                rate=args.fault_rate,
+                kinds=kinds,
+                seed=args.fault_seed,
+                retry_after=args.retry_after,
+            )
+        sandbox = Sandbox(
+            subscriptions=args.subscriptions,
+            users=users,
+            seed=args.seed,
+            token=args.token,
+            latency_ms=args.latency_ms,
+            faults=faults,
+            test_share=args.test_share,
+            start=args.start,
+            host=args.host,
+            port=args.port,
+            verbose=args.verbose,
+        )
+    except ValueError as err:
+        raise ConfigError(f"sandbox: {err}; see `devportal sandbox --help`") from None
+    try:
+        sandbox.start()
+    except OSError as err:
+        raise ConfigError(
+            f"sandbox: cannot listen on {args.host}:{args.port} ({err.strerror}); "
+            "pick another --port or use --port 0"
+        ) from None
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    url = sandbox.base_url
+    fault_note = f", faults {args.fault_rate:g} of {args.fault_kinds}" if faults else ""
+    lines = (
+        f"devportal sandbox serving {url} ({args.subscriptions} subscriptions, {users} users, "
+        f"seed {args.seed}, clock {sandbox.world.now:%Y-%m-%d %H:%M:%S}{fault_note})",
+        f"export DEVPORTAL_TOKEN={sandbox.token}",
+        f'curl -s -H "Authorization: Bearer $DEVPORTAL_TOKEN" "{url}/api/v1/developer/subscriptions?page=1"',
+        "Ctrl-C stops; control endpoints under /__sandbox/ (see --help)",
+    )
+    print("\n".join(lines), flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        sandbox.stop()
+    print("devportal sandbox stopped", file=sys.stderr, flush=True)
+    return 0

@@ -1,0 +1,571 @@
+"""The HTTP layer and the `Sandbox` object: sockets, auth, latency, faults, control endpoints.
+
+`Sandbox` ties a `World` (data + clock), an `Api` (routing) and a `FaultInjector` to a
+stdlib `ThreadingHTTPServer` (one thread per connection, HTTP/1.1 keep-alive). Every response
+is written with a single `sendall` (status line + headers + body) on a socket with
+TCP_NODELAY, so small responses never wait out Nagle + delayed-ACK (the 40 ms stalls).
+
+Order of work per request: latency (API paths only) -> bearer auth (every path, control
+included) -> control endpoints under /__sandbox/ (never faulted) -> method check -> fault draw
+(known API routes only) -> the API handler.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import re
+import secrets
+import socket
+import struct
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from devportal.sandbox.app import (
+    Api,
+    PageHook,
+    PageOverride,
+    Response,
+    json_response,
+    message,
+)
+from devportal.sandbox.clock import Rates, fmt
+from devportal.sandbox.faults import (
+    DEFAULT_KINDS,
+    HTML_BODIES,
+    MALFORMED_BODIES,
+    Fault,
+    FaultConfig,
+    FaultInjector,
+    truncate,
+)
+from devportal.sandbox.world import World
+
+log = logging.getLogger("devportal.sandbox")
+
+CONTROL_PREFIX = "/__sandbox/"
+_HOST_RE = re.compile(r"^[A-Za-z0-9.\-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$")
+_LIST_ENDPOINTS = ("subscriptions", "users/settings")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the socket layer does: send a response, cut it halfway, or reset with nothing."""
+
+    response: Response | None
+    mode: str = "send"  # "send" | "cut" | "reset"
+
+
+class Stats:
+    """Request counters, readable while the server runs (`Sandbox.stats` copies them)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._zero()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._zero()
+
+    def _zero(self) -> None:
+        self.requests = 0
+        self.api_requests = 0
+        self.control_requests = 0
+        self.unauthorized = 0
+        self.connections = 0
+        self.pages: Counter[str] = Counter()
+        self.faults: Counter[str] = Counter()
+        self.statuses: Counter[int] = Counter()
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for name, n in counts.items():
+                setattr(self, name, getattr(self, name) + n)
+
+    def count(self, counter: str, key: Any) -> None:
+        with self._lock:
+            getattr(self, counter)[key] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "requests": self.requests,
+                "api_requests": self.api_requests,
+                "control_requests": self.control_requests,
+                "unauthorized": self.unauthorized,
+                "connections": self.connections,
+                "pages": {k: self.pages.get(k, 0) for k in _LIST_ENDPOINTS},
+                "pages_total": sum(self.pages.values()),
+                "faults": dict(self.faults),
+                "faults_total": sum(self.faults.values()),
+                "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
+            }
+
+
+class _Server(ThreadingHTTPServer):
+    """Tracks live connections so `stop()` can end keep-alive threads instead of waiting."""
+
+    daemon_threads = True
+    request_queue_size = 128  # 8 concurrent clients reconnecting after resets need headroom
+
+    def __init__(self, address: tuple[str, int], sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self._conns: dict[socket.socket, threading.Thread] = {}
+        self._conns_lock = threading.Lock()
+        self._closing = False
+        super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # As ThreadingMixIn does, but each connection is registered before its thread starts
+        # (so stop() can always reach it) and threads are named after the port.
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name=f"devportal-sandbox:{self.server_address[1]}:conn",
+            daemon=True,
+        )
+        with self._conns_lock:
+            if self._closing:
+                self.shutdown_request(request)
+                return
+            self._conns[request] = thread
+        thread.start()
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._conns_lock:
+                self._conns.pop(request, None)
+
+    def close_connections(self, timeout: float = 5.0) -> None:
+        with self._conns_lock:
+            self._closing = True
+            conns = list(self._conns.items())
+        for sock, _ in conns:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked reading the next request
+        deadline = time.monotonic() + timeout
+        for _, thread in conns:
+            if thread.ident is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client hanging up mid-request is normal traffic here, not an error worth a traceback.
+        import sys
+
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):
+            return
+        log.exception("sandbox: error while serving a request")
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: the pipeline reuses connections
+    server_version = "devportal-sandbox"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.server.sandbox._stats.add(connections=1)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        # Per-request logging is off by default: it costs more than serving a page.
+        if self.server.sandbox.verbose:
+            log.info("%s %s", self.address_string(), format % args)
+
+    def _dispatch(self) -> None:
+        sandbox = self.server.sandbox
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            self.send_error(400, "bad Content-Length")
+            return
+        body = self.rfile.read(length) if length > 0 else b""
+        host = self.headers.get("Host") or ""
+        if not _HOST_RE.match(host):
+            host = f"{sandbox.host}:{sandbox.port}"
+        outcome = sandbox.respond(
+            self.command, self.path, self.headers.get("Authorization"), host, body
+        )
+        if outcome.mode == "reset" or outcome.response is None:
+            self._abort()
+            return
+        self._send(outcome.response, cut=outcome.mode == "cut")
+        if self.server.sandbox.verbose:
+            self.log_request(outcome.response.status, len(outcome.response.body))
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
+
+    def _send(self, r: Response, *, cut: bool = False) -> None:
+        try:
+            reason = HTTPStatus(r.status).phrase
+        except ValueError:
+            reason = ""
+        head = [
+            f"HTTP/1.1 {r.status} {reason}",
+            f"Content-Type: {r.content_type}",
+            f"Content-Length: {len(r.body)}",
+            "Cache-Control: no-cache, private",
+        ]
+        head.extend(f"{k}: {v}" for k, v in r.headers)
+        if self.close_connection:
+            head.append("Connection: close")
+        body = r.body[: len(r.body) // 2] if cut else r.body
+        # One write for head and body: two small writes would meet Nagle/delayed-ACK.
+        self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+        self.server.sandbox._stats.count("statuses", r.status)
+        if cut:
+            self._abort()
+
+    def _abort(self) -> None:
+        """Drop the connection with a RST: the client sees a reset, not a clean close."""
+        self.close_connection = True
+        try:
+            self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.request.close()
+        except OSError:
+            pass
+
+
+class Sandbox:
+    """The Developer API sandbox: a deterministic world served over HTTP on 127.0.0.1.
+
+    `Sandbox(subscriptions=0, users=0)` is an empty, scripted world (see `World`); its clock
+    applies only renewals and expiries unless `rates` says otherwise.
+    """
+
+    def __init__(
+        self,
+        subscriptions: int = 1000,
+        users: int = 200,
+        seed: int = 7,
+        token: str | None = None,
+        latency_ms: float = 0.0,
+        faults: FaultConfig | Mapping[str, Any] | None = None,
+        test_share: float = 0.05,
+        start: str | datetime = "2026-11-01 00:00:00",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        rates: Rates | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self.world = World(
+            subscriptions=subscriptions,
+            users=users,
+            seed=seed,
+            test_share=test_share,
+            start=start,
+            rates=rates,
+        )
+        self.api = Api(self.world)
+        self._token = token if token is not None else secrets.token_urlsafe(24)
+        self.host = host
+        self._port = port
+        self.latency_ms = float(latency_ms)
+        self.verbose = verbose
+        self._faults = FaultInjector()
+        self._stats = Stats()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self.set_faults(faults)
+
+    def __repr__(self) -> str:  # never shows the token
+        state = self.base_url if self._server is not None else "stopped"
+        return f"<Sandbox {state} seed={self.world.seed} now={fmt(self.world.now_ts)}>"
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, port: int | None = None) -> Sandbox:
+        """Serve in a daemon thread on `host`, ephemeral port unless `port` is given."""
+        if self._server is not None:
+            raise RuntimeError("sandbox already started")
+        server = _Server((self.host, self._port if port is None else port), self)
+        self._server = server
+        self._port = server.server_address[1]
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"devportal-sandbox:{self._port}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting, end keep-alive connections, join every thread, close sockets."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        server.close_connections()
+        if thread is not None:
+            thread.join(5.0)
+        self._server = self._thread = None
+
+    def __enter__(self) -> Sandbox:
+        return self if self._server is not None else self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("sandbox not started: call start() first")
+        return f"http://{self.host}:{self._port}"
+
+    @property
+    def token(self) -> str:
+        return self._token
+
+    @property
+    def now(self) -> datetime:
+        return self.world.now
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        return self._stats.snapshot()
+
+    @property
+    def faults(self) -> FaultConfig | None:
+        return self._faults.config
+
+    # ------------------------------------------------------------------ python control API
+
+    def advance(self, days: float = 0, hours: float = 0) -> dict[str, int]:
+        return self.world.advance(days=days, hours=hours)
+
+    def truth(self, is_test: bool = False) -> list[dict[str, Any]]:
+        return self.world.truth(is_test)
+
+    def truth_users(self) -> list[dict[str, Any]]:
+        return self.world.truth_users()
+
+    def user_ids(self) -> list[int]:
+        return self.world.user_ids()
+
+    def profiles(self, user_id: int) -> dict[str, Any] | None:
+        return self.world.profiles(user_id)
+
+    def set_faults(
+        self,
+        rate: float | FaultConfig | Mapping[str, Any] | None = 0.1,
+        kinds: Iterable[str] | str = DEFAULT_KINDS,
+        seed: int = 1,
+        retry_after: int = 1,
+    ) -> None:
+        """Inject faults at `rate` over `kinds` (None or rate 0 clears). Restarts the sequence."""
+        config: FaultConfig | None
+        if rate is None or isinstance(rate, FaultConfig):
+            config = rate
+        elif isinstance(rate, Mapping):
+            config = FaultConfig.from_mapping(rate)
+        else:
+            if isinstance(kinds, str):
+                kinds = [k for k in kinds.split(",") if k.strip()]
+            config = FaultConfig(
+                rate=float(rate), kinds=tuple(kinds), seed=seed, retry_after=retry_after
+            )
+        self._faults.configure(config)
+
+    def queue_faults(self, *kinds: str | None) -> None:
+        """The next API requests meet these faults in order (None = succeeds), then `rate` resumes."""
+        self._faults.queue(kinds)
+
+    def set_latency(self, ms: float) -> None:
+        if ms < 0:
+            raise ValueError("latency must be >= 0 ms")
+        self.latency_ms = float(ms)
+
+    def set_page_hook(self, hook: PageHook | None) -> None:
+        """`hook(world, endpoint, page)` runs before each list page is built (drift tests)."""
+        self.api.page_hook = hook
+
+    def set_page_override(self, override: PageOverride | None) -> None:
+        """`override(endpoint, page, body) -> dict | bytes | None` replaces list page bodies."""
+        self.api.page_override = override
+
+    # ------------------------------------------------------------------ request handling
+
+    def _authorized(self, header: str | None) -> bool:
+        if not header:
+            return False
+        scheme, _, value = header.strip().partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(value.strip().encode(), self._token.encode())
+
+    def respond(
+        self, method: str, target: str, authorization: str | None, host: str, body: bytes
+    ) -> Outcome:
+        """Everything between the parsed request and the bytes on the wire."""
+        stats = self._stats
+        split = urlsplit(target)
+        path = split.path if split.path == "/" else split.path.rstrip("/")
+        params: dict[str, str] = {}
+        for key, value in parse_qsl(split.query, keep_blank_values=True):
+            params[key] = value  # last wins, first position kept: PHP's $_GET
+        control = path.startswith(CONTROL_PREFIX) or path == CONTROL_PREFIX.rstrip("/")
+        if control:
+            stats.add(requests=1, control_requests=1)
+        else:
+            stats.add(requests=1, api_requests=1)
+            latency = self.latency_ms
+            if latency > 0:
+                time.sleep(latency / 1000.0)
+        if not self._authorized(authorization):
+            stats.add(unauthorized=1)
+            return Outcome(message(401, "Unauthenticated."))
+        if control:
+            return Outcome(self._control(method, path, params, body))
+        if not Api.is_route(path):
+            return Outcome(message(404, "Not Found"))
+        if method != "GET":
+            return Outcome(
+                json_response(
+                    405,
+                    {
+                        "message": f"The {method} method is not supported for this route. Supported methods: GET."
+                    },
+                    headers=(("Allow", "GET"),),
+                )
+            )
+        fault = self._faults.draw()
+        if fault is not None:
+            stats.count("faults", fault.kind)
+            early = _early_fault(fault)
+            if early is not None:
+                return early
+        response = self.api.handle(path, params, host)
+        if fault is not None:
+            return _late_fault(fault, response)
+        if response.endpoint in _LIST_ENDPOINTS and response.status == 200:
+            stats.count("pages", response.endpoint)
+        return Outcome(response)
+
+    # ------------------------------------------------------------------ /__sandbox/
+
+    def _control(self, method: str, path: str, params: dict[str, str], body: bytes) -> Response:
+        name = path[len(CONTROL_PREFIX) :] if path.startswith(CONTROL_PREFIX) else ""
+        routes = {"state": "GET", "advance": "POST", "faults": "POST", "latency": "POST"}
+        if name not in routes:
+            return message(404, f"Unknown control endpoint; use one of {', '.join(routes)}.")
+        if method != routes[name]:
+            return json_response(
+                405,
+                {"message": f"Use {routes[name]} for /__sandbox/{name}."},
+                headers=(("Allow", routes[name]),),
+            )
+        try:
+            data: Any = json.loads(body) if body.strip() else None
+        except ValueError:
+            return message(422, "The request body must be JSON.")
+        args: dict[str, Any] = dict(params)
+        if isinstance(data, dict):
+            args.update(data)
+        try:
+            if name == "state":
+                return json_response(200, self.state())
+            if name == "advance":
+                days = float(args.get("days", 0) or 0)
+                hours = float(args.get("hours", 0) or 0)
+                changes = self.advance(days=days, hours=hours)
+                return json_response(200, {"now": fmt(self.world.now_ts), "changes": changes})
+            if name == "faults":
+                # {} / no body / {"clear": true} clear; "queue" alone only scripts requests.
+                if not args or args.get("clear"):
+                    self.set_faults(None)
+                if "queue" in args:
+                    queue = args.pop("queue")
+                    if not isinstance(queue, list):
+                        raise ValueError("queue must be a JSON list of fault kinds or null")
+                    self.queue_faults(*queue)
+                if "rate" in args or "kinds" in args:
+                    self.set_faults(FaultConfig.from_mapping(args))
+                cfg = self.faults
+                return json_response(200, {"faults": cfg.to_dict() if cfg else None})
+            # latency
+            self.set_latency(float(args.get("ms", args.get("latency_ms", 0))))
+            return json_response(200, {"latency_ms": self.latency_ms})
+        except (TypeError, ValueError) as err:
+            return message(422, str(err))
+
+    def state(self) -> dict[str, Any]:
+        """Clock, counts, fault and latency settings, counters: what /__sandbox/state shows."""
+        cfg = self.faults
+        return {
+            "now": fmt(self.world.now_ts),
+            "seed": self.world.seed,
+            "version": self.world.version,
+            "counts": self.world.counts(),
+            "rates": self.world.rates.to_dict(),
+            "faults": cfg.to_dict() if cfg else None,
+            "latency_ms": self.latency_ms,
+            "stats": self.stats,
+        }
+
+
+def _early_fault(fault: Fault) -> Outcome | None:
+    """Faults that replace the response outright (no page is built)."""
+    kind = fault.kind
+    if kind == "429":
+        return Outcome(
+            json_response(
+                429,
+                {"message": "Too Many Attempts."},
+                headers=(
+                    ("Retry-After", str(fault.retry_after)),
+                    ("X-RateLimit-Limit", "60"),
+                    ("X-RateLimit-Remaining", "0"),
+                ),
+            )
+        )
+    if kind in ("500", "502", "503"):
+        status = int(kind)
+        return Outcome(Response(status, HTML_BODIES[status], "text/html; charset=UTF-8"))
+    if kind == "reset":
+        return Outcome(None, "reset")
+    if kind == "malformed":
+        body, ctype = MALFORMED_BODIES[int(fault.variant * len(MALFORMED_BODIES))]
+        return Outcome(Response(200, body, ctype))
+    return None
+
+
+def _late_fault(fault: Fault, response: Response) -> Outcome:
+    """Faults that damage the real response: truncated body, or cut mid-body."""
+    if fault.kind == "cut":
+        return Outcome(response, "cut")
+    return Outcome(
+        Response(
+            response.status,
+            truncate(response.body, fault.variant),
+            response.content_type,
+            response.headers,
+        )
+    )

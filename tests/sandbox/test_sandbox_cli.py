@@ -1,0 +1,112 @@
+"""The standalone process: `python -m devportal sandbox` prints a banner, serves, stops on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from devportal.sandbox.testing import SUBSCRIPTIONS
+
+
+def _read_lines(proc: subprocess.Popen[str], count: int, timeout: float) -> list[str]:
+    """The first `count` stdout lines, or fail after `timeout` seconds (no busy waiting)."""
+    lines: list[str] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if len(lines) >= count:
+                break
+        done.set()
+
+    threading.Thread(target=reader, daemon=True).start()
+    if not done.wait(timeout):
+        proc.kill()
+        pytest.fail(f"no banner within {timeout}s; got {lines!r}")
+    return lines
+
+
+@pytest.fixture
+def standalone() -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    cmd = [
+        sys.executable, "-m", "devportal", "sandbox", "--port", "0",
+        "--subscriptions", "500", "--users", "40", "--seed", "3", "--token", "cli-token-123",
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        yield proc, _read_lines(proc, 3, timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(10)
+
+
+def test_banner_then_serves_then_stops_cleanly(
+    standalone: tuple[subprocess.Popen[str], list[str]],
+) -> None:
+    proc, banner = standalone
+    match = re.search(r"http://127\.0\.0\.1:(\d+)", banner[0])
+    assert match, banner
+    base = match.group(0)
+    assert banner[1] == "export DEVPORTAL_TOKEN=cli-token-123"
+    assert "curl" in banner[2] and "cli-token-123" not in banner[2]  # the token is printed once
+
+    headers = {"Authorization": "Bearer cli-token-123"}
+    body = requests.get(base + SUBSCRIPTIONS, headers=headers, timeout=10).json()
+    assert body["per_page"] == 200 and body["total"] > 400 and len(body["data"]) == 200
+    assert requests.get(base + SUBSCRIPTIONS, timeout=10).status_code == 401
+
+    curl = shutil.which("curl")
+    if curl is not None:  # the banner's own lines, pasted into a shell as a person would
+        command = f"{banner[1]} && {banner[2]}"
+        out = subprocess.run(
+            command, shell=True, capture_output=True, text=True, timeout=10, check=True
+        )
+        assert out.stdout.startswith('{"current_page":1,"data":[{"id":')
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(15) == 0
+    assert proc.stderr is not None
+    assert "cli-token-123" not in proc.stderr.read()
+
+
+def test_bad_arguments_fail_with_one_line_and_exit_2() -> None:
+    cmd = [
+        sys.executable,
+        "-m",
+        "devportal",
+        "sandbox",
+        "--port",
+        "0",
+        "--fault-rate",
+        "0.5",
+        "--fault-kinds",
+        "429,teapot",
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0
+    assert "teapot" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_help_documents_the_window_assumption() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "devportal", "sandbox", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0
+    assert "creation time" in out.stdout and "/__sandbox/advance" in out.stdout
