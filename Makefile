@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-WAREHOUSE ?= warehouse/devportal.duckdb
+WAREHOUSE ?= warehouse/warehouse.duckdb
+DEMO_WAREHOUSE ?= warehouse/demo.duckdb
 ARGS ?=
 
 .DEFAULT_GOAL := help
@@ -21,7 +22,7 @@ $(STAMP): requirements.lock pyproject.toml
 setup: $(STAMP)  ## create .venv and install the locked dependencies
 
 demo: $(STAMP)  ## sandbox -> sync -> clock advance -> sync -> models -> report
-	$(BIN)/devportal demo --warehouse $(WAREHOUSE) $(ARGS)
+	$(BIN)/devportal demo --warehouse $(DEMO_WAREHOUSE) $(ARGS)
 
 sync: $(STAMP)  ## sync the configured API (.dlt/config.toml, secrets) into the warehouse
 	$(BIN)/devportal sync --warehouse $(WAREHOUSE) $(ARGS)

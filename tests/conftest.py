@@ -18,7 +18,7 @@ for _key in list(os.environ):
 
 @pytest.fixture
 def warehouse(tmp_path: Path) -> Path:
-    return tmp_path / "wh" / "devportal.duckdb"
+    return tmp_path / "wh" / "warehouse.duckdb"
 
 
 @pytest.fixture

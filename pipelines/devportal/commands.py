@@ -16,7 +16,7 @@ COMMAND_MODULES = (
 )
 
 
-def register(sub: "argparse._SubParsersAction[Any]") -> None:
+def register(sub: argparse._SubParsersAction[Any]) -> None:
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(name)

@@ -16,11 +16,15 @@ from typing import Any
 
 import dlt
 
-from devportal.errors import WarehouseBusy
+from devportal.errors import ConfigError, WarehouseBusy
 
 PIPELINE_NAME = "devportal"
 DATASET = "devportal"
-DEFAULT_WAREHOUSE = "warehouse/devportal.duckdb"
+# Not `devportal.duckdb`: DuckDB names the catalog after the file, and a catalog called like the
+# dataset (`devportal`) or the models' schema (`analytics`) makes `devportal.subscriptions`
+# ambiguous for DuckDB's binder, in dlt's own SQL and in every user's query.
+DEFAULT_WAREHOUSE = "warehouse/warehouse.duckdb"
+RESERVED_STEMS = (DATASET, "analytics", "main", "system", "temp")
 
 
 def pipelines_dir(warehouse: str | Path) -> Path:
@@ -36,7 +40,7 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
     is taken as configured in `.dlt/config.toml` / secrets, `warehouse` then only places the
     dlt working folder.
     """
-    path = Path(warehouse).resolve()
+    path = check_warehouse_path(warehouse)
     path.parent.mkdir(parents=True, exist_ok=True)
     dest = destination if destination is not None else dlt.destinations.duckdb(str(path))
     kwargs: dict[str, Any] = {}
@@ -49,6 +53,19 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
         dataset_name=DATASET,
         **kwargs,
     )
+
+
+def check_warehouse_path(warehouse: str | Path) -> Path:
+    """The resolved warehouse path; refuses file names DuckDB would turn into a clashing catalog."""
+    path = Path(warehouse).resolve()
+    if path.stem.lower() in RESERVED_STEMS:
+        raise ConfigError(
+            f"warehouse file {path.name!r} would make DuckDB's catalog {path.stem!r} clash with the "
+            f"schema of the same name; choose another file name (default {DEFAULT_WAREHOUSE})"
+        )
+    if path.exists() and path.is_dir():
+        raise ConfigError(f"warehouse {path} is a directory; give the path of a .duckdb file")
+    return path
 
 
 @contextmanager

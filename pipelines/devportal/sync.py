@@ -128,14 +128,28 @@ def _history_counts(pipeline: Any) -> tuple[int, int]:
 
 
 def _finish_pending(pipeline: Any) -> int:
-    pending = len(pipeline.list_extracted_load_packages()) + len(
-        pipeline.list_normalized_load_packages()
-    )
-    if pending:
-        log.warning("finishing %d load package(s) left by an interrupted run", pending)
-        pipeline.normalize()
+    """Settle what a killed run left, before reading anything new.
+
+    A normalized package is complete and carries its own schema (with its SCD2 boundary): load
+    it. An extracted package never reached the warehouse; normalizing it now would use the
+    pipeline's current schema, whose boundary hint belongs to another run, so it is discarded
+    (dlt restores the local state it had started from) and its data is simply read again.
+    """
+    settled = 0
+    normalized = pipeline.list_normalized_load_packages()
+    if normalized:
+        log.warning("finishing %d load package(s) left by an interrupted run", len(normalized))
         pipeline.load()
-    return pending
+        settled += len(normalized)
+    extracted = pipeline.list_extracted_load_packages()
+    if extracted:
+        log.warning(
+            "discarding %d unloaded package(s) of an interrupted run; their data is read again",
+            len(extracted),
+        )
+        pipeline.abort_packages()
+        settled += len(extracted)
+    return settled
 
 
 def _boundary(pipeline: Any, server_time: datetime | None) -> datetime:
@@ -301,5 +315,14 @@ def _run(
 
 
 def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:300] if text else type(err).__name__
+    """The innermost cause's first line: dlt's wrappers say where, the cause says what."""
+    inner: BaseException = err
+    seen: set[int] = set()
+    while id(inner) not in seen:
+        seen.add(id(inner))
+        nxt = inner.__cause__ or getattr(inner, "exception", None)
+        if not isinstance(nxt, BaseException):
+            break
+        inner = nxt
+    text = str(inner).strip().splitlines()
+    return (text[0][:300] if text else "") or type(inner).__name__

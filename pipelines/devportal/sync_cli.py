@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import ConfigError
+import dlt
+
 from devportal.pipeline import DEFAULT_WAREHOUSE, pipelines_dir
 from devportal.source import RESOURCES
 from devportal.sync import SyncResult, sync
@@ -40,8 +41,6 @@ def _resources(text: str) -> list[str]:
 def _progress(flag: str) -> Any:
     if flag == "off":
         return None
-    import dlt
-
     return dlt.progress.log(log_period=10.0 if flag == "auto" else 2.0, logger=sys.stderr)
 
 
@@ -126,17 +125,14 @@ def run_sync(args: argparse.Namespace) -> int:
         **({"workers": args.workers} if args.workers else {}),
     )
     _print_result(result)
-    if args.manifest:
-        _load_manifest(args.manifest, args.warehouse)
+    manifest = args.manifest or dlt.config.get("sources.devportal.manifest_path")
+    if manifest:
+        from devportal.manifest.cli import load_and_report
+
+        # after the sync released the warehouse lock; a manifest with errors is recorded
+        # with its findings and makes the command exit 1 so a scheduler notices
+        return load_and_report(manifest, args.warehouse)
     return 0
-
-
-def _load_manifest(path: str, warehouse: str) -> None:
-    try:
-        from devportal.manifest import cli as manifest_cli
-    except ModuleNotFoundError:
-        raise ConfigError("the manifest extractor is not installed in this build") from None
-    manifest_cli.load_and_report(path, warehouse)
 
 
 def _reset(warehouse: str) -> None:

@@ -104,3 +104,9 @@ def test_killed_sync_then_rerun_equals_truth(
     assert dupes == []
     if where in ("normalize", "load"):
         assert b"interrupted run" in err
+    # history intervals are real: no version starts where it ends
+    empty = query(
+        warehouse,
+        "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to <= _dlt_valid_from",
+    )
+    assert empty == [(0,)]

@@ -1,0 +1,109 @@
+"""Fault storms and a list that moves while it is paged: the warehouse ends equal to the truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devportal.errors import ApiError, IntegrityError
+from devportal.sync import sync
+from tests.helpers import current_rows, query, truth_rows
+
+FAST_RETRY = {"backoff_initial_s": 0.005, "backoff_max_s": 0.05}
+
+
+def run(sb: Any, warehouse: Path, **kwargs: Any) -> Any:
+    kwargs.setdefault("build_models", False)
+    for key, value in FAST_RETRY.items():
+        kwargs.setdefault(key, value)
+    return sync(warehouse, base_url=sb.base_url, access_token=sb.token, **kwargs)
+
+
+def history(warehouse: Path) -> list[tuple[Any, ...]]:
+    return query(
+        warehouse,
+        "SELECT id, status, expires_at, _dlt_valid_from, _dlt_valid_to "
+        "FROM devportal.subscriptions ORDER BY ALL",
+    )
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.3])
+def test_fault_storm_converges_to_truth(sandbox_factory: Any, warehouse: Path, rate: float) -> None:
+    sb = sandbox_factory(subscriptions=3000, users=200, seed=31)
+    run(sb, warehouse)
+    sb.advance(days=12)
+    sb.set_faults(rate=rate, seed=7, retry_after=0)
+    result = run(sb, warehouse, max_attempts=12)
+    sb.set_faults(None)
+    assert result.retries > 0
+    assert current_rows(warehouse) == truth_rows(sb)
+    # the history equals that of a clean run on the same two states: no duplicates, no gaps
+    dupes = query(
+        warehouse,
+        "SELECT id FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL "
+        "GROUP BY id HAVING count(*) > 1",
+    )
+    assert dupes == []
+
+
+def test_faults_on_every_request_fail_within_budget_and_keep_what_was_loaded(
+    sandbox_factory: Any, warehouse: Path
+) -> None:
+    sb = sandbox_factory(subscriptions=500, users=50, seed=32)
+    run(sb, warehouse)
+    before = history(warehouse)
+    sb.advance(days=5)
+    sb.set_faults(rate=1.0, seed=3, retry_after=0)
+    with pytest.raises(ApiError, match="still failing after 3 attempts"):
+        run(sb, warehouse, max_attempts=3)
+    sb.set_faults(None)
+    assert history(warehouse) == before
+    # and the next healthy run converges
+    run(sb, warehouse)
+    assert current_rows(warehouse) == truth_rows(sb)
+
+
+def test_list_moving_while_paging_is_noticed_and_reread(
+    sandbox_factory: Any, warehouse: Path
+) -> None:
+    sb = sandbox_factory(subscriptions=2000, users=50, seed=33)
+    moved = {"n": 0}
+
+    def drift(world: Any, endpoint: str, page: int) -> None:
+        # during the first read only: a new subscription and a removal between page requests
+        if endpoint.endswith("/subscriptions") and page == 4 and moved["n"] < 1:
+            moved["n"] += 1
+            world.add_subscription(999_001, status="active", expires_at="2027-01-01 00:00:00")
+
+    sb.set_page_hook(drift)
+    result = run(sb, warehouse, resources=["subscriptions"])
+    sb.set_page_hook(None)
+    assert moved["n"] == 1
+    sweeps = query(warehouse, "SELECT sweeps FROM devportal.sync_runs")[0][0]
+    assert '"attempts": 2' in sweeps or '"attempts":2' in sweeps
+    assert result.rows["subscriptions"] == len(sb.truth())
+    assert current_rows(warehouse) == truth_rows(sb)
+
+
+def test_list_that_never_settles_fails_clearly_and_loads_nothing(
+    sandbox_factory: Any, warehouse: Path
+) -> None:
+    sb = sandbox_factory(subscriptions=1200, users=20, seed=34)
+    run(sb, warehouse, resources=["subscriptions"])
+    before = history(warehouse)
+    counter = {"id": 990_000}
+
+    def drift(world: Any, endpoint: str, page: int) -> None:
+        if endpoint.endswith("/subscriptions") and page == 3:
+            counter["id"] += 1
+            world.add_subscription(counter["id"], status="active", expires_at="2027-01-01 00:00:00")
+
+    sb.set_page_hook(drift)
+    with pytest.raises(IntegrityError, match="kept changing"):
+        run(sb, warehouse, resources=["subscriptions"])
+    sb.set_page_hook(None)
+    assert history(warehouse) == before
+    run(sb, warehouse, resources=["subscriptions"])
+    assert current_rows(warehouse) == truth_rows(sb)
