@@ -136,6 +136,7 @@ def _check_pages(pages: Iterator[Page], report: SweepReport) -> Iterator[Page]:
     """Pass pages through, failing as soon as they disagree about the list's size."""
     first_total: int | None = None
     first_last: int | None = None
+    report.pages = 0
     for page in pages:
         report.pages += 1
         if report.pages == 1:
