@@ -151,9 +151,7 @@ def test_fuzzed_page_loads_with_problem_recorded_or_fails_in_one_line(
     shutil.rmtree(pipelines_dir(warehouse), ignore_errors=True)
 
 
-def test_a_page_that_is_not_an_object_fails_in_one_line(
-    fuzz_sandbox: Any, warehouse: Path
-) -> None:
+def test_a_page_that_is_not_an_object_fails_in_one_line(fuzz_sandbox: Any, warehouse: Path) -> None:
     sb = fuzz_sandbox
     sb.set_page_override(lambda endpoint, number, body: b"[1, 2, 3]" if number == 2 else None)
     try:

@@ -19,9 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 TOKEN = "sEcReT-t0ken-" + "q" * 24
 
 
-def test_token_never_leaks(
-    sandbox_factory: Any, warehouse: Path, caplog: Any, capsys: Any
-) -> None:
+def test_token_never_leaks(sandbox_factory: Any, warehouse: Path, caplog: Any, capsys: Any) -> None:
     caplog.set_level(logging.DEBUG)
     sb = sandbox_factory(subscriptions=800, users=80, seed=51, token=TOKEN)
     common = {"base_url": sb.base_url, "build_models": False, "backoff_initial_s": 0.001}
@@ -43,9 +41,23 @@ def test_token_never_leaks(
     # the CLI, in a process of its own, with --debug logging
     env = {**os.environ, "SOURCES__DEVPORTAL__ACCESS_TOKEN": TOKEN}
     proc = subprocess.run(
-        [sys.executable, "-m", "devportal", "--debug", "sync", "--base-url", sb.base_url,
-         "--warehouse", str(warehouse), "--no-models"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "devportal",
+            "--debug",
+            "sync",
+            "--base-url",
+            sb.base_url,
+            "--warehouse",
+            str(warehouse),
+            "--no-models",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
 
