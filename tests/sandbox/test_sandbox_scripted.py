@@ -145,14 +145,14 @@ def test_page_hook_mutates_the_world_between_pages(
 
     def hook(world: World, endpoint: str, page: int) -> None:
         calls.append((endpoint, page))
-        if endpoint == "subscriptions" and page == 2:
+        if endpoint == SUBSCRIPTIONS and page == 2:
             world.remove_subscription(1)  # everything after shifts left by one
             world.add_subscription(7)
 
     scripted.set_page_hook(hook)
     rows = fetch_all(scripted_api, scripted.base_url + SUBSCRIPTIONS)
     scripted.set_page_hook(None)
-    assert calls == [("subscriptions", 1), ("subscriptions", 2), ("subscriptions", 3)]
+    assert calls == [(SUBSCRIPTIONS, 1), (SUBSCRIPTIONS, 2), (SUBSCRIPTIONS, 3)]
     ids = [r["id"] for r in rows]
     assert len(ids) == 450  # 200 + 200 + 50: page 2 skipped id 201, page 3 holds the new id
     assert 201 not in ids and 451 in ids
@@ -165,7 +165,12 @@ def test_page_override_replaces_or_mutilates_bodies(
     twelve(scripted)
     url = scripted.base_url + SUBSCRIPTIONS
 
+    seen: set[str] = set()
+
     def override(endpoint: str, page: int, body: dict[str, Any]) -> dict[str, Any] | bytes | None:
+        seen.add(endpoint)  # the request path of the list
+        if endpoint == SETTINGS:
+            return None
         if page == 2:
             return b'{"oops": true'
         if page == 3:
@@ -179,5 +184,7 @@ def test_page_override_replaces_or_mutilates_bodies(
     assert first["per_page"] == "200" and "next_page_url" not in first
     assert scripted_api.get(url, params={"page": 2}).text == '{"oops": true'
     assert scripted_api.get(url, params={"page": 3}).json()["current_page"] == 3
+    assert scripted_api.get(scripted.base_url + SETTINGS).json()["per_page"] == 20
+    assert seen == {SUBSCRIPTIONS, SETTINGS}
     scripted.set_page_override(None)
     assert scripted_api.get(url).json()["per_page"] == 200

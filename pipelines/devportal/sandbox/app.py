@@ -35,9 +35,10 @@ SUBSCRIPTIONS_PER_PAGE = 200
 SETTINGS_PER_PAGE = 20
 MAX_USERNAMES = 20
 
-ENDPOINT_SUBSCRIPTIONS = "subscriptions"
-ENDPOINT_SETTINGS = "users/settings"
-ENDPOINT_USER = "users/{id}"
+# What page hooks and overrides receive as `endpoint`: the request path of the list.
+ENDPOINT_SUBSCRIPTIONS = SUBSCRIPTIONS_PATH
+ENDPOINT_SETTINGS = SETTINGS_PATH
+ENDPOINT_USER = USERS_PREFIX + "{id}"
 
 _DIGITS = re.compile(r"^[0-9]+$")
 _INT = re.compile(r"^[+-]?[0-9]+$")

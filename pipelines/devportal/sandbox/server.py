@@ -5,6 +5,9 @@ stdlib `ThreadingHTTPServer` (one thread per connection, HTTP/1.1 keep-alive). E
 is written with a single `sendall` (status line + headers + body) on a socket with
 TCP_NODELAY, so small responses never wait out Nagle + delayed-ACK (the 40 ms stalls).
 
+Every response carries `Date:` with the *simulated* clock, so a client that stamps history
+with the server's time follows the sandbox's clock.
+
 Order of work per request: latency (API paths only) -> bearer auth (every path, control
 included) -> control endpoints under /__sandbox/ (never faulted) -> method check -> fault draw
 (known API routes only) -> the API handler.
@@ -26,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from email.utils import formatdate
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -33,6 +37,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from devportal.sandbox.app import (
+    SETTINGS_PATH,
+    SUBSCRIPTIONS_PATH,
     Api,
     PageHook,
     PageOverride,
@@ -43,6 +49,7 @@ from devportal.sandbox.app import (
 from devportal.sandbox.clock import Rates, fmt
 from devportal.sandbox.faults import (
     DEFAULT_KINDS,
+    FAULT_KINDS,
     HTML_BODIES,
     MALFORMED_BODIES,
     Fault,
@@ -56,7 +63,8 @@ log = logging.getLogger("devportal.sandbox")
 
 CONTROL_PREFIX = "/__sandbox/"
 _HOST_RE = re.compile(r"^[A-Za-z0-9.\-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$")
-_LIST_ENDPOINTS = ("subscriptions", "users/settings")
+# list endpoint path -> its counter in `Sandbox.stats`
+_PAGE_COUNTERS = {SUBSCRIPTIONS_PATH: "pages_subscriptions", SETTINGS_PATH: "pages_users_settings"}
 
 
 @dataclass(frozen=True)
@@ -98,19 +106,21 @@ class Stats:
             getattr(self, counter)[key] += 1
 
     def snapshot(self) -> dict[str, Any]:
+        """Flat counters: every key starting with "fault" or "pages" holds an int."""
         with self._lock:
-            return {
+            out: dict[str, Any] = {
                 "requests": self.requests,
                 "api_requests": self.api_requests,
                 "control_requests": self.control_requests,
                 "unauthorized": self.unauthorized,
                 "connections": self.connections,
-                "pages": {k: self.pages.get(k, 0) for k in _LIST_ENDPOINTS},
-                "pages_total": sum(self.pages.values()),
-                "faults": dict(self.faults),
-                "faults_total": sum(self.faults.values()),
-                "statuses": {str(k): v for k, v in sorted(self.statuses.items())},
+                "pages": sum(self.pages.values()),
             }
+            out.update({name: self.pages.get(name, 0) for name in _PAGE_COUNTERS.values()})
+            out["faults"] = sum(self.faults.values())
+            out.update({f"fault_{kind}": self.faults.get(kind, 0) for kind in FAULT_KINDS})
+            out["statuses"] = {str(k): v for k, v in sorted(self.statuses.items())}
+            return out
 
 
 class _Server(ThreadingHTTPServer):
@@ -216,6 +226,7 @@ class _Handler(BaseHTTPRequestHandler):
             reason = ""
         head = [
             f"HTTP/1.1 {r.status} {reason}",
+            f"Date: {self.server.sandbox.http_date()}",
             f"Content-Type: {r.content_type}",
             f"Content-Length: {len(r.body)}",
             "Cache-Control: no-cache, private",
@@ -281,6 +292,7 @@ class Sandbox:
         self._stats = Stats()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._http_date: tuple[int, str] = (-1, "")
         self.set_faults(faults)
 
     def __repr__(self) -> str:  # never shows the token
@@ -411,6 +423,15 @@ class Sandbox:
         """`override(endpoint, page, body) -> dict | bytes | None` replaces list page bodies."""
         self.api.page_override = override
 
+    def http_date(self) -> str:
+        """The simulated clock as an HTTP `Date` header: clients may take it as server time."""
+        ts = self.world.now_ts
+        cached = self._http_date
+        if cached[0] != ts:
+            cached = (ts, formatdate(ts, usegmt=True))
+            self._http_date = cached
+        return cached[1]
+
     # ------------------------------------------------------------------ request handling
 
     def _authorized(self, header: str | None) -> bool:
@@ -465,8 +486,9 @@ class Sandbox:
         response = self.api.handle(path, params, host)
         if fault is not None:
             return _late_fault(fault, response)
-        if response.endpoint in _LIST_ENDPOINTS and response.status == 200:
-            stats.count("pages", response.endpoint)
+        counter = _PAGE_COUNTERS.get(response.endpoint or "")
+        if counter is not None and response.status == 200:
+            stats.count("pages", counter)
         return Outcome(response)
 
     # ------------------------------------------------------------------ /__sandbox/
