@@ -130,3 +130,21 @@ def test_repr_and_errors_never_show_the_token() -> None:
 def test_random_token_when_none_given() -> None:
     a, b = Sandbox(subscriptions=0, users=0), Sandbox(subscriptions=0, users=0)
     assert len(a.token) >= 20 and a.token != b.token
+
+
+def test_head_gets_405_without_a_body_and_the_connection_survives(
+    sb: Sandbox, api: requests.Session
+) -> None:
+    response = api.head(sb.base_url + SUBSCRIPTIONS)
+    assert response.status_code == 405 and response.content == b""
+    assert api.get(sb.base_url + SUBSCRIPTIONS).status_code == 200
+
+
+def test_date_header_is_the_simulated_clock(fresh: Sandbox, fresh_api: requests.Session) -> None:
+    from email.utils import parsedate_to_datetime
+
+    for _ in range(2):
+        response = fresh_api.get(fresh.base_url + SUBSCRIPTIONS, params={"page": 99})
+        served = parsedate_to_datetime(response.headers["Date"]).replace(tzinfo=None)
+        assert served == fresh.now
+        fresh.advance(days=3, hours=1)

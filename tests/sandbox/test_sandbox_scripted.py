@@ -188,3 +188,17 @@ def test_page_override_replaces_or_mutilates_bodies(
     assert seen == {SUBSCRIPTIONS, SETTINGS}
     scripted.set_page_override(None)
     assert scripted_api.get(url).json()["per_page"] == 200
+
+
+def test_a_failing_hook_answers_500_json_naming_the_error(
+    scripted: Sandbox, scripted_api: requests.Session
+) -> None:
+    def hook(world: World, endpoint: str, page: int) -> None:
+        raise RuntimeError("boom in hook")
+
+    scripted.set_page_hook(hook)
+    response = scripted_api.get(scripted.base_url + SUBSCRIPTIONS)
+    scripted.set_page_hook(None)
+    assert response.status_code == 500
+    assert "boom in hook" in response.json()["message"]
+    assert scripted_api.get(scripted.base_url + SUBSCRIPTIONS).status_code == 200

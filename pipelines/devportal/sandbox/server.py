@@ -23,6 +23,7 @@ import re
 import secrets
 import socket
 import struct
+import sys
 import threading
 import time
 from collections import Counter
@@ -173,8 +174,6 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client hanging up mid-request is normal traffic here, not an error worth a traceback.
-        import sys
-
         exc = sys.exc_info()[1]
         if isinstance(exc, OSError):
             return
@@ -235,6 +234,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.close_connection:
             head.append("Connection: close")
         body = r.body[: len(r.body) // 2] if cut else r.body
+        if self.command == "HEAD":
+            body = b""  # HEAD answers carry the headers only, or keep-alive framing breaks
         # One write for head and body: two small writes would meet Nagle/delayed-ACK.
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
         self.server.sandbox._stats.count("statuses", r.status)
@@ -483,7 +484,13 @@ class Sandbox:
             early = _early_fault(fault)
             if early is not None:
                 return early
-        response = self.api.handle(path, params, host)
+        try:
+            response = self.api.handle(path, params, host)
+        except Exception as err:
+            # Mostly a test's page hook or override failing: answer so the test sees why,
+            # instead of a dropped connection that looks like an injected fault.
+            log.exception("sandbox: request handler failed")
+            return Outcome(message(500, f"sandbox handler error: {type(err).__name__}: {err}"))
         if fault is not None:
             return _late_fault(fault, response)
         counter = _PAGE_COUNTERS.get(response.endpoint or "")
