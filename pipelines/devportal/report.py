@@ -1,0 +1,423 @@
+"""`devportal report`: the business figures from the `analytics` models, as text or a page.
+
+Figures (live subscriptions only, all relative to `analytics.as_of`, never the wall clock):
+
+- usable subscribers now: active, and canceled but usable until `expires_at` (in grace);
+- the last full calendar month: churned, subscribers at its start, churn rate, and whether
+  its base is an estimate (a month that began before the first sync);
+- subscriptions expiring within 7 and 30 days: renewing (active) vs churning (canceled);
+- the last 30 days, (as_of - 30 days, as_of]: new subscriptions and cancellations observed
+  (backfill of the first sync excluded), and churned (expiries, as in monthly_churn).
+
+Formats: an aligned text table, JSON (one flat object), CSV (metric,label,value) and Markdown.
+`--html PATH` also writes one self-contained page: the figures and the charts of
+`devportal.charts` as inline PNG images.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import csv
+import html as html_lib
+import io
+import json
+import math
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from devportal.errors import DevportalError
+from devportal.pipeline import DEFAULT_WAREHOUSE
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    value: Any
+    kind: str = "count"  # count | rate | time | month | flag
+
+
+@dataclass
+class Section:
+    title: str
+    metrics: list[Metric] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    """The figures, grouped as printed; `values()` is the flat {key: value} view."""
+
+    as_of: datetime | None
+    sections: list[Section]
+
+    def values(self) -> dict[str, Any]:
+        return {m.key: m.value for s in self.sections for m in s.metrics}
+
+    def metrics(self) -> list[Metric]:
+        return [m for s in self.sections for m in s.metrics]
+
+
+_USABLE_SQL = """
+    select
+        count(*) filter (where is_usable) as usable,
+        count(*) filter (where is_usable and status = 'active') as active,
+        count(*) filter (where is_usable and status = 'canceled') as canceled
+    from analytics.subscriptions_current
+    where not is_test
+"""
+
+_LAST_FULL_MONTH_SQL = """
+    select month, churned, subscribers_at_start, churn_rate, is_estimate
+    from analytics.monthly_churn
+    where is_complete
+    order by month desc
+    limit 1
+"""
+
+_EXPIRING_SQL = """
+    select
+        count(*) filter (where days_left <= 7) as within_7,
+        count(*) filter (where days_left <= 7 and not will_churn) as renewing_7,
+        count(*) filter (where days_left <= 7 and will_churn) as churning_7,
+        count(*) as within_30,
+        count(*) filter (where not will_churn) as renewing_30,
+        count(*) filter (where will_churn) as churning_30
+    from analytics.expiring_soon
+"""
+
+_LAST_30_DAYS_SQL = """
+    select
+        count(*) filter (where event_type = 'new' and not is_initial_load) as new,
+        count(*) filter (where event_type = 'canceled' and not is_initial_load) as canceled,
+        count(*) filter (where event_type = 'expired') as churned
+    from analytics.subscription_events
+    cross join analytics.as_of as clock
+    where event_at > clock.as_of - interval 30 day and event_at <= clock.as_of
+"""
+
+_REQUIRED = ("as_of", "subscriptions_current", "monthly_churn", "expiring_soon")
+
+
+class _Reader:
+    """Runs analytics queries on a read-only connection, qualified for its catalog."""
+
+    def __init__(self, con: Any) -> None:
+        from devportal.models import catalog_of
+
+        self.con = con
+        self.catalog = catalog_of(con)
+        rows = con.execute(
+            "select table_name from information_schema.tables "
+            "where table_catalog = ? and table_schema = 'analytics'",
+            [self.catalog],
+        ).fetchall()
+        self.tables = {r[0] for r in rows}
+
+    def sql(self, sql: str) -> str:
+        from devportal.models import render
+
+        return render(sql, self.catalog)
+
+    def row(self, sql: str) -> tuple[Any, ...] | None:
+        result: tuple[Any, ...] | None = self.con.execute(self.sql(sql)).fetchone()
+        return result
+
+    def frame(self, sql: str) -> Any:
+        return self.con.execute(self.sql(sql)).df()
+
+
+def _collect(reader: _Reader) -> Report:
+    missing = [t for t in _REQUIRED if t not in reader.tables]
+    if missing:
+        raise DevportalError(
+            f"the warehouse has no analytics.{missing[0]}: run `devportal models` "
+            "(or a sync) to build the models first"
+        )
+    as_of_row = reader.row("select as_of from analytics.as_of")
+    as_of = as_of_row[0] if as_of_row else None
+    usable = reader.row(_USABLE_SQL) or (0, 0, 0)
+    month = reader.row(_LAST_FULL_MONTH_SQL) or (None, None, None, None, None)
+    expiring = reader.row(_EXPIRING_SQL) or (0,) * 6
+    recent = (0, 0, 0)
+    if "subscription_events" in reader.tables:
+        recent = reader.row(_LAST_30_DAYS_SQL) or recent
+    month_label = f"{month[0]:%Y-%m}" if month[0] is not None else "none yet"
+    estimate_note = " (estimated base)" if month[4] else ""
+    return Report(
+        as_of=as_of,
+        sections=[
+            Section(
+                "As of",
+                [Metric("as_of", "latest successful sync (server clock)", as_of, "time")],
+            ),
+            Section(
+                "Usable subscribers",
+                [
+                    Metric("usable_subscribers", "usable now", usable[0]),
+                    Metric("usable_active", "active", usable[1]),
+                    Metric("usable_canceled", "canceled, usable until expiry", usable[2]),
+                ],
+            ),
+            Section(
+                f"Last full month: {month_label}{estimate_note}",
+                [
+                    Metric("last_full_month", "month", month[0], "month"),
+                    Metric("last_full_month_churned", "churned", month[1]),
+                    Metric(
+                        "last_full_month_subscribers_at_start", "subscribers at start", month[2]
+                    ),
+                    Metric("last_full_month_churn_rate", "churn rate", month[3], "rate"),
+                    Metric("last_full_month_is_estimate", "base is an estimate", month[4], "flag"),
+                ],
+            ),
+            Section(
+                "Expiring within 7 days",
+                [
+                    Metric("expiring_7d", "expiring", expiring[0]),
+                    Metric("expiring_7d_renewing", "renewing (active)", expiring[1]),
+                    Metric("expiring_7d_churning", "churning (canceled)", expiring[2]),
+                ],
+            ),
+            Section(
+                "Expiring within 30 days",
+                [
+                    Metric("expiring_30d", "expiring", expiring[3]),
+                    Metric("expiring_30d_renewing", "renewing (active)", expiring[4]),
+                    Metric("expiring_30d_churning", "churning (canceled)", expiring[5]),
+                ],
+            ),
+            Section(
+                "Last 30 days",
+                [
+                    Metric("new_30d", "new subscriptions", recent[0]),
+                    Metric("canceled_30d", "cancellations", recent[1]),
+                    Metric("churned_30d", "churned (expired)", recent[2]),
+                ],
+            ),
+        ],
+    )
+
+
+def collect(warehouse: str | Path) -> Report:
+    """The report's figures, read from the warehouse (read-only)."""
+    from devportal.models import connect
+
+    with connect(warehouse, read_only=True) as con:
+        return _collect(_Reader(con))
+
+
+# -- formats ----------------------------------------------------------------------------------
+
+
+def _text(metric: Metric) -> str:
+    """A value for people: counts as numbers, rates as percents, missing as n/a."""
+    value = metric.value
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if metric.kind == "rate":
+        return f"{value * 100:.1f}%"
+    if metric.kind == "time":
+        return f"{value:%Y-%m-%d %H:%M:%S}"
+    if metric.kind == "month":
+        return f"{value:%Y-%m}"
+    if metric.kind == "flag":
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _json_value(metric: Metric) -> Any:
+    value = metric.value
+    if value is None:
+        return None
+    if metric.kind == "time":
+        return value.isoformat(sep=" ")
+    if metric.kind == "month":
+        return f"{value:%Y-%m}"
+    if metric.kind == "rate":
+        return float(value)
+    if metric.kind == "flag":
+        return bool(value)
+    return int(value)
+
+
+def format_table(report: Report) -> str:
+    rows: list[tuple[str, str]] = []
+    for section in report.sections[1:]:
+        rows.append((section.title, ""))
+        rows.extend(
+            ("  " + m.label, _text(m)) for m in section.metrics if m.kind not in ("month", "flag")
+        )
+    width = max(len(label) for label, _ in rows) + 2
+    value_width = max(len(value) for _, value in rows)
+    as_of = _text(report.sections[0].metrics[0])
+    lines = [f"Subscriptions as of {as_of} (latest successful sync, server clock)", ""]
+    lines += [f"{label:<{width}}{value:>{value_width}}".rstrip() for label, value in rows]
+    return "\n".join(lines)
+
+
+def format_json(report: Report) -> str:
+    return json.dumps({m.key: _json_value(m) for m in report.metrics()}, indent=2)
+
+
+def format_csv(report: Report) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["metric", "label", "value"])
+    for m in report.metrics():
+        value = _json_value(m)
+        if isinstance(value, bool):
+            value = "true" if value else "false"  # as JSON spells them, not Python
+        writer.writerow([m.key, m.label, "" if value is None else value])
+    return buffer.getvalue().rstrip("\n")
+
+
+def format_markdown(report: Report) -> str:
+    as_of = _text(report.sections[0].metrics[0])
+    lines = [f"## Subscriptions as of {as_of}", "", "| Figure | Value |", "|---|---:|"]
+    for section in report.sections[1:]:
+        lines.append(f"| **{section.title}** | |")
+        lines.extend(
+            f"| {m.label} | {_text(m)} |"
+            for m in section.metrics
+            if m.kind not in ("month", "flag")
+        )
+    return "\n".join(lines)
+
+
+def render(report: Report, fmt: str = "table") -> str:
+    """REPORT in format FMT (one of FORMATS)."""
+    formatters = {
+        "table": format_table,
+        "json": format_json,
+        "csv": format_csv,
+        "markdown": format_markdown,
+    }
+    if fmt not in formatters:
+        raise DevportalError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    return formatters[fmt](report)
+
+
+# -- the HTML page ----------------------------------------------------------------------------
+
+_PAGE = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222; }}
+h1 {{ font-size: 1.5rem; margin-bottom: 0.2rem; }}
+p.note {{ color: #666; margin-top: 0; }}
+table {{ border-collapse: collapse; margin: 1rem 0 2rem; }}
+td {{ padding: 0.2rem 1.2rem 0.2rem 0; }}
+td.value {{ text-align: right; font-variant-numeric: tabular-nums; }}
+tr.section td {{ font-weight: 600; padding-top: 0.8rem; }}
+td.sub {{ padding-left: 1.2rem; }}
+figure {{ margin: 0 0 2rem; }}
+figure img {{ max-width: 100%; }}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+<p class="note">All figures are live subscriptions, computed as of the latest successful sync
+(the API server's clock), not the time this page was written.</p>
+<table>
+{rows}
+</table>
+{charts}
+</body>
+</html>
+"""
+
+
+def _chart_images(reader: _Reader, as_of: datetime | None) -> list[tuple[str, bytes]]:
+    from devportal import charts
+
+    images = []
+    for name, sql in charts.QUERIES.items():
+        needed = set(re.findall(r"analytics\.(\w+)", sql))
+        if not needed <= reader.tables:
+            continue  # e.g. users before any model could build it
+        fig = charts.draw(name, reader.frame(sql), as_of)
+        images.append((charts.TITLES[name], charts.png_bytes(fig)))
+    return images
+
+
+def format_html(report: Report, images: Sequence[tuple[str, bytes]]) -> str:
+    esc = html_lib.escape
+    as_of = _text(report.sections[0].metrics[0])
+    rows = []
+    for section in report.sections[1:]:
+        rows.append(f'<tr class="section"><td colspan="2">{esc(section.title)}</td></tr>')
+        rows.extend(
+            f'<tr><td class="sub">{esc(m.label)}</td><td class="value">{esc(_text(m))}</td></tr>'
+            for m in section.metrics
+            if m.kind not in ("month", "flag")
+        )
+    figures = [
+        f'<figure><img alt="{esc(title)}" '
+        f'src="data:image/png;base64,{base64.b64encode(png).decode()}"></figure>'
+        for title, png in images
+    ]
+    return _PAGE.format(
+        title=esc(f"Subscriptions as of {as_of}"), rows="\n".join(rows), charts="\n".join(figures)
+    )
+
+
+def write_html(warehouse: str | Path, path: str | Path) -> Path:
+    """Write the self-contained HTML page (figures and charts) to PATH."""
+    from devportal.models import connect
+
+    with connect(warehouse, read_only=True) as con:
+        reader = _Reader(con)
+        report = _collect(reader)
+        images = _chart_images(reader, report.as_of)
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(format_html(report, images), encoding="utf-8")
+    except OSError as err:
+        raise DevportalError(f"cannot write {target}: {err.strerror or err}") from None
+    return target
+
+
+def print_report(warehouse: str | Path, fmt: str = "table", html: str | Path | None = None) -> None:
+    """Print the report in FMT; with HTML, also write the page there."""
+    if fmt not in FORMATS:
+        raise DevportalError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    print(render(collect(warehouse), fmt))
+    if html is not None:
+        target = write_html(warehouse, html)
+        # stdout stays one document for json/csv; the note goes with the logs
+        print(f"wrote {target}", file=sys.stderr if fmt in ("json", "csv") else sys.stdout)
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser(
+        "report",
+        help="print the subscription report (usable, churn, expiring, last 30 days)",
+        description=(
+            "Print the business figures from the analytics models, as of the latest successful "
+            "sync: usable subscribers, churn of the last full month, subscriptions expiring "
+            "within 7 and 30 days, new and canceled in the last 30 days."
+        ),
+    )
+    p.add_argument(
+        "--warehouse", default=DEFAULT_WAREHOUSE, help="DuckDB file (default %(default)s)"
+    )
+    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
+    p.add_argument("--html", metavar="PATH", help="also write a self-contained HTML page")
+    p.set_defaults(func=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    print_report(args.warehouse, fmt=args.format, html=args.html)
+    return 0

@@ -1,0 +1,82 @@
+-- daily_subscribers: live subscribers per day, rebuilt from the SCD2 history.
+--
+-- Grain: one row per calendar day (`day`) from the day of the first sync to the day of as_of.
+-- Each day is measured at `snapshot_at`: the end of the day (midnight after it), or as_of for
+-- the day as_of falls in, so the last row equals subscriptions_current now.
+-- `usable`: subscriptions usable at snapshot_at: a version valid then whose `usable_until` is
+--   later (see subscription_versions). `active` / `canceled_usable`: the usable ones whose status
+--   as last observed by then was active / canceled (canceled but still in their paid period).
+--   Status is as observed: a cancellation counts from the sync that saw it.
+--
+-- @test unique(day)
+-- @test not_null(day, snapshot_at, usable, active, canceled_usable)
+
+with clock as (
+    select
+        as_of,
+        first_sync_at,
+        first_sync_at::date as first_day,
+        -- a sync at exactly midnight ends the previous day, it does not open a new one
+        greatest(first_sync_at::date, (as_of - interval 1 microsecond)::date) as last_day
+    from analytics.as_of
+),
+
+snapshots as (
+    select
+        series.day::date as day,
+        least(series.day + interval 1 day, clock.as_of) as snapshot_at
+    from clock,
+        generate_series(clock.first_day::timestamp, clock.last_day::timestamp, interval 1 day)
+            as series(day)
+),
+
+usable_spells as (
+    -- the stretch of time each live version vouches for: from when it was seen until it was
+    -- replaced or its use ran out, whichever came first
+    select
+        status,
+        valid_from as spell_start,
+        case
+            when valid_to is null then usable_until
+            else least(valid_to, usable_until)
+        end as spell_end
+    from analytics.subscription_versions
+    where not is_test and usable_until > valid_from
+),
+
+changes as (
+    select
+        status,
+        spell_start as changed_at,
+        1 as delta
+    from usable_spells
+    union all
+    select
+        status,
+        spell_end as changed_at,
+        -1 as delta
+    from usable_spells
+),
+
+changes_by_snapshot as (
+    -- each change counts from the first snapshot at or after it
+    select
+        snapshots.snapshot_at,
+        sum(changes.delta) as usable_delta,
+        sum(changes.delta) filter (where changes.status = 'active') as active_delta,
+        sum(changes.delta) filter (where changes.status = 'canceled') as canceled_delta
+    from changes
+    asof join snapshots on changes.changed_at <= snapshots.snapshot_at
+    group by snapshots.snapshot_at
+)
+
+select
+    snapshots.day,
+    snapshots.snapshot_at,
+    (sum(coalesce(changes_by_snapshot.usable_delta, 0)) over by_day)::bigint as usable,
+    (sum(coalesce(changes_by_snapshot.active_delta, 0)) over by_day)::bigint as active,
+    (sum(coalesce(changes_by_snapshot.canceled_delta, 0)) over by_day)::bigint as canceled_usable
+from snapshots
+left join changes_by_snapshot using (snapshot_at)
+window by_day as (order by snapshots.snapshot_at rows between unbounded preceding and current row)
+order by snapshots.day

@@ -1,0 +1,115 @@
+-- subscription_events: what happened to live subscriptions, as the syncs observed it.
+--
+-- Grain: one row per (subscription_id, event_type, event_at). Live subscriptions only.
+-- Events are read from consecutive versions, so `event_at` is when a sync first saw the change
+-- (the change happened between that sync and the previous one), except `expired`.
+-- `new`: the first version of a subscription (first listed).
+-- `canceled`: status canceled where the previous version was active.
+-- `reactivated`: status active where the previous version was canceled.
+-- `renewed`: `expires_at` moved later while active (active before or after the change: a
+--   subscription that renewed and then canceled between two syncs renewed while active).
+-- `expired`: the latest version is canceled and its `expires_at` <= as_of; `event_at` is
+--   `expires_at`. This is churn. A subscription that expired and came back is active now and
+--   has no expired event: its churn was undone.
+-- `is_initial_load`: `event_at` <= the first sync (as_of.first_sync_at): backfill describing the
+--   past, not news. The first sync's `new` events and expiries before it are backfill.
+--
+-- @test unique(subscription_id, event_type, event_at)
+-- @test not_null(subscription_id, event_type, event_at, is_initial_load)
+-- @test accepted_values(event_type: new, canceled, reactivated, renewed, expired)
+
+with live_versions as (
+    select *
+    from analytics.subscription_versions
+    where not is_test
+),
+
+first_listings as (
+    select
+        id,
+        service_id,
+        'new' as event_type,
+        valid_from as event_at,
+        expires_at,
+        null::timestamp as previous_expires_at
+    from live_versions
+    where version_number = 1
+),
+
+cancellations as (
+    select
+        id,
+        service_id,
+        'canceled' as event_type,
+        valid_from as event_at,
+        expires_at,
+        previous_expires_at
+    from live_versions
+    where status = 'canceled' and previous_status = 'active'
+),
+
+reactivations as (
+    select
+        id,
+        service_id,
+        'reactivated' as event_type,
+        valid_from as event_at,
+        expires_at,
+        previous_expires_at
+    from live_versions
+    where status = 'active' and previous_status = 'canceled'
+),
+
+renewals as (
+    select
+        id,
+        service_id,
+        'renewed' as event_type,
+        valid_from as event_at,
+        expires_at,
+        previous_expires_at
+    from live_versions
+    where
+        expires_at > previous_expires_at
+        and (status = 'active' or previous_status = 'active')
+),
+
+expiries as (
+    select
+        live_versions.id,
+        live_versions.service_id,
+        'expired' as event_type,
+        live_versions.expires_at as event_at,
+        live_versions.expires_at,
+        live_versions.previous_expires_at
+    from live_versions
+    cross join analytics.as_of as clock
+    where
+        live_versions.is_last_version
+        and live_versions.status = 'canceled'
+        and live_versions.expires_at <= clock.as_of
+),
+
+all_events as (
+    select * from first_listings
+    union all
+    select * from cancellations
+    union all
+    select * from reactivations
+    union all
+    select * from renewals
+    union all
+    select * from expiries
+)
+
+select
+    all_events.id as subscription_id,
+    all_events.service_id,
+    all_events.event_type,
+    all_events.event_at,
+    all_events.expires_at,
+    all_events.previous_expires_at,
+    all_events.event_at <= clock.first_sync_at as is_initial_load
+from all_events
+cross join analytics.as_of as clock
+order by all_events.event_at, all_events.id, all_events.event_type

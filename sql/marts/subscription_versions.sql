@@ -1,0 +1,63 @@
+-- subscription_versions: the subscription history cut at as_of, ordered, with neighbours.
+--
+-- Grain: one row per (id, version_number), live and test; version 1 is the first one seen.
+-- Versions first seen after as_of (a run whose load did not complete) are left out, and a
+-- version closed after as_of counts as current (`valid_to` NULL), so a rebuild is repeatable.
+-- `is_last_version`: no later version exists. It is also `is_current` unless a full sweep no
+--   longer listed the id: then `valid_to` is when it vanished (the subscription was removed).
+-- `usable_until`: the end of the use this version vouches for: its own `expires_at`, or the
+--   next version's if later. An active subscription renews when `expires_at` passes; the sync
+--   only sees the renewal at its next run, and the later expiry proves the use went on.
+--
+-- @test unique(id, version_number)
+-- @test not_null(id, version_number, valid_from, is_test)
+
+with versions as (
+    select
+        stg.*,
+        clock.as_of
+    from analytics.stg_subscriptions as stg
+    cross join analytics.as_of as clock
+    where stg.valid_from <= clock.as_of
+),
+
+sequenced as (
+    select
+        id,
+        row_number() over by_time as version_number,
+        service_id,
+        status,
+        expires_at,
+        expires_at_raw,
+        is_test,
+        dq_flags,
+        valid_from,
+        case when valid_to <= as_of then valid_to end as valid_to,
+        lag(status) over by_time as previous_status,
+        lag(expires_at) over by_time as previous_expires_at,
+        lead(expires_at) over by_time as next_expires_at,
+        lead(valid_from) over by_time is null as is_last_version
+    from versions
+    window by_time as (partition by id order by valid_from)
+)
+
+select
+    id,
+    version_number,
+    service_id,
+    status,
+    expires_at,
+    expires_at_raw,
+    is_test,
+    dq_flags,
+    valid_from,
+    valid_to,
+    valid_to is null as is_current,
+    is_last_version,
+    previous_status,
+    previous_expires_at,
+    next_expires_at,
+    -- greatest() skips NULLs: an unparsable expiry defers to the other version's
+    greatest(expires_at, next_expires_at) as usable_until
+from sequenced
+order by id, version_number

@@ -1,0 +1,86 @@
+-- subscriptions_current: each subscription as of the latest successful sync.
+--
+-- Grain: one row per subscription id ever seen, live and test (`is_test`), from its latest
+-- version (at or before as_of).
+-- `first_seen_at`: when a sync first listed it (the API has no creation date).
+-- `canceled_at`: when the current cancellation was first observed (the start of the trailing run
+--   of canceled versions); NULL unless the status is canceled. The cancellation itself happened
+--   between that sync and the one before.
+-- `is_removed`: a full sweep no longer listed the id; `removed_at` is that sweep's time.
+-- `is_usable`: listed, and `expires_at` > as_of (canceled subscriptions stay usable until then).
+-- `days_left`: whole days of use left, rounded up (so 1 means "within a day"); 0 when not usable,
+--   NULL when `expires_at` is unknown (unparsable, see `expires_at_raw`, `dq_flags`).
+--
+-- @test unique(id)
+-- @test not_null(id, first_seen_at, is_usable, is_test, is_removed)
+-- @test accepted_values(status: active, canceled)
+
+with versions as (
+    select *
+    from analytics.subscription_versions
+),
+
+latest_versions as (
+    select *
+    from versions
+    where is_last_version
+),
+
+version_summaries as (
+    select
+        id,
+        min(valid_from) as first_seen_at,
+        count(*) as version_count,
+        max(version_number) filter (where status is distinct from 'canceled')
+            as last_uncanceled_version
+    from versions
+    group by id
+),
+
+cancellation_starts as (
+    select
+        versions.id,
+        min(versions.valid_from) as canceled_at
+    from versions
+    inner join version_summaries using (id)
+    where versions.version_number > coalesce(version_summaries.last_uncanceled_version, 0)
+    group by versions.id
+),
+
+usability as (
+    select
+        latest_versions.id,
+        coalesce(latest_versions.is_current and latest_versions.expires_at > clock.as_of, false)
+            as is_usable,
+        date_diff('second', clock.as_of, latest_versions.expires_at) as seconds_left
+    from latest_versions
+    cross join analytics.as_of as clock
+)
+
+select
+    latest_versions.id,
+    latest_versions.service_id,
+    latest_versions.status,
+    latest_versions.expires_at,
+    latest_versions.is_test,
+    version_summaries.first_seen_at,
+    case
+        when latest_versions.status = 'canceled' then cancellation_starts.canceled_at
+    end as canceled_at,
+    usability.is_usable,
+    case
+        when latest_versions.expires_at is null then null
+        when usability.is_usable then ceil(usability.seconds_left / 86400)::integer
+        else 0
+    end as days_left,
+    not latest_versions.is_current as is_removed,
+    latest_versions.valid_to as removed_at,
+    latest_versions.valid_from as last_changed_at,
+    version_summaries.version_count,
+    latest_versions.expires_at_raw,
+    latest_versions.dq_flags
+from latest_versions
+inner join version_summaries using (id)
+inner join usability using (id)
+left join cancellation_starts using (id)
+order by latest_versions.id

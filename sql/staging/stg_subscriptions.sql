@@ -1,0 +1,23 @@
+-- stg_subscriptions: every recorded version of every subscription (SCD2 history), live and test.
+--
+-- Grain: one row per (id, valid_from). A version is one state of a subscription as the sync saw
+-- it; `valid_to` is when a later sync saw it change or vanish, NULL while it is current.
+-- Typing: dlt stores the SCD2 validity as TIMESTAMPTZ; here it becomes naive UTC like
+-- `expires_at` and `sync_runs.observed_at`, so every time in the models compares directly.
+-- Nothing is filtered or derived here: `subscription_versions` adds the as_of cut and ordering.
+--
+-- @test unique(id, valid_from)
+-- @test not_null(id, valid_from, is_test)
+
+select
+    id,
+    service_id,
+    status,
+    expires_at,
+    expires_at_raw,
+    is_test,
+    dq_flags,
+    -- epoch_us keeps the absolute instant; make_timestamp rebuilds it without a zone (UTC)
+    make_timestamp(epoch_us(_dlt_valid_from)) as valid_from,
+    make_timestamp(epoch_us(_dlt_valid_to)) as valid_to
+from devportal.subscriptions

@@ -1,0 +1,288 @@
+"""Known answers: a scripted history through the real sync, then exact rows in every model.
+
+The story (conftest.build_story), live subscriptions, sandbox clock, all at 00:00:00:
+
+    sync 1 (T1) 2026-01-15, sync 2 (T2) 2026-02-10, sync 3 (T3) 2026-03-05 = as_of
+
+    id svc  at T1                      then
+     1 101  active,  exp 02-01         renews by itself: 03-01 (seen T2), 04-01 (seen T3)
+     2 101  active,  exp 01-20         renews 02-20 (seen T2), 03-20 (seen T3)
+     3 102  canceled, exp 2025-12-10   expired before the first sync (backfill churn)
+     4 102  canceled, exp 01-25        expires 01-25
+     5 103  active,  exp 02-05         canceled 01-20 (seen T2); expires 02-05
+     6 103  active,  exp 03-01         canceled 01-20 (seen T2), reactivated 02-15, renews
+                                       03-01 -> 04-01 (both seen T3)
+     7 104  active,  exp 03-10 yearly  untouched: expires in 5 days, renews
+     8 104  active,  exp 03-08         canceled 02-15 (seen T3): churns in 3 days
+     9 105  canceled, exp 02-20        reactivated 01-20 (seen T2), renews 03-20 (seen T3)
+    10 106  active,  exp 01-31         renews 02-28 (seen T2); removed 02-15 (gone at T3)
+    11 105  added 01-20, exp 02-25     first seen T2, renews 03-25 (seen T3)
+    12 106  added 02-15 canceled, exp 03-03: first seen T3, already expired
+
+Users: 101 Alice (twitch+youtube, settings {theme}), 102 Bob (no settings record), 103 Carol
+(primary youtube, empty settings), 201 Dave (settings, no subscription); 104-106 have no
+account (404). Two manifest releases are recorded after the syncs: tests/manifest/fixtures/complete (1.4.0)
+and a 1.5.0 that drops the `mixer` platform and two pages (an error: recorded all the same).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devportal import report
+from tests.helpers import query
+from tests.models.conftest import T1, T2, T3
+
+
+def d(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def rows(warehouse: Path, sql: str) -> list[tuple[Any, ...]]:
+    return query(warehouse, sql)
+
+
+def test_as_of_is_the_latest_successful_sync(story_warehouse: Path) -> None:
+    assert rows(
+        story_warehouse, "select as_of, first_sync_at, successful_syncs from analytics.as_of"
+    ) == [(T3, T1, 3)]
+
+
+def test_subscriptions_current(story_warehouse: Path) -> None:
+    got = rows(
+        story_warehouse,
+        "select id, service_id, status, expires_at, is_test, first_seen_at, canceled_at, "
+        "is_usable, days_left, is_removed, removed_at, version_count "
+        "from analytics.subscriptions_current order by id",
+    )
+    f = False
+    t = True
+    assert got == [
+        (1, 101, "active", d("2026-04-01"), f, T1, None, t, 27, f, None, 3),
+        (2, 101, "active", d("2026-03-20"), f, T1, None, t, 15, f, None, 3),
+        (3, 102, "canceled", d("2025-12-10"), f, T1, T1, f, 0, f, None, 1),
+        (4, 102, "canceled", d("2026-01-25"), f, T1, T1, f, 0, f, None, 1),
+        (5, 103, "canceled", d("2026-02-05"), f, T1, T2, f, 0, f, None, 2),
+        (6, 103, "active", d("2026-04-01"), f, T1, None, t, 27, f, None, 3),
+        (7, 104, "active", d("2026-03-10"), f, T1, None, t, 5, f, None, 1),
+        (8, 104, "canceled", d("2026-03-08"), f, T1, T3, t, 3, f, None, 2),
+        (9, 105, "active", d("2026-03-20"), f, T1, None, t, 15, f, None, 3),
+        (10, 106, "active", d("2026-02-28"), f, T1, None, f, 0, t, T3, 2),
+        (11, 105, "active", d("2026-03-25"), f, T2, None, t, 20, f, None, 2),
+        (12, 106, "canceled", d("2026-03-03"), f, T3, T3, f, 0, f, None, 1),
+    ]
+
+
+def test_subscription_events(story_warehouse: Path) -> None:
+    got = rows(
+        story_warehouse,
+        "select event_type, subscription_id, event_at, is_initial_load "
+        "from analytics.subscription_events order by event_type, subscription_id, event_at",
+    )
+    new = [("new", i, T1, True) for i in range(1, 11)]
+    new += [("new", 11, T2, False), ("new", 12, T3, False)]
+    assert got == sorted(
+        [
+            ("canceled", 5, T2, False),
+            ("canceled", 6, T2, False),
+            ("canceled", 8, T3, False),
+            ("expired", 3, d("2025-12-10"), True),
+            ("expired", 4, d("2026-01-25"), False),
+            ("expired", 5, d("2026-02-05"), False),
+            ("expired", 12, d("2026-03-03"), False),
+            *new,
+            ("reactivated", 6, T3, False),
+            ("reactivated", 9, T2, False),
+            ("renewed", 1, T2, False),
+            ("renewed", 1, T3, False),
+            ("renewed", 2, T2, False),
+            ("renewed", 2, T3, False),
+            ("renewed", 6, T3, False),
+            ("renewed", 9, T3, False),
+            ("renewed", 10, T2, False),
+            ("renewed", 11, T3, False),
+        ]
+    )
+
+
+def test_renewal_events_carry_both_expiries(story_warehouse: Path) -> None:
+    assert rows(
+        story_warehouse,
+        "select previous_expires_at, expires_at from analytics.subscription_events "
+        "where subscription_id = 10 and event_type = 'renewed'",
+    ) == [(d("2026-01-31"), d("2026-02-28"))]
+
+
+def test_monthly_churn(story_warehouse: Path) -> None:
+    got = rows(
+        story_warehouse,
+        "select month, churned, cancellations, new, subscribers_at_start, churn_rate, "
+        "is_estimate, is_complete from analytics.monthly_churn order by month",
+    )
+    assert got == [
+        # before the first sync: base = the first sync's list with expires_at after the start
+        (date(2025, 12, 1), 1, None, None, 10, pytest.approx(1 / 10), True, True),
+        # the first sync's month: base still estimated; events observed from Jan 15 on
+        (date(2026, 1, 1), 1, 0, 0, 9, pytest.approx(1 / 9), True, True),
+        (date(2026, 2, 1), 1, 2, 1, 8, pytest.approx(1 / 8), False, True),
+        (date(2026, 3, 1), 1, 1, 1, 7, pytest.approx(1 / 7), False, False),
+    ]
+
+
+def test_expiring_soon(story_warehouse: Path) -> None:
+    got = rows(
+        story_warehouse,
+        "select id, service_id, status, expires_at, days_left, will_churn "
+        "from analytics.expiring_soon order by expires_at, id",
+    )
+    assert got == [
+        (8, 104, "canceled", d("2026-03-08"), 3, True),
+        (7, 104, "active", d("2026-03-10"), 5, False),
+        (2, 101, "active", d("2026-03-20"), 15, False),
+        (9, 105, "active", d("2026-03-20"), 15, False),
+        (11, 105, "active", d("2026-03-25"), 20, False),
+        (1, 101, "active", d("2026-04-01"), 27, False),
+        (6, 103, "active", d("2026-04-01"), 27, False),
+    ]
+
+
+def test_daily_subscribers(story_warehouse: Path) -> None:
+    got = rows(
+        story_warehouse,
+        "select day, snapshot_at, usable, active, canceled_usable "
+        "from analytics.daily_subscribers order by day",
+    )
+    # (first day, last day, usable, active, canceled-but-usable), each day measured at its end
+    segments = [
+        ("2026-01-15", "2026-01-23", 9, 7, 2),  # 4 and 9 canceled in grace
+        ("2026-01-24", "2026-02-03", 8, 7, 1),  # 4 expired 01-25 00:00
+        ("2026-02-04", "2026-02-08", 7, 6, 1),  # 5 expired 02-05 00:00
+        ("2026-02-09", "2026-02-26", 8, 7, 1),  # T2: 6 canceled, 9 active again, 11 new
+        ("2026-02-27", "2026-03-03", 7, 6, 1),  # 10 (gone at T3) ran out 02-28
+        ("2026-03-04", "2026-03-04", 7, 6, 1),  # at as_of: 8 canceled, 6 active again
+    ]
+    expected = []
+    for first, last, usable, active, canceled in segments:
+        day = date.fromisoformat(first)
+        while day <= date.fromisoformat(last):
+            snapshot = min(datetime.combine(day + timedelta(days=1), time()), T3)
+            expected.append((day, snapshot, usable, active, canceled))
+            day += timedelta(days=1)
+    assert len(expected) == 49
+    assert got == expected
+
+
+def test_users(story_warehouse: Path) -> None:
+    got = rows(
+        story_warehouse,
+        "select user_id, display_name, primary_platform, platforms, account_status, "
+        "twitch_name, in_settings_list, has_settings, settings_count, subscriptions, "
+        "usable_subscriptions from analytics.users order by user_id",
+    )
+    assert got == [
+        (101, "Alice", "twitch", "twitch,youtube", "found", "alice", True, True, 1, 2, 2),
+        (102, "Bob", "twitch", "twitch", "found", None, False, False, 0, 2, 0),
+        (103, "Carol TV", "youtube", "twitch,youtube", "found", "carol", True, False, 0, 2, 1),
+        (104, None, None, None, "missing", None, False, False, 0, 2, 2),
+        (105, None, None, None, "missing", None, False, False, 0, 2, 2),
+        (106, None, None, None, "missing", None, False, False, 0, 2, 0),
+        (201, "Dave", "twitch", "twitch", "found", "dave", True, True, 2, 0, 0),
+    ]
+
+
+def test_app_releases(story_warehouse: Path) -> None:
+    got = rows(
+        story_warehouse,
+        "select release_number, app_name, version, platforms, platform_count, platforms_added, "
+        "platforms_removed, source_count, page_count, error_count, is_valid "
+        "from analytics.app_releases order by release_number",
+    )
+    assert got == [
+        (
+            1,
+            "Stream Widgets",
+            "1.4.0",
+            "twitch,youtube,facebook,mixer",
+            4,
+            None,
+            None,
+            2,
+            3,
+            0,
+            True,
+        ),
+        # the validator refused removing a live platform; the release is recorded with its error
+        (2, "Stream Widgets", "1.5.0", "twitch,youtube,facebook", 3, "", "mixer", 2, 1, 1, False),
+    ]
+
+
+EXPECTED_FIGURES = {
+    "as_of": "2026-03-05 00:00:00",
+    "usable_subscribers": 7,
+    "usable_active": 6,
+    "usable_canceled": 1,
+    "last_full_month": "2026-02",
+    "last_full_month_churned": 1,
+    "last_full_month_subscribers_at_start": 8,
+    "last_full_month_churn_rate": 0.125,
+    "last_full_month_is_estimate": False,
+    "expiring_7d": 2,
+    "expiring_7d_renewing": 1,
+    "expiring_7d_churning": 1,
+    "expiring_30d": 7,
+    "expiring_30d_renewing": 6,
+    "expiring_30d_churning": 1,
+    "new_30d": 2,  # 11 (T2) and 12 (T3); the first sync's backfill is before the window anyway
+    "canceled_30d": 3,  # 5 and 6 (T2), 8 (T3)
+    "churned_30d": 2,  # 5 (02-05) and 12 (03-03)
+}
+
+
+def test_report_json_has_the_exact_figures(
+    story_warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report.print_report(story_warehouse, fmt="json")
+    assert json.loads(capsys.readouterr().out) == EXPECTED_FIGURES
+
+
+def test_report_csv_and_markdown_and_table(
+    story_warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report.print_report(story_warehouse, fmt="csv")
+    parsed = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["metric"]: r["value"] for r in parsed} == {
+        k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in EXPECTED_FIGURES.items()
+    }
+
+    report.print_report(story_warehouse, fmt="markdown")
+    markdown = capsys.readouterr().out
+    assert "| churn rate | 12.5% |" in markdown
+    assert "| **Last full month: 2026-02** | |" in markdown
+
+    report.print_report(story_warehouse, fmt="table")
+    table = capsys.readouterr().out.splitlines()
+    assert (
+        table[0] == "Subscriptions as of 2026-03-05 00:00:00 (latest successful sync, server clock)"
+    )
+    assert [line.split()[-1] for line in table if line.strip().startswith("churn rate")] == [
+        "12.5%"
+    ]
+
+
+def test_report_html_is_one_self_contained_page(story_warehouse: Path, tmp_path: Path) -> None:
+    page = tmp_path / "out" / "report.html"
+    report.print_report(story_warehouse, fmt="table", html=page)
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>")
+    assert text.count('src="data:image/png;base64,') == 4  # the four charts, inline
+    # nothing to fetch: no external scripts, styles or images
+    assert "http://" not in text and "https://" not in text
+    assert "<script" not in text
+    assert "Subscriptions as of 2026-03-05 00:00:00" in text

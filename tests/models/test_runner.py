@@ -1,0 +1,197 @@
+"""The model runner: order from the SQL, skips, optional sources, failures that name themselves.
+
+Toy models in a temp `sql/` run against a real DuckDB file holding a hand-made `devportal`
+schema; the real models are covered by test_known_answers.py and test_pipeline_checks.py.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from devportal import models
+from devportal.errors import DevportalError
+from tests.helpers import query
+
+
+def write_models(root: Path, files: dict[str, str]) -> Path:
+    for name, sql in files.items():
+        path = root / "sql" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(sql, encoding="utf-8")
+    (root / "sql" / "staging").mkdir(parents=True, exist_ok=True)
+    (root / "sql" / "marts").mkdir(parents=True, exist_ok=True)
+    return root / "sql"
+
+
+def raw_warehouse(path: Path, *statements: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute("create schema if not exists devportal")
+        for sql in statements:
+            con.execute(sql)
+    finally:
+        con.close()
+    return path
+
+
+def test_real_models_build_in_dependency_order() -> None:
+    ordered = models.load_models()
+    position = {m.name: i for i, m in enumerate(ordered)}
+    for model in ordered:
+        for dependency in model.depends_on:
+            assert position[dependency] < position[model.name], (model.name, dependency)
+    by_name = {m.name: m for m in ordered}
+    assert by_name["expiring_soon"].depends_on == {"subscriptions_current", "as_of"}
+    assert by_name["stg_subscriptions"].sources == {"subscriptions"}
+    assert by_name["as_of"].depends_on == {"stg_sync_runs"}
+    required = {
+        "as_of",
+        "subscriptions_current",
+        "subscription_events",
+        "monthly_churn",
+        "expiring_soon",
+        "daily_subscribers",
+        "users",
+        "app_releases",
+    }
+    assert required <= {m.name for m in ordered if m.layer == "marts"}
+    assert all(m.name.startswith("stg_") for m in ordered if m.layer == "staging")
+
+
+def test_every_model_opens_with_its_grain() -> None:
+    for model in models.load_models():
+        header = model.sql.split("\n\n")[0]
+        assert header.startswith(f"-- {model.name}: "), model.relative_path
+        assert re.search(r"^-- Grain: ", model.sql, re.MULTILINE), model.relative_path
+
+
+def test_order_skips_and_optional_sources(tmp_path: Path) -> None:
+    sql_dir = write_models(
+        tmp_path,
+        {
+            # alphabetical order is the wrong build order: the runner must read the SQL
+            "marts/a_totals.sql": "-- a_totals: one row\nselect sum(n) as n from analytics.z_base",
+            "marts/b_needs_missing.sql": "-- b: x\nselect * from analytics.c_missing_raw",
+            "marts/c_missing_raw.sql": "-- c: x\nselect * from devportal.never_loaded",
+            "staging/z_base.sql": (
+                "-- z_base: one row per raw row\n"
+                "-- @optional devportal.extra(k bigint, label varchar)\n"
+                "select raw.n, extra.label\n"
+                "from devportal.numbers as raw\n"
+                "left join devportal.extra on extra.k = raw.n -- a comment: devportal.extra\n"
+                "where 'devportal.numbers' <> ''"
+            ),
+        },
+    )
+    warehouse = raw_warehouse(
+        tmp_path / "wh" / "toy.duckdb",
+        "create table devportal.numbers as select * from (values (1), (2), (3)) t(n)",
+    )
+    summary = models.build(warehouse, sql_dir=sql_dir)
+    assert summary["built"] == ["z_base", "a_totals"]
+    assert summary["skipped"] == {
+        "c_missing_raw": "needs devportal.never_loaded, which nothing has been loaded into yet",
+        "b_needs_missing": "needs analytics.c_missing_raw, which was skipped",
+    }
+    assert query(warehouse, "select n, label from analytics.z_base order by n") == [
+        (1, None),
+        (2, None),
+        (3, None),
+    ]
+    assert query(warehouse, "select n from analytics.a_totals") == [(6,)]
+
+    # once the optional table exists it is read for real
+    raw_warehouse(warehouse, "create table devportal.extra as select 2 as k, 'two' as label")
+    models.build(warehouse, sql_dir=sql_dir)
+    assert query(warehouse, "select n, label from analytics.z_base where label is not null") == [
+        (2, "two")
+    ]
+
+
+def test_a_failing_model_names_itself_and_keeps_the_previous_build(tmp_path: Path) -> None:
+    files = {"marts/good.sql": "-- good: one row\nselect 1 as n"}
+    sql_dir = write_models(tmp_path, files)
+    warehouse = raw_warehouse(tmp_path / "wh" / "toy.duckdb")
+    models.build(warehouse, sql_dir=sql_dir)
+    (sql_dir / "marts" / "good.sql").write_text("-- good: one row\nselect 2 as n")
+    (sql_dir / "marts" / "zz_broken.sql").write_text("-- broken: x\nselect no_such_column")
+    with pytest.raises(DevportalError, match=r"model analytics\.zz_broken \(sql/marts/zz_broken"):
+        models.build(warehouse, sql_dir=sql_dir)
+    assert query(warehouse, "select n from analytics.good") == [(1,)]  # rolled back whole
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        (
+            {
+                "marts/a.sql": "-- a\nselect * from analytics.b",
+                "marts/b.sql": "-- b\nselect * from analytics.a",
+            },
+            "cycle: a, b",
+        ),
+        ({"marts/a.sql": "-- a\nselect * from numbers"}, "table 'numbers' has no schema"),
+        ({"marts/a.sql": "-- a\nselect * from other.t"}, "reads schema other"),
+        ({"marts/a.sql": "-- a\nselect * from analytics.nope"}, "no file in sql/ defines"),
+        ({"marts/a.sql": "select 1"}, "open the file with a comment"),
+        ({"marts/a.sql": "-- a\n-- @test unique_ish(n)\nselect 1 as n"}, "unknown test"),
+        ({"marts/a.sql": "-- a\n-- @materialize view\nselect 1 as n"}, "unknown directive"),
+    ],
+)
+def test_model_files_are_checked(tmp_path: Path, files: dict[str, str], message: str) -> None:
+    with pytest.raises(DevportalError, match=re.escape(message)):
+        models.load_models(write_models(tmp_path, files))
+
+
+def test_failing_data_tests_are_each_named(tmp_path: Path) -> None:
+    sql_dir = write_models(
+        tmp_path,
+        {
+            "marts/m.sql": (
+                "-- m: one row per k\n"
+                "-- @test unique(k)\n"
+                "-- @test not_null(k, status)\n"
+                "-- @test accepted_values(status: active, canceled)\n"
+                "select * from (values (1, 'active'), (1, 'paused'), (2, null)) t(k, status)"
+            )
+        },
+    )
+    warehouse = raw_warehouse(tmp_path / "wh" / "toy.duckdb")
+    with pytest.raises(DevportalError) as caught:
+        models.build(warehouse, sql_dir=sql_dir, check=True)
+    text = str(caught.value)
+    assert text.startswith("3 of 4 data tests failed: ")
+    assert "unique(analytics.m: k): 1 failing row(s), e.g. (1, 2)" in text
+    assert "not_null(analytics.m.status): 1 failing row(s)" in text
+    assert "accepted_values(analytics.m.status: active, canceled): 1 failing row(s)" in text
+    assert "not_null(analytics.m.k)" not in text
+    # the models themselves were built: the data is what it is
+    assert query(warehouse, "select count(*) from analytics.m") == [(3,)]
+
+
+def test_render_qualifies_names_and_leaves_text_alone() -> None:
+    sql = (
+        "-- reads devportal.numbers\n"
+        "select 'analytics.x' as s from devportal.numbers join analytics.x as x on true, "
+        "cat.analytics.y"
+    )
+    assert models.render(sql, "wh") == (
+        "-- reads devportal.numbers\n"
+        'select \'analytics.x\' as s from "wh"."devportal"."numbers" join "wh"."analytics"."x" '
+        "as x on true, cat.analytics.y"
+    )
+    stubbed = models.render(
+        "select * from devportal.t join devportal.u u on true", "wh", {"t": "(select 1 as a)"}
+    )
+    assert stubbed == 'select * from (select 1 as a) as "t" join "wh"."devportal"."u" u on true'
+
+
+def test_a_missing_warehouse_is_one_clear_line(tmp_path: Path) -> None:
+    with pytest.raises(DevportalError, match=r"no warehouse at .*: run `devportal sync`"):
+        models.build(tmp_path / "nowhere" / "wh.duckdb")
+    assert not (tmp_path / "nowhere").exists()
