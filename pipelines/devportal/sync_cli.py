@@ -14,11 +14,12 @@ import dlt
 
 from devportal.pipeline import DEFAULT_WAREHOUSE, pipelines_dir
 from devportal.source import RESOURCES
-from devportal.sync import SyncResult, sync
+from devportal.sync import sync
 
 log = logging.getLogger("devportal.cli")
 
 DEMO_WAREHOUSE = "warehouse/demo.duckdb"
+DEMO_APP = Path(__file__).resolve().parents[2] / "examples" / "demo-app"
 
 
 def _date(text: str) -> datetime:
@@ -106,12 +107,16 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     d.set_defaults(func=run_demo)
 
 
-def _print_result(result: SyncResult) -> None:
-    print(result.summary())
+def _models(warehouse: str, destination: str | None) -> None:
+    if destination is not None:  # the SQL models are DuckDB SQL
+        print("models: skipped (they are built for the DuckDB destination)")
+        return
+    from devportal import models, models_cli
+
+    print(models_cli.summary_line(models.build(warehouse)))
 
 
 def run_sync(args: argparse.Namespace) -> int:
-    destination = args.destination
     result = sync(
         args.warehouse,
         base_url=args.base_url,
@@ -119,20 +124,22 @@ def run_sync(args: argparse.Namespace) -> int:
         since=args.since,
         window=args.window,
         include_test=args.include_test,
-        destination=destination,
+        destination=args.destination,
         progress=_progress(args.progress),
-        build_models=not args.no_models,
+        build_models=False,
         **({"workers": args.workers} if args.workers else {}),
     )
-    _print_result(result)
+    print(result.summary())
+    code = 0
     manifest = args.manifest or dlt.config.get("sources.devportal.manifest_path")
     if manifest:
         from devportal.manifest.cli import load_and_report
 
-        # after the sync released the warehouse lock; a manifest with errors is recorded
-        # with its findings and makes the command exit 1 so a scheduler notices
-        return load_and_report(manifest, args.warehouse)
-    return 0
+        # a manifest with errors is recorded with its findings; exit 1 so a scheduler notices
+        code = load_and_report(manifest, args.warehouse)
+    if not args.no_models:
+        _models(args.warehouse, args.destination)
+    return code
 
 
 def _reset(warehouse: str) -> None:
@@ -173,14 +180,43 @@ def run_demo(args: argparse.Namespace) -> int:
                 args.warehouse,
                 base_url=sb.base_url,
                 access_token=sb.token,
-                build_models=n == args.syncs,
+                build_models=False,
                 progress=None,
             )
             print(f"demo: sync {n}/{args.syncs}: {result.summary()}")
-    try:
-        from devportal import report
-    except ModuleNotFoundError:
-        print("demo: models and report are not built yet in this version")
-        return 0
+            if n == 1 or n == args.syncs:
+                _demo_release(args.warehouse, first=n == 1)
+    _models(args.warehouse, None)
+    print()
+    from devportal import report
+
     report.print_report(args.warehouse, fmt="table", html=args.html)
+    print(
+        f"\nnext: make report WAREHOUSE={args.warehouse} ARGS='--html report.html'  "
+        f"(charts), make notebook (pandas), or any DuckDB client on {args.warehouse}"
+    )
     return 0
+
+
+def _demo_release(warehouse: str, first: bool) -> None:
+    """Record the example app's manifest: an older release first, the current one last."""
+    import json
+    import tempfile
+
+    from devportal.manifest import load_manifest
+
+    bundle = DEMO_APP
+    with tempfile.TemporaryDirectory() as tmp:
+        if first:  # v1.3.0: same bundle, before facebook and mixer were added
+            bundle = Path(tmp) / "demo-app"
+            shutil.copytree(DEMO_APP, bundle)
+            manifest = json.loads((bundle / "manifest.json").read_text())
+            manifest["version"] = "1.3.0"
+            manifest["supportedPlatforms"] = ["twitch", "youtube"]
+            (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2))
+        result = load_manifest(bundle, warehouse)
+    report = result.report
+    print(
+        f"demo: manifest {report.name} {report.version} recorded "
+        f"({len(report.errors)} errors, {len(report.warnings)} warnings)"
+    )
