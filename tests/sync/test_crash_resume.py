@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -50,8 +51,10 @@ def phase_reached(warehouse: Path, phase: str) -> bool:
     return folder.exists() and any(folder.iterdir())
 
 
-def kill_during(sb: Any, warehouse: Path, phase: str, after_requests: int = 0) -> str:
-    """Start a sync and SIGKILL it in `phase`; returns where it really was when killed."""
+def kill_during(
+    sb: Any, warehouse: Path, phase: str, after_requests: int = 0, extra_delay: float = 0.0
+) -> str:
+    """Start a sync and SIGKILL it in `phase` (plus `extra_delay` s); returns where it was."""
     requests_before = sb.stats.get("requests", 0)
     proc = start_sync(sb, warehouse)
     deadline = time.monotonic() + 60
@@ -65,6 +68,8 @@ def kill_during(sb: Any, warehouse: Path, phase: str, after_requests: int = 0) -
             where = phase
             break
         time.sleep(0.001)
+    if extra_delay and proc.poll() is None:
+        time.sleep(extra_delay)
     if proc.poll() is None:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
@@ -74,20 +79,16 @@ def kill_during(sb: Any, warehouse: Path, phase: str, after_requests: int = 0) -
     return where
 
 
-@pytest.mark.parametrize(
-    ("phase", "after_requests"), [("extract", 6), ("normalize", 0), ("load", 0)]
-)
-def test_killed_sync_then_rerun_equals_truth(
-    sandbox_factory: Any, warehouse: Path, phase: str, after_requests: int
-) -> None:
-    sb = sandbox_factory(subscriptions=6000, users=300, seed=21)
+def check_killed_then_rerun(
+    sb: Any, warehouse: Path, phase: str, after_requests: int = 0, extra_delay: float = 0.0
+) -> str:
     # first a clean sync, then changes, so the killed run has history to get right
     first = start_sync(sb, warehouse)
     assert first.wait(timeout=120) == 0, first.stderr.read() if first.stderr else ""
     sb.advance(days=10)
     if phase == "extract":
         sb.set_latency(20)
-    where = kill_during(sb, warehouse, phase, after_requests)
+    where = kill_during(sb, warehouse, phase, after_requests, extra_delay)
     sb.set_latency(0)
     # the next run finishes or discards what the killed one left, then syncs
     again = start_sync(sb, warehouse)
@@ -110,3 +111,50 @@ def test_killed_sync_then_rerun_equals_truth(
         "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to <= _dlt_valid_from",
     )
     assert empty == [(0,)]
+    return where
+
+
+@pytest.mark.parametrize(
+    ("phase", "after_requests"), [("extract", 6), ("normalize", 0), ("load", 0)]
+)
+def test_killed_sync_then_rerun_equals_truth(
+    sandbox_factory: Any, warehouse: Path, phase: str, after_requests: int
+) -> None:
+    sb = sandbox_factory(subscriptions=6000, users=300, seed=21)
+    check_killed_then_rerun(sb, warehouse, phase, after_requests)
+
+
+# make soak: twelve kill points drawn at random (seeded, so a failure can be replayed)
+_rng = random.Random(20261122)
+SOAK_POINTS = [
+    (_rng.choice(["extract", "normalize", "load"]), _rng.randint(1, 30), _rng.uniform(0, 0.08))
+    for _ in range(12)
+]
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize(("phase", "after_requests", "extra_delay"), SOAK_POINTS)
+def test_killed_at_random_points_then_rerun_equals_truth(
+    sandbox_factory: Any, warehouse: Path, phase: str, after_requests: int, extra_delay: float
+) -> None:
+    sb = sandbox_factory(subscriptions=8000, users=400, seed=after_requests)
+    check_killed_then_rerun(sb, warehouse, phase, after_requests, extra_delay)
+
+
+def test_second_sync_process_refuses_while_one_runs(sandbox_factory: Any, warehouse: Path) -> None:
+    sb = sandbox_factory(subscriptions=3000, users=50, seed=22)
+    sb.set_latency(30)  # the first sync takes a few seconds
+    first = start_sync(sb, warehouse)
+    lock = warehouse.with_name(warehouse.name + ".lock")
+    deadline = time.monotonic() + 30
+    while not (lock.exists() and lock.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    second = start_sync(sb, warehouse)
+    _, err = second.communicate(timeout=60)
+    assert second.returncode == 3
+    lines = err.decode().strip().splitlines()
+    assert lines[-1].startswith("devportal: error: warehouse") and "busy" in lines[-1]
+    assert f"pid {first.pid}" in lines[-1]
+    sb.set_latency(0)
+    assert first.wait(timeout=120) == 0
+    assert current_rows(warehouse) == truth_rows(sb)
