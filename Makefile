@@ -39,8 +39,8 @@ sandbox: $(STAMP)  ## run the Developer API sandbox in the foreground
 test: $(STAMP)  ## run the test suite (sandbox over real HTTP, real DuckDB files)
 	$(BIN)/pytest -q -m "not soak" $(ARGS)
 
-soak: $(STAMP)  ## run the long reliability suite
-	$(BIN)/pytest -q -m soak $(ARGS)
+soak: $(STAMP)  ## the long reliability suite: 12 random kill points, 200 fuzz examples
+	DEVPORTAL_FUZZ_EXAMPLES=200 $(BIN)/pytest -q -m "soak or fuzz" $(ARGS)
 
 lint: $(STAMP)  ## ruff and mypy
 	$(BIN)/ruff check pipelines tests benchmarks

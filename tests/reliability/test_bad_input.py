@@ -93,6 +93,7 @@ def fuzz_sandbox() -> Any:
     sb.stop()
 
 
+@pytest.mark.fuzz
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
