@@ -20,7 +20,9 @@ ever closes versions of ids it read.
 from __future__ import annotations
 
 import logging
+import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -120,6 +122,25 @@ class RunContext:
     resources: tuple[str, ...] = RESOURCES
     seen_user_ids: set[int] = field(default_factory=set)
     extra: dict[str, Any] = field(default_factory=dict)
+    progress_every_s: float | None = None  # None: no page progress lines
+    _last_progress: float = 0.0
+
+    def page_progress(self, what: str, page: Page, report: SweepReport, rows: int) -> None:
+        """A line on stderr every `progress_every_s` while a list is paged (dlt sees rows only
+        once a read is verified, so its own progress would stay silent meanwhile)."""
+        if self.progress_every_s is None:
+            return
+        now = time.monotonic()
+        if now - self._last_progress < self.progress_every_s:
+            return
+        self._last_progress = now
+        last = page.last_page or "?"
+        print(
+            f"progress: {what} page {report.pages}/{last}, {rows} rows read"
+            + (f" (read {report.attempts})" if report.attempts > 1 else ""),
+            file=sys.stderr,
+            flush=True,
+        )
 
     def count(self, table: str, n: int) -> None:
         self.rows[table] = self.rows.get(table, 0) + n
@@ -175,6 +196,7 @@ def read_subscriptions(
         with tempfile.TemporaryDirectory(dir=spool_dir, prefix="sweep-") as tmp:
             spool_path = Path(tmp) / "rows.arrow"
             id_chunks: list[np.ndarray] = []
+            rows_read = 0
             try:
                 with (
                     pa.OSFile(str(spool_path), "wb") as sink,
@@ -185,10 +207,12 @@ def read_subscriptions(
                         if ctx.observed_at is None and page.server_time is not None:
                             ctx.observed_at = page.server_time
                         buffer.extend(page.data)
+                        ctx.page_progress("subscriptions", page, report, rows_read + len(buffer))
                         if len(buffer) >= batch_rows:
                             table, ids = transform.subscriptions_table(buffer, is_test, dq)
                             writer.write_table(table)
                             id_chunks.append(ids)
+                            rows_read += len(buffer)
                             buffer = []
                     if buffer:
                         table, ids = transform.subscriptions_table(buffer, is_test, dq)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,14 @@ from devportal.source import (
 log = logging.getLogger("devportal.sync")
 
 STATE_KEY = "devportal_sync"
+# seconds between progress lines: "auto" speaks only on long runs
+PROGRESS_PERIOD = {"auto": 10.0, "on": 2.0}
+
+
+def _dlt_progress(progress: str) -> Any:
+    """dlt's own collector (normalize and load progress) for the same setting."""
+    period = PROGRESS_PERIOD.get(progress)
+    return dlt.progress.log(log_period=period, logger=sys.stderr) if period else None
 
 
 @dataclass
@@ -190,7 +199,7 @@ def sync(
     window: bool = False,
     include_test: bool | None = None,
     destination: Any = None,
-    progress: Any = None,
+    progress: str = "off",
     build_models: bool = True,
     **config: Any,
 ) -> SyncResult:
@@ -205,7 +214,7 @@ def sync(
     )
     started = time.monotonic()
     with warehouse_lock(warehouse):
-        pipeline = open_pipeline(warehouse, destination, progress)
+        pipeline = open_pipeline(warehouse, destination, _dlt_progress(progress))
         dlt.config["extract.next_item_mode"] = "fifo"  # run records after the data
         try:
             resumed = _finish_pending(pipeline)
@@ -215,7 +224,9 @@ def sync(
             ) from None
         client = ApiClient(cfg.client_config())
         try:
-            result = _run(pipeline, client, cfg, tuple(resources), since, window, warehouse)
+            result = _run(
+                pipeline, client, cfg, tuple(resources), since, window, warehouse, progress
+            )
         finally:
             client.close()
         result.resumed_packages = resumed
@@ -243,9 +254,15 @@ def _run(
     since: datetime | None,
     window: bool,
     warehouse: str | Path,
+    progress: str,
 ) -> SyncResult:
     mode: Literal["sweep", "window"] = "window" if (window or since is not None) else "sweep"
-    ctx = RunContext(mode=mode, include_test=cfg.include_test, resources=resources)
+    ctx = RunContext(
+        mode=mode,
+        include_test=cfg.include_test,
+        resources=resources,
+        progress_every_s=PROGRESS_PERIOD.get(progress),
+    )
     # The first page of the first list tells the server's clock; it becomes the history boundary.
     probe_path = SUBSCRIPTIONS_PATH if "subscriptions" in resources else USER_SETTINGS_PATH
     probe_params: dict[str, str] = {"page": "1"}

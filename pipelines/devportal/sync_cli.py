@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import logging
 import shutil
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -37,12 +36,6 @@ def _resources(text: str) -> list[str]:
     if bad or not names:
         raise argparse.ArgumentTypeError(f"choose from {', '.join(RESOURCES)} (comma separated)")
     return names
-
-
-def _progress(flag: str) -> Any:
-    if flag == "off":
-        return None
-    return dlt.progress.log(log_period=10.0 if flag == "auto" else 2.0, logger=sys.stderr)
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -125,7 +118,7 @@ def run_sync(args: argparse.Namespace) -> int:
         window=args.window,
         include_test=args.include_test,
         destination=args.destination,
-        progress=_progress(args.progress),
+        progress=args.progress,
         build_models=False,
         **({"workers": args.workers} if args.workers else {}),
     )
@@ -181,7 +174,7 @@ def run_demo(args: argparse.Namespace) -> int:
                 base_url=sb.base_url,
                 access_token=sb.token,
                 build_models=False,
-                progress=None,
+                progress="off",
             )
             print(f"demo: sync {n}/{args.syncs}: {result.summary()}")
             if n == 1 or n == args.syncs:
