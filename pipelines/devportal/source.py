@@ -230,15 +230,7 @@ def read_subscriptions(
                 )
                 continue
             report.complete = True
-            for key, problem in dq.problems.items():
-                merged = ctx.dq.problems.setdefault(key, transform.Problem())
-                merged.count += problem.count
-                merged.sample_ids.extend(
-                    problem.sample_ids[: transform.SAMPLE_SIZE - len(merged.sample_ids)]
-                )
-                merged.sample_values.extend(
-                    problem.sample_values[: transform.SAMPLE_SIZE - len(merged.sample_values)]
-                )
+            ctx.dq.merge(dq)
             ctx.count("subscriptions", report.unique_ids)
             with pa.memory_map(str(spool_path)) as source:
                 reader = pa.ipc.open_stream(source)
@@ -328,8 +320,7 @@ def user_settings_resources(client: ApiClient, ctx: RunContext, cfg: DevportalCo
                 log.warning("user settings list moved while paging (%s); reading it again", moved)
                 continue
             report.complete = True
-            for key, problem in dq.problems.items():
-                ctx.dq.problems[key] = problem
+            ctx.dq.merge(dq)
             ctx.seen_user_ids.update(u["user_id"] for u in users)
             ctx.count("user_settings", len(users))
             ctx.count("user_setting_values", len(values))

@@ -76,6 +76,15 @@ class DataQuality:
     def add(self, table: str, column: str, problem: str, ident: Any, value: Any) -> None:
         self.problems.setdefault((table, column, problem), Problem()).add(ident, value)
 
+    def merge(self, other: DataQuality) -> None:
+        """Add `other`'s counts (and samples, up to SAMPLE_SIZE) to this ledger."""
+        for key, problem in other.problems.items():
+            mine = self.problems.setdefault(key, Problem())
+            mine.count += problem.count
+            room = SAMPLE_SIZE - len(mine.sample_ids)
+            mine.sample_ids.extend(problem.sample_ids[:room])
+            mine.sample_values.extend(problem.sample_values[:room])
+
     def total(self) -> int:
         return sum(p.count for p in self.problems.values())
 
