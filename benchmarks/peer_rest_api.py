@@ -1,0 +1,78 @@
+"""The peer: dlt's declarative `rest_api` source, configured as a dlt user would for the endpoint.
+
+Run as its own process by `benchmarks.run`: reads every page of the subscriptions list (bearer
+auth, `json_link` paginator on `next_page_url`, `data` selector, merge on `id`) into a fresh
+DuckDB file with a fresh dlt working folder, and prints one JSON line with what it loaded.
+Everything is dlt's defaults; nothing here is tuned, because the point is what a user gets.
+
+    python -m benchmarks.peer_rest_api --base-url URL --warehouse DIR/peer.duckdb \
+        --pipelines-dir DIR/dlt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import dlt
+from dlt.sources.rest_api import rest_api_source
+
+SUBSCRIPTIONS_PATH = "api/v1/developer/subscriptions"
+TOKEN_ENV = "SOURCES__DEVPORTAL__ACCESS_TOKEN"
+
+
+def build_source(base_url: str, token: str) -> object:
+    """The `rest_api` source for the subscriptions endpoint, as the dlt docs show it."""
+    return rest_api_source(
+        {
+            "client": {
+                "base_url": base_url.rstrip("/") + "/",
+                "auth": {"type": "bearer", "token": token},
+                "paginator": {"type": "json_link", "next_url_path": "next_page_url"},
+            },
+            "resources": [
+                {
+                    "name": "subscriptions",
+                    "endpoint": {"path": SUBSCRIPTIONS_PATH, "data_selector": "data"},
+                    "primary_key": "id",
+                    "write_disposition": "merge",
+                }
+            ],
+        },
+        name="devportal_peer",
+    )
+
+
+def token_from_env() -> str:
+    """The bearer token, from where dlt users keep it (the environment, never argv)."""
+    token = os.environ.get(TOKEN_ENV, "")
+    if not token:
+        raise SystemExit(f"set {TOKEN_ENV}")
+    return token
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--warehouse", required=True, help="fresh DuckDB file")
+    parser.add_argument("--pipelines-dir", required=True, help="fresh dlt working folder")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    pipeline = dlt.pipeline(
+        pipeline_name="peer_rest_api",
+        pipelines_dir=args.pipelines_dir,
+        destination=dlt.destinations.duckdb(args.warehouse),
+        dataset_name="devportal",
+    )
+    pipeline.run(build_source(args.base_url, token_from_env()))
+    seconds = time.perf_counter() - started
+    with pipeline.sql_client() as client:
+        rows = client.execute_sql("SELECT count(*) FROM subscriptions")
+    print(json.dumps({"rows": int(rows[0][0]) if rows else 0, "seconds": seconds}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

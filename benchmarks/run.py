@@ -1,0 +1,693 @@
+"""`make bench`: devportal vs dlt's `rest_api` peer vs the HTTP floor, side by side in one run.
+
+For each size (default 100,000 subscriptions, 2,000 users) one sandbox process serves the world;
+at each latency (0 and 50 ms per request) the three contenders run interleaved, each as its own
+process with a fresh DuckDB file and a fresh dlt working folder, round after round:
+
+    devportal, peer, floor, devportal second sweep, devportal window    (x rounds)
+
+plus, at latencies above 0, devportal with `--variant-workers` (16) concurrent requests, to show
+what more concurrency buys. Then user_accounts for the size's users at 50 ms (after syncing subscriptions and settings) and
+`devportal models` on that warehouse. Then one devportal sweep of 1,000,000 subscriptions (peak
+RSS must stay flat), the floor for the same list, and `devportal models` on that warehouse.
+
+Results: `benchmarks/results/latest.json` and `latest.md` (`quick.*` for `--quick`), with the
+machine description; the Markdown is printed at the end. `--render FILE.json` re-renders one.
+See `benchmarks/measure.py` for how wall time and peak RSS are taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from benchmarks.measure import Measured, run_measured
+from benchmarks.report import evaluate_targets, pair_ratios, render_markdown, summarise
+from benchmarks.sandbox import START, SandboxProcess
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS = HERE / "results"
+WORK = HERE / "work"  # git-ignored scratch space
+WINDOW_SINCE = "2026-10-01"  # 30 days before the sandbox clock (START)
+WAREHOUSE = "bench.duckdb"  # not devportal.duckdb: the catalog would clash with the dataset
+MB = 1024 * 1024
+
+# Inherited settings that would change what a contender does; each run gets only ours.
+SCRUB_PREFIXES = (
+    "SOURCES__",
+    "DESTINATION__",
+    "NORMALIZE__",
+    "LOAD__",
+    "EXTRACT__",
+    "DATA_WRITER__",
+    "RUNTIME__",
+    "PIPELINES__",
+    "DLT_",
+)
+
+
+def devportal_command() -> list[str]:
+    script = Path(sys.executable).with_name("devportal")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "devportal"]
+
+
+@dataclass
+class Run:
+    """One measured process run, as saved in the JSON."""
+
+    contender: str  # devportal | peer | floor
+    scenario: str  # sweep | second_sweep | window | accounts_setup | user_accounts | models | ...
+    size: int
+    latency_ms: float
+    round: int
+    ok: bool
+    exit_code: int
+    wall_s: float
+    peak_rss_bytes: int
+    rss_wait4_bytes: int
+    rss_sampled_tree_bytes: int
+    max_processes: int
+    server_cpu_s: float | None
+    load_avg_1m: float
+    work_s: float | None = None  # the contender's own timing, after interpreter start + imports
+    rows: int | None = None
+    rows_check: str | None = None  # "ok" or what disagreed
+    requests: int | None = None
+    steps: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    error: str | None = None
+    note: str | None = None
+
+    @property
+    def rows_per_s(self) -> float | None:
+        return self.rows / self.wall_s if self.rows and self.wall_s > 0 else None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["rows_per_s"] = self.rows_per_s
+        return data
+
+
+# -- what each contender printed ------------------------------------------------------------
+
+SUMMARY = re.compile(r"sync ok \((\w+)\) in ([\d.]+)s: (.*)")
+
+
+def parse_devportal(stdout: str) -> dict[str, Any]:
+    """Seconds, rows per table and requests from the `sync ok ...` summary line."""
+    match = SUMMARY.search(stdout)
+    if not match:
+        return {}
+    rest = match.group(3)
+    rows = {name: int(n) for name, n in re.findall(r"(\w+) (\d+)", rest.split(";")[0])}
+    requests = re.search(r"(\d+) requests", rest)
+    return {
+        "work_s": float(match.group(2)),
+        "rows": rows,
+        "requests": int(requests.group(1)) if requests else None,
+    }
+
+
+def parse_json_line(stdout: str) -> dict[str, Any]:
+    for line in reversed(stdout.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                result: dict[str, Any] = json.loads(line)
+                return result
+            except json.JSONDecodeError:
+                return {}
+    return {}
+
+
+def first_error_line(measured: Measured) -> str:
+    lines = [ln.strip() for ln in measured.stderr.splitlines() if ln.strip()]
+    text = lines[-1] if lines else f"exit code {measured.exit_code}"
+    return ("timed out; " if measured.timed_out else "") + text[:300]
+
+
+def dlt_steps(pipeline_name: str, pipelines_dir: Path, measured: Measured) -> dict[str, Any]:
+    """Seconds and peak sampled RSS of each step of the pipeline's last dlt trace."""
+    try:
+        import dlt  # the harness only reads the trace; imported late to keep --help fast
+
+        trace = dlt.attach(pipeline_name, pipelines_dir=str(pipelines_dir)).last_trace
+    except Exception:
+        return {}
+    if trace is None:
+        return {}
+    steps: dict[str, Any] = {}
+    for step in trace.steps:
+        if step.finished_at is None:
+            continue
+        start, end = step.started_at.timestamp(), step.finished_at.timestamp()
+        peak = measured.peak_between(start, end)
+        steps[step.step] = {"seconds": end - start, "peak_rss_bytes": peak}
+    return steps
+
+
+def count_current(warehouse: Path) -> int | None:
+    """Current subscription rows in a devportal warehouse (read-only, after the run)."""
+    try:
+        import duckdb
+
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            row = con.execute(
+                "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL"
+            ).fetchone()
+    except Exception:
+        return None
+    return int(row[0]) if row else None
+
+
+# -- the bench ------------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    sizes: list[int]
+    users: int
+    rounds: int
+    latencies: list[float]
+    big_size: int | None
+    accounts_latency: float
+    window_since: str
+    workers: int
+    variant_workers: int
+    keep: bool
+    quick: bool
+
+
+class Bench:
+    """Runs the scenarios and collects `Run`s; one instance per invocation."""
+
+    def __init__(self, settings: Settings, workdir: Path) -> None:
+        self.settings = settings
+        self.workdir = workdir
+        self.devportal = devportal_command()
+        self.runs: list[Run] = []
+        self.sandboxes: list[dict[str, Any]] = []
+        self._started = time.perf_counter()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def env(self, sandbox: SandboxProcess) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB_PREFIXES)}
+        env["SOURCES__DEVPORTAL__ACCESS_TOKEN"] = sandbox.token
+        env["RUNTIME__DLTHUB_TELEMETRY"] = "false"
+        env["PYTHONUNBUFFERED"] = "1"
+        return env
+
+    def measure(
+        self,
+        sandbox: SandboxProcess,
+        cmd: list[str],
+        cwd: Path,
+        *,
+        contender: str,
+        scenario: str,
+        latency: float,
+        round_no: int,
+        finish: Callable[[Run, Measured], None] | None = None,
+    ) -> Run:
+        load = os.getloadavg()[0]
+        measured = run_measured(cmd, cwd=cwd, env=self.env(sandbox), server=sandbox.process)
+        run = Run(
+            contender=contender,
+            scenario=scenario,
+            size=sandbox.subscriptions,
+            latency_ms=latency,
+            round=round_no,
+            ok=measured.exit_code == 0,
+            exit_code=measured.exit_code,
+            wall_s=measured.wall_s,
+            peak_rss_bytes=measured.peak_rss,
+            rss_wait4_bytes=measured.rss_wait4,
+            rss_sampled_tree_bytes=measured.rss_sampled_tree,
+            max_processes=measured.max_processes,
+            server_cpu_s=measured.server_cpu_s,
+            load_avg_1m=load,
+        )
+        if not run.ok:
+            run.error = first_error_line(measured)
+        elif finish is not None:
+            finish(run, measured)
+        self.runs.append(run)
+        self.progress(run)
+        return run
+
+    def progress(self, run: Run) -> None:
+        elapsed = time.perf_counter() - self._started
+        what = (
+            f"{run.wall_s:7.2f} s {run.peak_rss_bytes / MB:7.0f} MB"
+            + (f" {run.rows} rows" if run.rows is not None else "")
+            + (f" [{run.rows_check}]" if run.rows_check not in (None, "ok") else "")
+            + (f" FAILED: {run.error}" if run.error else "")
+        )
+        print(
+            f"[{elapsed:6.0f}s] {run.size:>8} {run.latency_ms:>3.0f} ms r{run.round} "
+            f"{run.contender:<9} {run.scenario:<14} {what}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def sync_cmd(
+        self, sandbox: SandboxProcess, warehouse: Path, *extra: str, workers: int | None = None
+    ) -> list[str]:
+        return [
+            *self.devportal,
+            "sync",
+            "--base-url",
+            sandbox.base_url,
+            "--warehouse",
+            str(warehouse),
+            "--no-models",
+            "--progress",
+            "off",
+            "--workers",
+            str(workers or self.settings.workers),
+            *extra,
+        ]
+
+    # -- contenders -------------------------------------------------------------------------
+
+    def run_devportal(
+        self,
+        sandbox: SandboxProcess,
+        warehouse: Path,
+        cwd: Path,
+        *,
+        scenario: str,
+        latency: float,
+        round_no: int,
+        resources: str = "subscriptions",
+        extra: tuple[str, ...] = (),
+        expected: int | None = None,
+        count_table: str = "subscriptions",
+        workers: int | None = None,
+    ) -> Run:
+        def finish(run: Run, measured: Measured) -> None:
+            parsed = parse_devportal(measured.stdout)
+            run.work_s = parsed.get("work_s")
+            run.requests = parsed.get("requests")
+            run.rows = parsed.get("rows", {}).get(count_table)
+            run.steps = dlt_steps(
+                "devportal", warehouse.parent / f".{warehouse.stem}.dlt", measured
+            )
+            if expected is not None:
+                current = count_current(warehouse)
+                run.rows_check = (
+                    "ok"
+                    if current == expected and run.rows == expected
+                    else f"read {run.rows}, warehouse holds {current} current, API has {expected}"
+                )
+
+        cmd = self.sync_cmd(sandbox, warehouse, "--resources", resources, *extra, workers=workers)
+        return self.measure(
+            sandbox,
+            cmd,
+            cwd,
+            contender="devportal",
+            scenario=scenario,
+            latency=latency,
+            round_no=round_no,
+            finish=finish,
+        )
+
+    def run_peer(
+        self, sandbox: SandboxProcess, cwd: Path, *, latency: float, round_no: int, expected: int
+    ) -> Run:
+        pipelines_dir = cwd / "dlt"
+
+        def finish(run: Run, measured: Measured) -> None:
+            parsed = parse_json_line(measured.stdout)
+            run.work_s = parsed.get("seconds")
+            run.rows = parsed.get("rows")
+            run.steps = dlt_steps("peer_rest_api", pipelines_dir, measured)
+            run.rows_check = "ok" if run.rows == expected else f"loaded {run.rows}, API {expected}"
+
+        cmd = [
+            sys.executable,
+            str(HERE / "peer_rest_api.py"),
+            "--base-url",
+            sandbox.base_url,
+            "--warehouse",
+            str(cwd / "peer.duckdb"),
+            "--pipelines-dir",
+            str(pipelines_dir),
+        ]
+        return self.measure(
+            sandbox,
+            cmd,
+            cwd,
+            contender="peer",
+            scenario="sweep",
+            latency=latency,
+            round_no=round_no,
+            finish=finish,
+        )
+
+    def run_floor(
+        self, sandbox: SandboxProcess, cwd: Path, *, latency: float, round_no: int, expected: int
+    ) -> Run:
+        def finish(run: Run, measured: Measured) -> None:
+            parsed = parse_json_line(measured.stdout)
+            run.work_s = parsed.get("seconds")
+            run.rows = parsed.get("rows")
+            run.requests = parsed.get("pages")
+            run.rows_check = "ok" if run.rows == expected else f"read {run.rows}, API {expected}"
+
+        cmd = [
+            sys.executable,
+            str(HERE / "floor.py"),
+            "--base-url",
+            sandbox.base_url,
+            "--workers",
+            str(self.settings.workers),
+        ]
+        return self.measure(
+            sandbox,
+            cmd,
+            cwd,
+            contender="floor",
+            scenario="sweep",
+            latency=latency,
+            round_no=round_no,
+            finish=finish,
+        )
+
+    def run_models(self, sandbox: SandboxProcess, warehouse: Path, cwd: Path) -> Run:
+        cmd = [*self.devportal, "models", "--warehouse", str(warehouse)]
+        run = self.measure(
+            sandbox, cmd, cwd, contender="devportal", scenario="models", latency=0, round_no=1
+        )
+        if not run.ok:
+            run.note = "skipped: `devportal models` failed or is not available yet"
+        return run
+
+    # -- scenarios --------------------------------------------------------------------------
+
+    def side_by_side(self, sandbox: SandboxProcess, base: Path) -> None:
+        expected = int(sandbox.state()["counts"]["live"])
+        for latency in self.settings.latencies:
+            sandbox.set_latency(latency)
+            for round_no in range(1, self.settings.rounds + 1):
+                rdir = base / f"{latency:g}ms" / f"r{round_no}"
+                dp_dir = rdir / "devportal"
+                warehouse = dp_dir / WAREHOUSE
+                self.run_devportal(
+                    sandbox,
+                    warehouse,
+                    dp_dir,
+                    scenario="sweep",
+                    expected=expected,
+                    latency=latency,
+                    round_no=round_no,
+                )
+                self.run_peer(
+                    sandbox, rdir / "peer", expected=expected, latency=latency, round_no=round_no
+                )
+                self.run_floor(
+                    sandbox, rdir / "floor", expected=expected, latency=latency, round_no=round_no
+                )
+                variant = self.settings.variant_workers
+                if latency > 0 and variant and variant != self.settings.workers:
+                    # not a contender: shows how far more concurrent requests go at this latency
+                    vdir = rdir / "devportal_variant"
+                    self.run_devportal(
+                        sandbox,
+                        vdir / WAREHOUSE,
+                        vdir,
+                        scenario=f"sweep_workers{variant}",
+                        expected=expected,
+                        workers=variant,
+                        latency=latency,
+                        round_no=round_no,
+                    )
+                self.run_devportal(
+                    sandbox,
+                    warehouse,
+                    dp_dir / "second_sweep",
+                    scenario="second_sweep",
+                    expected=expected,
+                    latency=latency,
+                    round_no=round_no,
+                )
+                self.run_devportal(
+                    sandbox,
+                    warehouse,
+                    dp_dir / "window",
+                    scenario="window",
+                    extra=("--since", self.settings.window_since),
+                    latency=latency,
+                    round_no=round_no,
+                )
+                self.cleanup(rdir)
+
+    def accounts_and_models(self, sandbox: SandboxProcess, base: Path) -> None:
+        latency = self.settings.accounts_latency
+        sandbox.set_latency(latency)
+        adir = base / "accounts"
+        warehouse = adir / WAREHOUSE
+        setup = self.run_devportal(
+            sandbox,
+            warehouse,
+            adir / "setup",
+            scenario="accounts_setup",
+            latency=latency,
+            round_no=1,
+            resources="subscriptions,user_settings",
+        )
+        if setup.ok:
+            accounts = self.run_devportal(
+                sandbox,
+                warehouse,
+                adir / "user_accounts",
+                scenario="user_accounts",
+                latency=latency,
+                round_no=1,
+                resources="user_accounts",
+                count_table="user_accounts",
+            )
+            sandbox.set_latency(0)
+            if accounts.ok:
+                self.run_models(sandbox, warehouse, adir / "models")
+        sandbox.set_latency(0)
+        self.cleanup(adir)
+
+    def big(self, sandbox: SandboxProcess, base: Path) -> None:
+        sandbox.set_latency(0)
+        expected = int(sandbox.state()["counts"]["live"])
+        bdir = base / "big"
+        warehouse = bdir / WAREHOUSE
+        sweep = self.run_devportal(
+            sandbox, warehouse, bdir, scenario="sweep", latency=0, round_no=1, expected=expected
+        )
+        self.run_floor(sandbox, bdir / "floor", latency=0, round_no=1, expected=expected)
+        if sweep.ok:
+            setup = self.run_devportal(
+                sandbox,
+                warehouse,
+                bdir / "setup",
+                scenario="models_setup",
+                latency=0,
+                round_no=1,
+                resources="user_settings,user_accounts",
+                count_table="user_accounts",
+            )
+            if setup.ok:
+                self.run_models(sandbox, warehouse, bdir / "models")
+        self.cleanup(bdir)
+
+    def cleanup(self, path: Path) -> None:
+        if not self.settings.keep:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def sandbox(self, subscriptions: int) -> SandboxProcess:
+        return SandboxProcess(
+            self.devportal, self.workdir, subscriptions=subscriptions, users=self.settings.users
+        )
+
+    def note_sandbox(self, sandbox: SandboxProcess) -> None:
+        counts = sandbox.state()["counts"]
+        self.sandboxes.append(
+            {
+                "subscriptions": sandbox.subscriptions,
+                "users": sandbox.users,
+                "seed": sandbox.seed,
+                "clock": START,
+                "live_subscriptions": counts.get("live"),
+                "startup_s": round(sandbox.startup_s, 2),
+            }
+        )
+
+    def run_all(self) -> None:
+        for size in self.settings.sizes:
+            with self.sandbox(size) as sandbox:
+                self.note_sandbox(sandbox)
+                base = self.workdir / f"s{size}"
+                self.side_by_side(sandbox, base)
+                self.accounts_and_models(sandbox, base)
+        if self.settings.big_size:
+            with self.sandbox(self.settings.big_size) as sandbox:
+                self.note_sandbox(sandbox)
+                self.big(sandbox, self.workdir / f"s{self.settings.big_size}")
+
+
+# -- machine description --------------------------------------------------------------------
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    status = _git("status", "--porcelain", "--", "pipelines")
+    return {
+        "cpu": cpu,
+        "logical_cores": os.cpu_count(),
+        "physical_cores": psutil.cpu_count(logical=False),
+        "cores_usable": len(os.sched_getaffinity(0)),
+        "ram_bytes": psutil.virtual_memory().total,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "versions": {
+            name: _version(name)
+            for name in ("dlt", "duckdb", "pyarrow", "requests", "orjson", "psutil", "devportal")
+        },
+        "git_commit": _git("rev-parse", "--short", "HEAD"),
+        "pipelines_dirty": bool(status) if status is not None else None,
+        "load_avg_at_start": list(os.getloadavg()),
+    }
+
+
+# -- entry point ----------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.run",
+        description="devportal vs dlt rest_api vs the HTTP floor, interleaved in one run; "
+        "writes benchmarks/results/*.json and *.md",
+    )
+    p.add_argument("--quick", action="store_true", help="smoke test: 10k rows, 1 round, no 1M")
+    p.add_argument("--sizes", help="comma list of subscription counts (default 100000)")
+    p.add_argument("--users", type=int, help="users in each world (default 2000)")
+    p.add_argument("--rounds", type=int, help="interleaved rounds per latency (default 3)")
+    p.add_argument("--latencies", help="comma list of ms per request (default 0,50)")
+    p.add_argument("--big-size", type=int, default=1_000_000, help="the flat-RSS run's size")
+    p.add_argument("--skip-1m", action="store_true", help="skip the big (1M) run")
+    p.add_argument("--accounts-latency", type=float, default=50.0, help="ms for user_accounts")
+    p.add_argument("--workers", type=int, default=6, help="devportal and floor workers")
+    p.add_argument(
+        "--variant-workers",
+        type=int,
+        default=16,
+        help="also run devportal with this many workers at latencies > 0 (0: don't)",
+    )
+    p.add_argument("--name", help="results file stem (default latest, quick with --quick)")
+    p.add_argument("--keep", action="store_true", help="keep the warehouses under work/")
+    p.add_argument("--render", metavar="JSON", help="only re-render a saved result as Markdown")
+    return p.parse_args(argv)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    sizes = [int(s) for s in (args.sizes or ("10000" if args.quick else "100000")).split(",")]
+    return Settings(
+        sizes=sizes,
+        users=args.users or (200 if args.quick else 2000),
+        rounds=args.rounds or (1 if args.quick else 3),
+        latencies=[float(x) for x in (args.latencies or "0,50").split(",")],
+        big_size=None if (args.skip_1m or args.quick) else args.big_size,
+        accounts_latency=args.accounts_latency,
+        window_since=WINDOW_SINCE,
+        workers=args.workers,
+        variant_workers=args.variant_workers,
+        keep=args.keep,
+        quick=args.quick,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.render:
+        print(render_markdown(json.loads(Path(args.render).read_text())))
+        return 0
+    settings = settings_from(args)
+    name = args.name or ("quick" if settings.quick else "latest")
+    started_at = datetime.now(UTC)
+    workdir = WORK / started_at.strftime("%Y%m%dT%H%M%S")
+    description = machine()
+    bench = Bench(settings, workdir)
+    t0 = time.perf_counter()
+    interrupted = False
+    try:
+        bench.run_all()
+    except KeyboardInterrupt:
+        interrupted = True
+        print("interrupted: saving what was measured", file=sys.stderr)
+    total = time.perf_counter() - t0
+    description["load_avg_at_end"] = list(os.getloadavg())
+    runs = [r.as_dict() for r in bench.runs]
+    result: dict[str, Any] = {
+        "schema": 1,
+        "command": "python -m benchmarks.run " + " ".join(sys.argv[1:] if argv is None else argv),
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "total_wall_s": round(total, 1),
+        "interrupted": interrupted,
+        "machine": description,
+        "settings": asdict(settings),
+        "sandboxes": bench.sandboxes,
+        "runs": runs,
+    }
+    result["summary"] = summarise(runs)
+    result["pairs"] = pair_ratios(runs)
+    result["targets"] = evaluate_targets(result)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
+    markdown = render_markdown(result)
+    (RESULTS / f"{name}.md").write_text(markdown)
+    print(markdown)
+    if not settings.keep:
+        shutil.rmtree(workdir, ignore_errors=True)
+    failed = [r for r in bench.runs if not r.ok and r.scenario != "models"]
+    return 1 if failed or interrupted else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
