@@ -14,11 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import dlt
-
 from devportal.errors import ConfigError, WarehouseBusy
 
 PIPELINE_NAME = "devportal"
+RESOURCES = ("subscriptions", "user_settings", "user_accounts")
 DATASET = "devportal"
 # Not `devportal.duckdb`: DuckDB names the catalog after the file, and a catalog called like the
 # dataset (`devportal`) or the models' schema (`analytics`) makes `devportal.subscriptions`
@@ -40,9 +39,18 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
     is taken as configured in `.dlt/config.toml` / secrets, `warehouse` then only places the
     dlt working folder.
     """
+    import dlt  # here, not at import: the CLI's other commands need no dlt
+
     path = check_warehouse_path(warehouse)
     path.parent.mkdir(parents=True, exist_ok=True)
-    dest = destination if destination is not None else dlt.destinations.duckdb(str(path))
+    dest = (
+        destination
+        if destination is not None
+        else dlt.destinations.duckdb(
+            # insertion order is meaningless for a merge and costs memory on large loads
+            {"database": str(path), "global_config": {"preserve_insertion_order": False}}
+        )
+    )
     kwargs: dict[str, Any] = {}
     if progress is not None:
         kwargs["progress"] = progress

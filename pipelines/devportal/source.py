@@ -48,12 +48,12 @@ from devportal.client import (
     Page,
 )
 from devportal.errors import IntegrityError
+from devportal.pipeline import RESOURCES
 
 log = logging.getLogger("devportal.source")
 
 SECTION = "devportal"
 API_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
-RESOURCES = ("subscriptions", "user_settings", "user_accounts")
 
 
 @configspec
@@ -232,7 +232,8 @@ def read_subscriptions(
             report.complete = True
             ctx.dq.merge(dq)
             ctx.count("subscriptions", report.unique_ids)
-            with pa.memory_map(str(spool_path)) as source:
+            # a plain read, not a memory map: mapped pages would count as resident memory
+            with pa.OSFile(str(spool_path), "rb") as source:
                 reader = pa.ipc.open_stream(source)
                 for batch in reader:
                     services = batch.column("service_id").drop_null().unique()
@@ -337,6 +338,7 @@ def user_settings_resources(client: ApiClient, ctx: RunContext, cfg: DevportalCo
     settings = dlt.resource(
         settings_rows(),
         name="user_settings",
+        file_format="jsonl",
         write_disposition={"disposition": "merge", "strategy": "upsert"},
         columns=transform.USER_SETTINGS_COLUMNS,
         primary_key="user_id",
@@ -344,6 +346,7 @@ def user_settings_resources(client: ApiClient, ctx: RunContext, cfg: DevportalCo
     setting_values = dlt.resource(
         value_rows(),
         name="user_setting_values",
+        file_format="jsonl",
         # delete-insert on merge_key user_id: a user's keys are replaced as a whole, so a key
         # removed from the settings disappears here too
         write_disposition={"disposition": "merge", "strategy": "delete-insert"},
@@ -393,6 +396,7 @@ def user_accounts_resources(
     accounts = dlt.resource(
         account_rows(),
         name="user_accounts",
+        file_format="jsonl",
         write_disposition={"disposition": "merge", "strategy": "upsert"},
         columns=transform.USER_ACCOUNTS_COLUMNS,
         primary_key="user_id",
@@ -400,6 +404,7 @@ def user_accounts_resources(
     profiles = dlt.resource(
         profile_rows_gen(),
         name="user_account_profiles",
+        file_format="jsonl",
         write_disposition={"disposition": "merge", "strategy": "delete-insert"},
         columns=transform.USER_ACCOUNT_PROFILES_COLUMNS,
         merge_key="user_id",
@@ -433,7 +438,11 @@ DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {
 
 
 def run_record_resources(ctx: RunContext) -> list[Any]:
-    """`sync_runs` and `data_quality`; extracted last (fifo), after every data resource."""
+    """`sync_runs` and `data_quality`; extracted last (fifo), after every data resource.
+
+    Dict resources load as jsonl: DuckDB's default `insert_values` for dicts costs several
+    times the memory and time (measured in benchmarks/results/profile-*.md).
+    """
 
     def run_rows() -> Iterator[dict[str, Any]]:
         # the window cursor travels in the same package as the data it describes
@@ -461,12 +470,14 @@ def run_record_resources(ctx: RunContext) -> list[Any]:
         dlt.resource(
             dq_rows(),
             name="data_quality",
+            file_format="jsonl",
             write_disposition="append",
             columns=DATA_QUALITY_COLUMNS,
         ),
         dlt.resource(
             run_rows(),
             name="sync_runs",
+            file_format="jsonl",
             write_disposition="append",
             columns=SYNC_RUNS_COLUMNS,
         ),

@@ -119,18 +119,37 @@ def _devportal_cause(err: BaseException) -> DevportalError | None:
     return None
 
 
-def _query(pipeline: Any, sql: str, *params: Any) -> list[tuple[Any, ...]] | None:
-    """Rows of a query on the destination dataset, None if the tables do not exist yet."""
-    try:
-        with pipeline.sql_client() as client:
-            return list(client.execute_sql(sql, *params) or [])
-    except Exception:  # table missing on a fresh warehouse; any real failure shows in the load
-        return None
+class _Sql:
+    """One session on the destination dataset for a few bookkeeping queries."""
+
+    def __init__(self, pipeline: Any) -> None:
+        self._pipeline = pipeline
+        self._client: Any = None
+
+    def __enter__(self) -> _Sql:
+        try:
+            self._client = self._pipeline.sql_client()
+            self._client.open_connection()
+        except Exception:  # no dataset yet (fresh warehouse): every query answers None
+            self._client = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._client is not None:
+            self._client.close_connection()
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]] | None:
+        """Rows, or None when the table does not exist yet; a real failure shows in the load."""
+        if self._client is None:
+            return None
+        try:
+            return list(self._client.execute_sql(sql, *params) or [])
+        except Exception:
+            return None
 
 
-def _history_counts(pipeline: Any) -> tuple[int, int]:
-    rows = _query(
-        pipeline,
+def _history_counts(sql: _Sql) -> tuple[int, int]:
+    rows = sql.query(
         f"SELECT count(*), count(*) FILTER (WHERE _dlt_valid_to IS NULL) FROM {DATASET}.subscriptions",
     )
     return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
@@ -161,10 +180,10 @@ def _finish_pending(pipeline: Any) -> int:
     return settled
 
 
-def _boundary(pipeline: Any, server_time: datetime | None) -> datetime:
+def _boundary(sql: _Sql, server_time: datetime | None) -> datetime:
     """The time stamped on this run's history: the server's clock, never before the last run."""
     now = server_time or datetime.now(UTC).replace(tzinfo=None)
-    rows = _query(pipeline, f"SELECT max(observed_at) FROM {DATASET}.sync_runs")
+    rows = sql.query(f"SELECT max(observed_at) FROM {DATASET}.sync_runs")
     last = rows[0][0] if rows and rows[0][0] is not None else None
     if last is not None:
         last = last.replace(tzinfo=None)
@@ -174,18 +193,23 @@ def _boundary(pipeline: Any, server_time: datetime | None) -> datetime:
 
 
 def _accounts_due(pipeline: Any, seen: set[int], as_of: datetime, ttl_days: float) -> list[int]:
-    rows = _query(
-        pipeline,
-        f"SELECT user_id FROM {DATASET}.user_accounts WHERE fetched_at > %s",
-        as_of - timedelta(days=ttl_days),
-    )
-    fresh = {int(r[0]) for r in rows} if rows else set()
-    known = _query(
-        pipeline,
-        f"SELECT DISTINCT service_id FROM {DATASET}.subscriptions WHERE service_id IS NOT NULL "
-        f"UNION SELECT user_id FROM {DATASET}.user_settings",
-    )
-    everyone = seen | ({int(r[0]) for r in known} if known else set())
+    """Users seen now or before whose accounts are missing or older than the TTL."""
+    everyone = set(seen)
+    with _Sql(pipeline) as sql:
+        fresh_rows = sql.query(
+            f"SELECT user_id FROM {DATASET}.user_accounts WHERE fetched_at > %s",
+            as_of - timedelta(days=ttl_days),
+        )
+        # each table on its own: either may not exist yet
+        for known in (
+            sql.query(
+                f"SELECT DISTINCT service_id FROM {DATASET}.subscriptions "
+                "WHERE service_id IS NOT NULL"
+            ),
+            sql.query(f"SELECT user_id FROM {DATASET}.user_settings"),
+        ):
+            everyone.update(int(r[0]) for r in known or ())
+    fresh = {int(r[0]) for r in fresh_rows or ()}
     return sorted(everyone - fresh)
 
 
@@ -269,7 +293,9 @@ def _run(
     if probe_path == SUBSCRIPTIONS_PATH and mode == "window":
         probe_params = {"start": "1970-01-01", "end": "1970-01-02"}
     _, headers = client.get_json(probe_path, probe_params)
-    ctx.observed_at = _boundary(pipeline, server_time(headers))
+    with _Sql(pipeline) as sql:
+        ctx.observed_at = _boundary(sql, server_time(headers))
+        before_total, before_current = _history_counts(sql)
     if mode == "window":
         state = pipeline.state.get("sources", {}).get(STATE_KEY, {})
         cursor = state.get("window_cursor")
@@ -301,8 +327,6 @@ def _run(
         )
     data.extend(run_record_resources(ctx))
 
-    before_total, before_current = _history_counts(pipeline)
-
     @dlt.source(name=STATE_KEY, max_table_nesting=0)
     def run_source() -> list[Any]:
         return data
@@ -314,7 +338,8 @@ def _run(
         if cause is not None:
             raise cause from None
         raise DevportalError(f"sync failed in {err.step}: {_first_line(err)}") from None
-    after_total, after_current = _history_counts(pipeline)
+    with _Sql(pipeline) as sql:
+        after_total, after_current = _history_counts(sql)
     new_versions = after_total - before_total
     return SyncResult(
         run_id=ctx.run_id,

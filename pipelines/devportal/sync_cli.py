@@ -9,11 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import dlt
-
-from devportal.pipeline import DEFAULT_WAREHOUSE, pipelines_dir
-from devportal.source import RESOURCES
-from devportal.sync import sync
+# dlt is imported by the handlers, not here: `devportal --help` and the other commands stay fast
+from devportal.pipeline import DEFAULT_WAREHOUSE, RESOURCES, pipelines_dir
 
 log = logging.getLogger("devportal.cli")
 
@@ -110,6 +107,10 @@ def _models(warehouse: str, destination: str | None) -> None:
 
 
 def run_sync(args: argparse.Namespace) -> int:
+    import dlt
+
+    from devportal.sync import sync
+
     result = sync(
         args.warehouse,
         base_url=args.base_url,
@@ -144,6 +145,7 @@ def _reset(warehouse: str) -> None:
 
 def run_demo(args: argparse.Namespace) -> int:
     from devportal.sandbox import Sandbox
+    from devportal.sync import sync
 
     _reset(args.warehouse)
     # the simulated clock ends near today, so the report reads like a live business
