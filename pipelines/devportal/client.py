@@ -55,7 +55,7 @@ class ClientConfig:
 
     base_url: str
     access_token: str = field(repr=False)
-    workers: int = 6
+    workers: int = 8
     timeout_s: float = 30.0
     max_attempts: int = 8
     max_wait_s: float = 120.0

@@ -62,7 +62,7 @@ class DevportalConfig(BaseConfiguration):
 
     base_url: str | None = None
     access_token: TSecretStrValue | None = None
-    workers: int = 6
+    workers: int = 8
     timeout_s: float = 30.0
     max_attempts: int = 8
     max_wait_s: float = 120.0
@@ -506,7 +506,7 @@ def devportal_source(
     base_url: str = dlt.config.value,
     access_token: TSecretStrValue = dlt.secrets.value,
     include_test: bool = False,
-    workers: int = 6,
+    workers: int = 8,
 ) -> list[Any]:
     """The Developer API as a plain dlt source (full sweep of subscriptions and user settings).
 
