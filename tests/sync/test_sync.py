@@ -263,3 +263,26 @@ def test_user_accounts_ttl_and_missing(sandbox_factory: Any, warehouse: Path) ->
     sb.advance(days=8)
     third = run(sb, warehouse)
     assert third.rows["user_accounts"] >= len(seen)
+
+
+def test_window_cursor_reads_since_the_last_run_minus_lookback(
+    sandbox_factory: Any, warehouse: Path
+) -> None:
+    from datetime import timedelta
+
+    sb = sandbox_factory(subscriptions=400, users=50, seed=15)
+    run(sb, warehouse)
+    first_seen = sb.now
+    known = {r["id"] for r in sb.truth()}
+    sb.advance(days=3)
+    result = run(sb, warehouse, window=True, lookback_hours=24)
+    assert result.mode == "window"
+    start, end = query(
+        warehouse, "SELECT window_start, window_end FROM devportal.sync_runs WHERE mode = 'window'"
+    )[0]
+    assert start == first_seen - timedelta(hours=24)
+    assert end > sb.now
+    # every subscription created since the cursor arrived, older ones were left alone
+    new_ids = {r["id"] for r in sb.truth()} - known
+    assert new_ids and new_ids <= {r["id"] for r in current_rows(warehouse)}
+    assert result.closed_versions <= result.rows["subscriptions"]
