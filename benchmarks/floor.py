@@ -4,7 +4,7 @@ Nothing is transformed, spooled or loaded, so the time is what the network, the 
 parsing cost on this machine: no sync can be faster than this with the same client. Prints one
 JSON line with the rows seen.
 
-    python -m benchmarks.floor --base-url URL [--workers 6]
+    python -m benchmarks.floor --base-url URL [--workers 8]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def token_from_env() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True)
-    parser.add_argument("--workers", type=int, default=6)
+    parser.add_argument("--workers", type=int, default=8)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rows, pages = fetch_all(args.base_url, token_from_env(), args.workers)

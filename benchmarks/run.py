@@ -613,7 +613,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--big-size", type=int, default=1_000_000, help="the flat-RSS run's size")
     p.add_argument("--skip-1m", action="store_true", help="skip the big (1M) run")
     p.add_argument("--accounts-latency", type=float, default=50.0, help="ms for user_accounts")
-    p.add_argument("--workers", type=int, default=6, help="devportal and floor workers")
+    p.add_argument(
+        "--workers", type=int, default=8, help="devportal and floor workers (devportal's default)"
+    )
     p.add_argument(
         "--variant-workers",
         type=int,

@@ -43,14 +43,7 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
 
     path = check_warehouse_path(warehouse)
     path.parent.mkdir(parents=True, exist_ok=True)
-    dest = (
-        destination
-        if destination is not None
-        else dlt.destinations.duckdb(
-            # insertion order is meaningless for a merge and costs memory on large loads
-            {"database": str(path), "global_config": {"preserve_insertion_order": False}}
-        )
-    )
+    dest = destination if destination is not None else _duckdb(dlt, path)
     kwargs: dict[str, Any] = {}
     if progress is not None:
         kwargs["progress"] = progress
@@ -74,6 +67,22 @@ def check_warehouse_path(warehouse: str | Path) -> Path:
     if path.exists() and path.is_dir():
         raise ConfigError(f"warehouse {path} is a directory; give the path of a .duckdb file")
     return path
+
+
+def _duckdb(dlt: Any, path: Path) -> Any:
+    """DuckDB at `path`, its load connection tuned for a flat memory profile.
+
+    One thread and a buffer cap keep the SCD2 merge (an anti-join over every current version)
+    from growing with the table; DuckDB spills past the cap instead. Insertion order means
+    nothing to a merge and costs memory. Measured in benchmarks/results: at 1M subscriptions
+    the peak went from 381 MB to 339 MB, and the load got faster on 2 cores.
+    """
+    settings = {
+        "preserve_insertion_order": False,
+        "threads": dlt.config.get("sources.devportal.duckdb_threads") or 1,
+        "memory_limit": dlt.config.get("sources.devportal.duckdb_memory_limit") or "256MB",
+    }
+    return dlt.destinations.duckdb({"database": str(path), "global_config": settings})
 
 
 @contextmanager
