@@ -286,3 +286,22 @@ def test_window_cursor_reads_since_the_last_run_minus_lookback(
     new_ids = {r["id"] for r in sb.truth()} - known
     assert new_ids and new_ids <= {r["id"] for r in current_rows(warehouse)}
     assert result.closed_versions <= result.rows["subscriptions"]
+
+
+def test_sync_records_the_configured_manifest_before_models(
+    sandbox_factory: Any, warehouse: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    sb = sandbox_factory(subscriptions=120, users=20, seed=16)
+    monkeypatch.setenv("SOURCES__DEVPORTAL__ACCESS_TOKEN", sb.token)
+    app = Path(__file__).resolve().parents[2] / "examples" / "demo-app"
+    code = main(
+        ["sync", "--base-url", sb.base_url, "--warehouse", str(warehouse), "--manifest", str(app)]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "recorded Stream Widgets 1.4.0" in out and "models ok" in out
+    assert query(warehouse, "SELECT name, version, error_count FROM devportal.app_manifests") == [
+        ("Stream Widgets", "1.4.0", 0)
+    ]
+    # the models were built after the manifest: the release is already in analytics
+    assert query(warehouse, "SELECT count(*) FROM analytics.app_releases") == [(1,)]
