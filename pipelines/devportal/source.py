@@ -269,6 +269,8 @@ def subscriptions_resource(
         "strategy": "scd2",
         "row_version_column_name": "_row_version",
     }
+    if ctx.observed_at is not None:  # history follows the server's clock, not this machine's
+        disposition["boundary_timestamp"] = ctx.observed_at
     if scope:
         disposition["destination_scope"] = scope
 

@@ -13,7 +13,6 @@ clock is simulated, history follows the simulated time, which is what the analyt
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 import time
@@ -106,17 +105,25 @@ def resolve_config(**overrides: Any) -> DevportalConfig:
     return cfg
 
 
+def _causes(err: BaseException) -> list[BaseException]:
+    """`err` and what caused it, outermost first (dlt's step errors keep theirs in `exception`)."""
+    chain: list[BaseException] = []
+    current: Any = err
+    while isinstance(current, BaseException) and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__ or getattr(current, "exception", None)
+    return chain
+
+
 def _devportal_cause(err: BaseException) -> DevportalError | None:
-    seen: set[int] = set()
-    current: BaseException | None = err
-    while current is not None and id(current) not in seen:
-        if isinstance(current, DevportalError):
-            return current
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-        if current is None and hasattr(err, "exception"):
-            current = err.exception  # PipelineStepFailed keeps the original here
-    return None
+    return next((e for e in _causes(err) if isinstance(e, DevportalError)), None)
+
+
+def _first_line(err: BaseException) -> str:
+    """The innermost cause's first line: dlt's wrappers say where, the cause says what."""
+    inner = _causes(err)[-1]
+    text = str(inner).strip().splitlines()
+    return (text[0][:300] if text else "") or type(inner).__name__
 
 
 class _Sql:
@@ -262,11 +269,9 @@ def sync(
 
 
 def _build_models(warehouse: str | Path, destination: Any, result: SyncResult) -> None:
-    try:
-        models: Any = importlib.import_module("devportal.models")
-    except ModuleNotFoundError:
-        return
-    if destination is None:
+    if destination is None:  # the models are DuckDB SQL
+        from devportal import models
+
         result.extra["models"] = models.build(warehouse)
 
 
@@ -307,13 +312,7 @@ def _run(
 
     data: list[Any] = []
     if "subscriptions" in resources:
-        subs = subscriptions_resource(client, ctx, cfg, spool)
-        subs.apply_hints(
-            write_disposition={**subs.write_disposition, "boundary_timestamp": ctx.observed_at}
-            if isinstance(subs.write_disposition, dict)
-            else subs.write_disposition
-        )
-        data.append(subs)
+        data.append(subscriptions_resource(client, ctx, cfg, spool))
     if "user_settings" in resources:
         data.extend(user_settings_resources(client, ctx, cfg))
     if "user_accounts" in resources:
@@ -354,17 +353,3 @@ def _run(
         data_quality_problems=ctx.dq.total(),
         extra=dict(ctx.extra),
     )
-
-
-def _first_line(err: BaseException) -> str:
-    """The innermost cause's first line: dlt's wrappers say where, the cause says what."""
-    inner: BaseException = err
-    seen: set[int] = set()
-    while id(inner) not in seen:
-        seen.add(id(inner))
-        nxt = inner.__cause__ or getattr(inner, "exception", None)
-        if not isinstance(nxt, BaseException):
-            break
-        inner = nxt
-    text = str(inner).strip().splitlines()
-    return (text[0][:300] if text else "") or type(inner).__name__

@@ -70,7 +70,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--include-test", action="store_true", default=None, help="also load is_test=true rows"
     )
-    p.add_argument("--workers", type=int, help="concurrent requests (default 8, [sources.devportal] workers)")
+    p.add_argument(
+        "--workers", type=int, help="concurrent requests (default 8, [sources.devportal] workers)"
+    )
     p.add_argument("--manifest", help="also validate and record this manifest.json or bundle")
     p.add_argument("--no-models", action="store_true", help="do not rebuild the SQL models")
     p.add_argument(
