@@ -94,6 +94,7 @@ def fuzz_sandbox() -> Any:
 
 
 @pytest.mark.fuzz
+@pytest.mark.timeout(60 + 10 * EXAMPLES)  # the whole search is one test; each example is a sync
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
