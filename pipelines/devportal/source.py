@@ -337,25 +337,48 @@ def user_settings_resources(client: ApiClient, ctx: RunContext, cfg: DevportalCo
     def value_rows() -> Iterator[list[dict[str, Any]]]:
         yield values
 
-    settings = dlt.resource(
+    return _per_user_tables(
         settings_rows(),
-        name="user_settings",
-        file_format="jsonl",
-        write_disposition={"disposition": "merge", "strategy": "upsert"},
-        columns=transform.USER_SETTINGS_COLUMNS,
-        primary_key="user_id",
-    )
-    setting_values = dlt.resource(
+        "user_settings",
+        transform.USER_SETTINGS_COLUMNS,
         value_rows(),
-        name="user_setting_values",
-        file_format="jsonl",
-        # delete-insert on merge_key user_id: a user's keys are replaced as a whole, so a key
-        # removed from the settings disappears here too
-        write_disposition={"disposition": "merge", "strategy": "delete-insert"},
-        columns=transform.USER_SETTING_VALUES_COLUMNS,
-        merge_key="user_id",
+        "user_setting_values",
+        transform.USER_SETTING_VALUES_COLUMNS,
     )
-    return [settings, setting_values]
+
+
+def _per_user_tables(
+    rows: Iterator[Any],
+    name: str,
+    columns: dict[str, Any],
+    child_rows: Iterator[Any],
+    child_name: str,
+    child_columns: dict[str, Any],
+) -> list[Any]:
+    """A table with one row per `user_id` (upserted) and its child rows, replaced per user.
+
+    delete-insert on merge_key `user_id` replaces a user's children as a whole, so a settings
+    key or a linked platform that went away disappears here too. Both load as jsonl: DuckDB's
+    default `insert_values` for dicts costs several times the memory and time.
+    """
+    return [
+        dlt.resource(
+            rows,
+            name=name,
+            file_format="jsonl",
+            write_disposition={"disposition": "merge", "strategy": "upsert"},
+            columns=columns,
+            primary_key="user_id",
+        ),
+        dlt.resource(
+            child_rows,
+            name=child_name,
+            file_format="jsonl",
+            write_disposition={"disposition": "merge", "strategy": "delete-insert"},
+            columns=child_columns,
+            merge_key="user_id",
+        ),
+    ]
 
 
 def user_accounts_resources(
@@ -395,23 +418,14 @@ def user_accounts_resources(
         ctx.count("user_account_profiles", len(profile_rows))
         yield profile_rows
 
-    accounts = dlt.resource(
+    return _per_user_tables(
         account_rows(),
-        name="user_accounts",
-        file_format="jsonl",
-        write_disposition={"disposition": "merge", "strategy": "upsert"},
-        columns=transform.USER_ACCOUNTS_COLUMNS,
-        primary_key="user_id",
-    )
-    profiles = dlt.resource(
+        "user_accounts",
+        transform.USER_ACCOUNTS_COLUMNS,
         profile_rows_gen(),
-        name="user_account_profiles",
-        file_format="jsonl",
-        write_disposition={"disposition": "merge", "strategy": "delete-insert"},
-        columns=transform.USER_ACCOUNT_PROFILES_COLUMNS,
-        merge_key="user_id",
+        "user_account_profiles",
+        transform.USER_ACCOUNT_PROFILES_COLUMNS,
     )
-    return [accounts, profiles]
 
 
 SYNC_RUNS_COLUMNS: dict[str, dict[str, Any]] = {
