@@ -25,7 +25,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -62,13 +62,14 @@ class DevportalConfig(BaseConfiguration):
 
     base_url: str | None = None
     access_token: TSecretStrValue | None = None
-    workers: int = 8
-    timeout_s: float = 30.0
-    max_attempts: int = 8
-    max_wait_s: float = 120.0
-    backoff_initial_s: float = 0.2
-    backoff_max_s: float = 10.0
-    retry_after_cap_s: float = 30.0
+    # HTTP settings: their defaults live in ClientConfig, the one place that uses them
+    workers: int = ClientConfig.workers
+    timeout_s: float = ClientConfig.timeout_s
+    max_attempts: int = ClientConfig.max_attempts
+    max_wait_s: float = ClientConfig.max_wait_s
+    backoff_initial_s: float = ClientConfig.backoff_initial_s
+    backoff_max_s: float = ClientConfig.backoff_max_s
+    retry_after_cap_s: float = ClientConfig.retry_after_cap_s
     include_test: bool = False
     lookback_hours: float = 48.0
     window_horizon_days: float = 366.0
@@ -78,16 +79,12 @@ class DevportalConfig(BaseConfiguration):
     manifest_path: str | None = None
 
     def client_config(self) -> ClientConfig:
+        """The HTTP settings of this configuration (every ClientConfig field it has)."""
+        shared = {
+            f.name: getattr(self, f.name) for f in fields(ClientConfig) if hasattr(self, f.name)
+        }
         return ClientConfig(
-            base_url=self.base_url or "",
-            access_token=self.access_token or "",
-            workers=self.workers,
-            timeout_s=self.timeout_s,
-            max_attempts=self.max_attempts,
-            max_wait_s=self.max_wait_s,
-            backoff_initial_s=self.backoff_initial_s,
-            backoff_max_s=self.backoff_max_s,
-            retry_after_cap_s=self.retry_after_cap_s,
+            **{**shared, "base_url": self.base_url or "", "access_token": self.access_token or ""}
         )
 
 
