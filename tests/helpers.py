@@ -7,6 +7,22 @@ from typing import Any
 
 import duckdb
 
+# spec 2.2: the pagination wrapper, in the order the API serves it
+WRAPPER_FIELDS = [
+    "current_page",
+    "data",
+    "first_page_url",
+    "from",
+    "last_page",
+    "last_page_url",
+    "next_page_url",
+    "path",
+    "per_page",
+    "prev_page_url",
+    "to",
+    "total",
+]
+
 
 def query(warehouse: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
     con = duckdb.connect(str(warehouse), read_only=True)

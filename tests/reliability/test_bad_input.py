@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from devportal.errors import DevportalError
 from devportal.pipeline import pipelines_dir
 from devportal.sync import sync
-from tests.helpers import current_rows, query, truth_rows
+from tests.helpers import WRAPPER_FIELDS, current_rows, query, truth_rows
 
 EXAMPLES = int(os.environ.get("DEVPORTAL_FUZZ_EXAMPLES", "20"))
 
@@ -44,20 +44,6 @@ odd_values = st.one_of(
     st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
 )
 
-WRAPPER_FIELDS = [
-    "current_page",
-    "data",
-    "first_page_url",
-    "from",
-    "last_page",
-    "last_page_url",
-    "next_page_url",
-    "path",
-    "per_page",
-    "prev_page_url",
-    "to",
-    "total",
-]
 ROW_FIELDS = ["id", "service_id", "status", "expires_at"]
 
 mutation = st.one_of(

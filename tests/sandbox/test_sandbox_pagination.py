@@ -7,24 +7,10 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import requests
+from tests.helpers import WRAPPER_FIELDS
 
 from devportal.sandbox import Sandbox
 from devportal.sandbox.testing import SETTINGS, SUBSCRIPTIONS, fetch_all
-
-WRAPPER_FIELDS = [
-    "current_page",
-    "data",
-    "first_page_url",
-    "from",
-    "last_page",
-    "last_page_url",
-    "next_page_url",
-    "path",
-    "per_page",
-    "prev_page_url",
-    "to",
-    "total",
-]
 
 
 def query_of(url: str) -> dict[str, str]:
