@@ -9,12 +9,24 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from devportal.errors import ConfigError, WarehouseBusy
+
+# A DuckDB file starts with an 8-byte checksum, then this magic (every storage version).
+DUCKDB_MAGIC = b"DUCK"
+# Connections devportal opens never fetch or load extensions behind the user's back: a SQLite
+# file at the warehouse path would otherwise make DuckDB try to download `sqlite_scanner`.
+NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
+
+
+def is_duckdb_file(header: bytes) -> bool:
+    """Whether a file's first bytes are a DuckDB database's (empty: a new file, fine too)."""
+    return not header or header[8:12] == DUCKDB_MAGIC
 
 PIPELINE_NAME = "devportal"
 RESOURCES = ("subscriptions", "user_settings", "user_accounts")
@@ -42,7 +54,7 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
     import dlt  # here, not at import: the CLI's other commands need no dlt
 
     path = check_warehouse_path(warehouse)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_parent(path)
     dest = destination if destination is not None else _duckdb(dlt, path)
     kwargs: dict[str, Any] = {}
     if progress is not None:
@@ -66,7 +78,35 @@ def check_warehouse_path(warehouse: str | Path) -> Path:
         )
     if path.exists() and path.is_dir():
         raise ConfigError(f"warehouse {path} is a directory; give the path of a .duckdb file")
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise ConfigError(
+            f"warehouse {path} cannot be created: {blocker} is a file, not a folder; "
+            "choose a --warehouse path in a folder"
+        )
+    if path.is_file():
+        try:
+            with path.open("rb") as f:
+                header = f.read(16)
+        except OSError as err:
+            raise ConfigError(f"cannot read warehouse {path}: {err.strerror or err}") from None
+        if not is_duckdb_file(header):
+            raise ConfigError(
+                f"{path} is not a DuckDB database; pass --warehouse a .duckdb file "
+                "(a new path creates one)"
+            )
     return path
+
+
+def make_parent(path: Path) -> None:
+    """Create the warehouse's folder; a one-line error when the OS refuses."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(
+            f"cannot create the warehouse folder {path.parent}: {err.strerror or err}; "
+            "choose a writable --warehouse path"
+        ) from None
 
 
 def _duckdb(dlt: Any, path: Path) -> Any:
@@ -78,18 +118,21 @@ def _duckdb(dlt: Any, path: Path) -> Any:
     the peak went from 381 MB to 339 MB, and the load got faster on 2 cores.
     """
     settings = {
+        **NO_EXTENSION_AUTOLOAD,
         "preserve_insertion_order": False,
         "threads": dlt.config.get("sources.devportal.duckdb_threads") or 1,
         "memory_limit": dlt.config.get("sources.devportal.duckdb_memory_limit") or "256MB",
     }
-    return dlt.destinations.duckdb({"database": str(path), "global_config": settings})
+    from devportal.loader import warehouse_duckdb
+
+    return warehouse_duckdb({"database": str(path), "global_config": settings})
 
 
 @contextmanager
 def warehouse_lock(warehouse: str | Path) -> Iterator[None]:
     """Exclusive advisory lock on `<warehouse>.lock`; the OS drops it if the process dies."""
     path = Path(warehouse).resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_parent(path)
     lock_path = path.with_name(path.name + ".lock")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -106,3 +149,88 @@ def warehouse_lock(warehouse: str | Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+class Snapshot:
+    """A copy of the DuckDB warehouse file taken before a package loads, to put back on failure.
+
+    Named after the package's load id and written under a temporary name first, so a snapshot
+    that exists is complete; one left by a killed process is the state before that package
+    began loading, and is reused if the next run's attempt to finish the package fails.
+    """
+
+    def __init__(self, warehouse: Path, copy: Path) -> None:
+        self.warehouse = warehouse
+        self.copy = copy
+
+    @staticmethod
+    def folder(warehouse: str | Path) -> Path:
+        return pipelines_dir(warehouse) / "snapshots"
+
+    @classmethod
+    def take(cls, warehouse: str | Path, load_id: str) -> Snapshot:
+        path = Path(warehouse).resolve()
+        folder = cls.folder(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        copy = folder / f"{load_id}.duckdb"
+        for stale in folder.iterdir():  # other packages' snapshots belong to settled runs
+            if stale.name not in (copy.name, copy.name + ".wal"):
+                stale.unlink(missing_ok=True)
+        if not copy.exists():
+            for source, target in ((path, copy), (_wal(path), _wal(copy))):
+                if source.exists():
+                    partial = target.with_name(target.name + ".partial")
+                    shutil.copyfile(source, partial)
+                    os.replace(partial, target)
+            if not path.exists():
+                copy.touch()  # a new warehouse: putting it back means removing it
+        return cls(path, copy)
+
+    def restore(self) -> bool:
+        """Put the warehouse back as it was; True when it was."""
+        if not self.copy.exists():
+            return False
+        _wal(self.warehouse).unlink(missing_ok=True)
+        if self.copy.stat().st_size == 0:
+            self.warehouse.unlink(missing_ok=True)
+            self.copy.unlink()
+        else:
+            if _wal(self.copy).exists():
+                os.replace(_wal(self.copy), _wal(self.warehouse))
+            os.replace(self.copy, self.warehouse)
+        return True
+
+    def drop(self) -> None:
+        self.copy.unlink(missing_ok=True)
+        _wal(self.copy).unlink(missing_ok=True)
+
+
+def _wal(path: Path) -> Path:
+    return path.with_name(path.name + ".wal")
+
+
+def set_aside_dir(warehouse: str | Path) -> Path:
+    return pipelines_dir(warehouse) / "set_aside"
+
+
+def set_aside(pipeline: Any, warehouse: str | Path, load_id: str, reason: str) -> Path:
+    """Move a package that cannot load out of dlt's way, keeping its files for inspection.
+
+    The package is copied to `<dlt folder>/set_aside/<load_id>/` with the reason, then aborted
+    through dlt (which rewinds the local pipeline state to before the package, so a window
+    cursor does not skip the data that never loaded). The next sync proceeds without it.
+    """
+    storage = pipeline._get_load_storage().normalized_packages
+    source = Path(storage.get_package_path(load_id))
+    target = set_aside_dir(warehouse) / load_id
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.exists() and not target.exists():
+        shutil.copytree(source, target)
+    (target / "SET_ASIDE.txt").write_text(reason + "\n", encoding="utf-8")
+    try:
+        pipeline.abort_packages()
+    except Exception:  # dlt reports the abort it just did as the original failure
+        pass
+    if load_id in pipeline.list_normalized_load_packages():
+        storage.delete_package(load_id)
+    return target

@@ -75,6 +75,11 @@ class DevportalConfig(BaseConfiguration):
     window_horizon_days: float = 366.0
     accounts_ttl_days: float = 7.0
     sweep_attempts: int = 3
+    # a sweep that would close more than this share of current subscriptions is refused
+    mass_close_max_share: float = 0.2
+    allow_mass_close: bool = False
+    # a server `Date` further than this from this machine's clock is ignored (0: never check)
+    max_clock_skew_hours: float = 24.0
     batch_rows: int = 20_000
     manifest_path: str | None = None
 
@@ -90,16 +95,23 @@ class DevportalConfig(BaseConfiguration):
 
 @dataclass
 class SweepReport:
-    """What one list read saw; goes into `sync_runs.sweeps`."""
+    """What one list read saw; goes into `sync_runs.sweeps`.
+
+    `verified`: the pages reported a `total` and the rows read add up to it (unique ids plus
+    rows set aside for lacking an id). Only a verified sweep may retire history.
+    """
 
     endpoint: str
     params: dict[str, str]
     total: int | None = None
     rows: int = 0
     unique_ids: int = 0
+    dropped: int = 0
     pages: int = 0
     attempts: int = 0
     complete: bool = False
+    verified: bool = False
+    note: str | None = None
 
 
 @dataclass
@@ -118,6 +130,11 @@ class RunContext:
     sweeps: list[SweepReport] = field(default_factory=list)
     resources: tuple[str, ...] = RESOURCES
     seen_user_ids: set[int] = field(default_factory=set)
+    # current (open) subscription ids in the warehouse for a partition (is_test), for the guard
+    current_ids: Callable[[bool], np.ndarray] | None = None
+    mass_close_max_share: float = 0.2
+    allow_mass_close: bool = False
+    retire: bool = True  # False once a read cannot prove it saw the whole list
     extra: dict[str, Any] = field(default_factory=dict)
     progress_every_s: float | None = None  # None: no page progress lines
     _last_progress: float = 0.0
@@ -162,19 +179,44 @@ def _check_pages(pages: Iterator[Page], report: SweepReport) -> Iterator[Page]:
             report.total = page.total
         elif page.total != first_total or (first_last is not None and page.last_page != first_last):
             raise ListMoved(f"total went from {first_total} to {page.total} while paging")
+        if not page.data and page.next_page_url:
+            report.note = f"page {page.number} was empty but pointed to a next page"
         yield page
 
 
-def _verify_ids(ids: np.ndarray, report: SweepReport) -> None:
+def _verify_ids(ids: np.ndarray, report: SweepReport, dropped: int = 0) -> None:
+    """Check the ids of one read against the wrapper's `total`.
+
+    Rows set aside for lacking a usable id (`dropped`, counted as data quality) are part of the
+    total: a list with such a row adds up, and re-reading it would not change anything.
+    """
     unique = int(np.unique(ids).size) if ids.size else 0
-    report.rows, report.unique_ids = int(ids.size), unique
+    report.rows, report.unique_ids, report.dropped = int(ids.size), unique, dropped
     if unique != ids.size:
         raise ListMoved(f"{ids.size - unique} ids appeared twice while paging")
-    if report.total is not None and unique != report.total:
-        raise ListMoved(f"read {unique} unique rows but the API reports total {report.total}")
+    if report.total is None:
+        report.verified = False
+        report.note = report.note or "the pages carry no total to check the rows against"
+        return
+    if unique + dropped != report.total:
+        extra = f" and {dropped} rows without a usable id" if dropped else ""
+        raise ListMoved(
+            f"read {unique} unique rows{extra} but the API reports total {report.total}"
+        )
+    report.verified = True
 
 
-def read_subscriptions(
+@dataclass
+class _Spool:
+    """One verified read of a partition, on disk until it is handed to dlt."""
+
+    path: Path
+    ids: np.ndarray
+    is_test: bool
+    report: SweepReport
+
+
+def _read_verified(
     client: ApiClient,
     ctx: RunContext,
     params: dict[str, str],
@@ -182,65 +224,102 @@ def read_subscriptions(
     attempts: int,
     batch_rows: int,
     spool_dir: Path,
-) -> Iterator[pa.Table]:
-    """One verified read of the subscription list (a sweep or a window), as Arrow tables."""
+) -> _Spool:
+    """Read one partition of the subscription list into a spool file until it adds up."""
     report = SweepReport(endpoint=SUBSCRIPTIONS_PATH, params=params)
     ctx.sweeps.append(report)
     last_error = ""
     for attempt in range(1, attempts + 1):
         report.attempts = attempt
+        report.note = None
         dq = transform.DataQuality()
-        with tempfile.TemporaryDirectory(dir=spool_dir, prefix="sweep-") as tmp:
-            spool_path = Path(tmp) / "rows.arrow"
-            id_chunks: list[np.ndarray] = []
-            rows_read = 0
-            try:
-                with (
-                    pa.OSFile(str(spool_path), "wb") as sink,
-                    pa.ipc.new_stream(sink, transform.SUBSCRIPTIONS_SCHEMA) as writer,
-                ):
-                    buffer: list[dict[str, Any]] = []
-                    for page in _check_pages(client.iter_pages(SUBSCRIPTIONS_PATH, params), report):
-                        if ctx.observed_at is None and page.server_time is not None:
-                            ctx.observed_at = page.server_time
-                        buffer.extend(page.data)
-                        ctx.page_progress("subscriptions", page, report, rows_read + len(buffer))
-                        if len(buffer) >= batch_rows:
-                            table, ids = transform.subscriptions_table(buffer, is_test, dq)
-                            writer.write_table(table)
-                            id_chunks.append(ids)
-                            rows_read += len(buffer)
-                            buffer = []
-                    if buffer:
+        spool_path = spool_dir / f"{ctx.run_id}-{int(is_test)}-{attempt}.arrow"
+        id_chunks: list[np.ndarray] = []
+        rows_read = 0
+        try:
+            with (
+                pa.OSFile(str(spool_path), "wb") as sink,
+                pa.ipc.new_stream(sink, transform.SUBSCRIPTIONS_SCHEMA) as writer,
+            ):
+                buffer: list[dict[str, Any]] = []
+                for page in _check_pages(client.iter_pages(SUBSCRIPTIONS_PATH, params), report):
+                    buffer.extend(page.data)
+                    ctx.page_progress("subscriptions", page, report, rows_read + len(buffer))
+                    if len(buffer) >= batch_rows:
                         table, ids = transform.subscriptions_table(buffer, is_test, dq)
                         writer.write_table(table)
                         id_chunks.append(ids)
-                all_ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
-                _verify_ids(all_ids, report)
-            except ListMoved as moved:
-                last_error = str(moved)
-                log.warning(
-                    "subscription list moved while paging (%s); reading it again (%d/%d)",
-                    moved,
-                    attempt,
-                    attempts,
-                )
-                continue
-            report.complete = True
-            ctx.dq.merge(dq)
-            ctx.count("subscriptions", report.unique_ids)
-            # a plain read, not a memory map: mapped pages would count as resident memory
-            with pa.OSFile(str(spool_path), "rb") as source:
-                reader = pa.ipc.open_stream(source)
-                for batch in reader:
-                    services = batch.column("service_id").drop_null().unique()
-                    ctx.seen_user_ids.update(services.to_pylist())
-                    yield pa.Table.from_batches([batch], schema=transform.SUBSCRIPTIONS_SCHEMA)
-            return
+                        rows_read += len(buffer)
+                        buffer = []
+                if buffer:
+                    table, ids = transform.subscriptions_table(buffer, is_test, dq)
+                    writer.write_table(table)
+                    id_chunks.append(ids)
+            all_ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
+            _verify_ids(all_ids, report, dq.count("subscriptions", "id", transform.ID_DROPPED))
+        except ListMoved as moved:
+            spool_path.unlink(missing_ok=True)
+            last_error = str(moved)
+            log.warning(
+                "subscription list did not add up (%s); reading it again (%d/%d)",
+                moved,
+                attempt,
+                attempts,
+            )
+            continue
+        except BaseException:
+            spool_path.unlink(missing_ok=True)
+            raise
+        report.complete = True
+        ctx.dq.merge(dq)
+        ctx.count("subscriptions", report.unique_ids)
+        if not report.verified:
+            log.warning(
+                "subscriptions%s: %s; its rows are loaded but no subscription is closed "
+                "(only a list that adds up to its total may retire history)",
+                " (is_test)" if is_test else "",
+                report.note,
+            )
+        return _Spool(spool_path, all_ids, is_test, report)
     raise IntegrityError(
-        f"the subscription list kept changing while it was read ({last_error}) in {attempts} "
-        "attempts; nothing was loaded: run the sync again"
+        f"the subscription list kept changing or did not add up in {attempts} reads "
+        f"({last_error}); nothing was loaded: run the sync again later, and if it keeps "
+        "failing the API's pages disagree with their own `total`"
     )
+
+
+def _yield_spool(spool: _Spool, ctx: RunContext) -> Iterator[pa.Table]:
+    # a plain read, not a memory map: mapped pages would count as resident memory
+    with pa.OSFile(str(spool.path), "rb") as source:
+        reader = pa.ipc.open_stream(source)
+        for batch in reader:
+            services = batch.column("service_id").drop_null().unique()
+            ctx.seen_user_ids.update(services.to_pylist())
+            yield pa.Table.from_batches([batch], schema=transform.SUBSCRIPTIONS_SCHEMA)
+
+
+def check_mass_close(ctx: RunContext, spools: Sequence[_Spool]) -> None:
+    """Refuse a sweep that would close more than `mass_close_max_share` of current rows.
+
+    An API that suddenly lists a fraction of what it listed before is far more often broken
+    (a wrong filter, an outage answering 200 with an empty list) than a business that lost most
+    of its subscribers overnight; closing them would write that outage into the history.
+    """
+    if ctx.mode != "sweep" or not ctx.retire or ctx.allow_mass_close or ctx.current_ids is None:
+        return
+    current_total = closing = 0
+    for spool in spools:
+        current = ctx.current_ids(spool.is_test)
+        current_total += int(current.size)
+        if current.size:
+            closing += int(np.isin(current, spool.ids, invert=True).sum())
+    if current_total and closing > ctx.mass_close_max_share * current_total:
+        share = closing / current_total
+        raise IntegrityError(
+            f"this sweep would close {closing} of {current_total} current subscriptions "
+            f"({share:.0%}, more than the {ctx.mass_close_max_share:.0%} guard): nothing was "
+            "loaded. If the API really dropped them, run again with --allow-mass-close"
+        )
 
 
 def _api_time(value: datetime) -> str:
@@ -253,42 +332,61 @@ def _api_time(value: datetime) -> str:
 def subscriptions_resource(
     client: ApiClient, ctx: RunContext, cfg: DevportalConfig, spool_dir: Path
 ) -> Any:
-    """SCD2 history of subscriptions. Sweep mode retires absent ids of the partitions read."""
-    if ctx.mode == "window":
-        # only ever close versions of ids this read saw
-        scope = "{table}.id IN (SELECT id FROM {staging_table})"
-    elif ctx.include_test:
-        scope = None  # both partitions were read in full
-    else:
-        scope = "{table}.is_test = false"  # a live sweep leaves test rows alone
-    disposition: dict[str, Any] = {
-        "disposition": "merge",
-        "strategy": "scd2",
-        "row_version_column_name": "_row_version",
-    }
-    if ctx.observed_at is not None:  # history follows the server's clock, not this machine's
-        disposition["boundary_timestamp"] = ctx.observed_at
-    if scope:
-        disposition["destination_scope"] = scope
+    """SCD2 history of subscriptions.
+
+    Every partition is read and verified before the first row reaches dlt, so the write
+    disposition (which rows a sweep may retire) is decided on what was read: a verified sweep
+    retires absent ids of the partitions it read; a window, or a read that cannot prove it saw
+    the whole list, only ever closes versions of ids it read.
+    """
+
+    def disposition() -> dict[str, Any]:
+        hints: dict[str, Any] = {
+            "disposition": "merge",
+            "strategy": "scd2",
+            "row_version_column_name": "_row_version",
+        }
+        if ctx.observed_at is not None:  # history follows the server's clock
+            hints["boundary_timestamp"] = ctx.observed_at
+        if ctx.mode == "window" or not ctx.retire:
+            hints["destination_scope"] = "{table}.id IN (SELECT id FROM {staging_table})"
+        elif not ctx.include_test:
+            hints["destination_scope"] = "{table}.is_test = false"  # live sweep: test rows stay
+        return hints
 
     def rows() -> Iterator[pa.Table]:
         partitions = [False, True] if ctx.include_test else [False]
-        for is_test in partitions:
-            params: dict[str, str] = {"is_test": "true"} if is_test else {}
-            if ctx.mode == "window":
-                assert ctx.window_start is not None and ctx.window_end is not None
-                params.update(start=_api_time(ctx.window_start), end=_api_time(ctx.window_end))
-            yield from read_subscriptions(
-                client, ctx, params, is_test, cfg.sweep_attempts, cfg.batch_rows, spool_dir
-            )
+        spools: list[_Spool] = []
+        try:
+            for is_test in partitions:
+                params: dict[str, str] = {"is_test": "true"} if is_test else {}
+                if ctx.mode == "window":
+                    assert ctx.window_start is not None and ctx.window_end is not None
+                    params.update(
+                        start=_api_time(ctx.window_start), end=_api_time(ctx.window_end)
+                    )
+                spool = _read_verified(
+                    client, ctx, params, is_test, cfg.sweep_attempts, cfg.batch_rows, spool_dir
+                )
+                spools.append(spool)
+                ctx.retire = ctx.retire and spool.report.verified
+            check_mass_close(ctx, spools)
+            # decided on what was read, before the first row reaches dlt
+            resource.apply_hints(write_disposition=disposition())
+            for spool in spools:
+                yield from _yield_spool(spool, ctx)
+        finally:
+            for spool in spools:
+                spool.path.unlink(missing_ok=True)
 
-    return dlt.resource(  # type: ignore[call-overload]
+    resource = dlt.resource(  # type: ignore[call-overload]
         rows(),
         name="subscriptions",
-        write_disposition=disposition,
+        write_disposition=disposition(),
         columns=transform.SUBSCRIPTIONS_COLUMNS,
         primary_key="id",
     )
+    return resource
 
 
 def user_settings_resources(client: ApiClient, ctx: RunContext, cfg: DevportalConfig) -> list[Any]:
@@ -314,7 +412,11 @@ def user_settings_resources(client: ApiClient, ctx: RunContext, cfg: DevportalCo
                     )
                     users.extend(page_users)
                     values.extend(page_values)
-                _verify_ids(np.array([u["user_id"] for u in users], dtype=np.int64), report)
+                _verify_ids(
+                    np.array([u["user_id"] for u in users], dtype=np.int64),
+                    report,
+                    dq.count("user_settings", "user_id", transform.USER_ID_DROPPED),
+                )
             except ListMoved as moved:
                 last_error = str(moved)
                 log.warning("user settings list moved while paging (%s); reading it again", moved)
@@ -437,6 +539,8 @@ SYNC_RUNS_COLUMNS: dict[str, dict[str, Any]] = {
     "rows_read": {"data_type": "json"},
     "sweeps": {"data_type": "json"},
     "data_quality_problems": {"data_type": "bigint"},
+    # whose clock stamped the run: `server` (its Date header) or `machine` (it was too far off)
+    "clock_source": {"data_type": "text"},
 }
 
 DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {
@@ -474,6 +578,7 @@ def run_record_resources(ctx: RunContext) -> list[Any]:
             "rows_read": dict(ctx.rows),
             "sweeps": [vars(s) for s in ctx.sweeps],
             "data_quality_problems": ctx.dq.total(),
+            "clock_source": ctx.extra.get("clock"),
         }
 
     def dq_rows() -> Iterator[list[dict[str, Any]]]:

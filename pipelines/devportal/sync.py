@@ -20,16 +20,34 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any, Literal
 
 import dlt
-from dlt.common.configuration.exceptions import ConfigFieldMissingException
+import numpy as np
+from dlt.common.configuration.exceptions import (
+    ConfigFieldMissingException,
+    ConfigValueCannotBeCoercedException,
+)
 from dlt.common.configuration.resolve import resolve_configuration
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from devportal.client import SUBSCRIPTIONS_PATH, USER_SETTINGS_PATH, ApiClient, server_time
+from devportal.client import (
+    SUBSCRIPTIONS_PATH,
+    USER_SETTINGS_PATH,
+    ApiClient,
+    _is_loopback,
+    server_time,
+)
 from devportal.errors import ConfigError, DevportalError
-from devportal.pipeline import DATASET, open_pipeline, pipelines_dir, warehouse_lock
+from devportal.pipeline import (
+    DATASET,
+    Snapshot,
+    open_pipeline,
+    pipelines_dir,
+    set_aside,
+    warehouse_lock,
+)
 from devportal.source import (
     RESOURCES,
     DevportalConfig,
@@ -44,6 +62,8 @@ from devportal.source import (
 log = logging.getLogger("devportal.sync")
 
 STATE_KEY = "devportal_sync"
+# The sandbox marks its `Date` as a simulated clock; believed only from a loopback address.
+SIMULATED_CLOCK_HEADER = "X-Sandbox-Clock"
 # seconds between progress lines: "auto" speaks only on long runs
 PROGRESS_PERIOD = {"auto": 10.0, "on": 2.0}
 
@@ -92,6 +112,8 @@ def resolve_config(**overrides: Any) -> DevportalConfig:
         raise ConfigError(
             f"missing configuration {err.fields}: see README 'Configuration'"
         ) from None
+    except ConfigValueCannotBeCoercedException as err:
+        raise ConfigError(_bad_value(err.field_name, err.field_value, err.hint)) from None
     if not cfg.base_url:
         raise ConfigError(
             "no base_url: set [sources.devportal] base_url in .dlt/config.toml, "
@@ -103,6 +125,43 @@ def resolve_config(**overrides: Any) -> DevportalConfig:
             "[sources.devportal] in .dlt/secrets.toml"
         )
     return cfg
+
+
+def _bad_value(name: str, value: Any, hint: Any) -> str:
+    kind = {int: "a whole number", float: "a number", bool: "true or false"}.get(
+        hint, getattr(hint, "__name__", str(hint))
+    )
+    shown = "the value given" if "token" in name else repr(value)
+    return (
+        f"configuration {name} = {shown} is not {kind}: fix [sources.devportal] {name} in "
+        f".dlt/config.toml or SOURCES__DEVPORTAL__{name.upper()}"
+    )
+
+
+def _server_clock(headers: Any, base_url: str, max_skew_hours: float) -> datetime | None:
+    """The API's clock from its `Date` header, or None to use this machine's.
+
+    A clock far from this machine's (a misconfigured server, a proxy's cached answer) would
+    stamp the run's history in another year, and every later run after it: it is ignored with
+    a warning. The sandbox's simulated clock is believed when it says so from loopback.
+    """
+    told = server_time(headers)
+    if told is None or max_skew_hours <= 0:
+        return told
+    if headers.get(SIMULATED_CLOCK_HEADER) and _is_loopback(urlsplit(base_url).hostname or ""):
+        return told
+    local = datetime.now(UTC).replace(tzinfo=None)
+    if abs(told - local) > timedelta(hours=max_skew_hours):
+        log.warning(
+            "the API's clock says %s, %.1f hours from this machine's (%s); the run is stamped "
+            "with this machine's clock (max_clock_skew_hours = %g)",
+            f"{told:%Y-%m-%d %H:%M:%S}",
+            (told - local).total_seconds() / 3600,
+            f"{local:%Y-%m-%d %H:%M:%S}",
+            max_skew_hours,
+        )
+        return None
+    return told
 
 
 def _causes(err: BaseException) -> list[BaseException]:
@@ -154,6 +213,20 @@ class _Sql:
         except Exception:
             return None
 
+    def int_column(self, sql: str, *params: Any) -> np.ndarray:
+        """The first column as an int64 array (Arrow fetch: a million ids in milliseconds)."""
+        empty = np.zeros(0, dtype=np.int64)
+        if self._client is None:
+            return empty
+        try:
+            with self._client.execute_query(sql, *params) as cursor:
+                table = cursor.arrow()
+        except Exception:  # no table yet: nothing is current
+            return empty
+        if table is None or table.num_rows == 0:
+            return empty
+        return np.asarray(table.column(0).to_numpy(), dtype=np.int64)
+
 
 def _history_counts(sql: _Sql) -> tuple[int, int]:
     rows = sql.query(
@@ -162,11 +235,12 @@ def _history_counts(sql: _Sql) -> tuple[int, int]:
     return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
 
-def _finish_pending(pipeline: Any) -> int:
+def _finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> int:
     """Settle what a killed run left, before reading anything new.
 
     A normalized package is complete and carries its own schema (with its SCD2 boundary): load
-    it. An extracted package never reached the warehouse; normalizing it now would use the
+    it, all or nothing (see `_load`); one that cannot load is set aside and this run goes on.
+    An extracted package never reached the warehouse; normalizing it now would use the
     pipeline's current schema, whose boundary hint belongs to another run, so it is discarded
     (dlt restores the local state it had started from) and its data is simply read again.
     """
@@ -174,7 +248,10 @@ def _finish_pending(pipeline: Any) -> int:
     normalized = pipeline.list_normalized_load_packages()
     if normalized:
         log.warning("finishing %d load package(s) left by an interrupted run", len(normalized))
-        pipeline.load()
+        try:
+            _load(pipeline, warehouse, destination)
+        except PackageSetAside as aside:
+            log.warning("%s; this run goes on", aside)
         settled += len(normalized)
     extracted = pipeline.list_extracted_load_packages()
     if extracted:
@@ -187,6 +264,42 @@ def _finish_pending(pipeline: Any) -> int:
     return settled
 
 
+class PackageSetAside(DevportalError):
+    """A load package failed to load; the warehouse was put back and the package kept aside."""
+
+
+def _load(pipeline: Any, warehouse: str | Path, destination: Any) -> None:
+    """Load the pending package whole or not at all.
+
+    dlt commits each table's job on its own, so a job failing halfway (a value the warehouse
+    refuses, a full disk) would leave the other tables of the run committed and the package
+    pending for ever. For the DuckDB warehouse a snapshot of the file is taken first (it
+    survives a killed process: the next run restores to it if finishing fails) and put back if
+    the load fails; the package is then set aside, with the command that discards it.
+    """
+    load_ids = pipeline.list_normalized_load_packages()
+    if not load_ids:
+        return
+    load_id = load_ids[0]
+    snapshot = Snapshot.take(warehouse, load_id) if destination is None else None
+    try:
+        pipeline.load()
+    except PipelineStepFailed as err:
+        restored = snapshot.restore() if snapshot is not None else False
+        where = set_aside(pipeline, warehouse, load_id, _first_line(err))
+        state = (
+            "the warehouse is as it was before the run"
+            if restored
+            else "tables already loaded by it may hold part of the run"
+        )
+        raise PackageSetAside(
+            f"loading run {load_id} failed: {_first_line(err)}; {state}. Its data is kept in "
+            f"{where}; `devportal packages discard {load_id}` deletes it"
+        ) from None
+    if snapshot is not None:
+        snapshot.drop()
+
+
 def _boundary(sql: _Sql, server_time: datetime | None) -> datetime:
     """The time stamped on this run's history: the server's clock, never before the last run."""
     now = server_time or datetime.now(UTC).replace(tzinfo=None)
@@ -197,6 +310,15 @@ def _boundary(sql: _Sql, server_time: datetime | None) -> datetime:
         if now <= last:
             now = last + timedelta(seconds=1)
     return now
+
+
+def _current_ids(pipeline: Any, is_test: bool) -> Any:
+    """Ids of the current subscription versions of one partition (numpy), for the guard."""
+    with _Sql(pipeline) as sql:
+        return sql.int_column(
+            f"SELECT id FROM {DATASET}.subscriptions WHERE _dlt_valid_to IS NULL AND is_test = %s",
+            is_test,
+        )
 
 
 def _accounts_due(pipeline: Any, seen: set[int], as_of: datetime, ttl_days: float) -> list[int]:
@@ -247,16 +369,19 @@ def sync(
     with warehouse_lock(warehouse):
         pipeline = open_pipeline(warehouse, destination, _dlt_progress(progress))
         dlt.config["extract.next_item_mode"] = "fifo"  # run records after the data
-        try:
-            resumed = _finish_pending(pipeline)
-        except PipelineStepFailed as err:
-            raise DevportalError(
-                f"could not finish the load left by an interrupted run: {_first_line(err)}"
-            ) from None
+        resumed = _finish_pending(pipeline, warehouse, destination)
         client = ApiClient(cfg.client_config())
         try:
             result = _run(
-                pipeline, client, cfg, tuple(resources), since, window, warehouse, progress
+                pipeline,
+                client,
+                cfg,
+                tuple(resources),
+                since,
+                window,
+                warehouse,
+                destination,
+                progress,
             )
         finally:
             client.close()
@@ -283,6 +408,7 @@ def _run(
     since: datetime | None,
     window: bool,
     warehouse: str | Path,
+    destination: Any,
     progress: str,
 ) -> SyncResult:
     mode: Literal["sweep", "window"] = "window" if (window or since is not None) else "sweep"
@@ -291,6 +417,9 @@ def _run(
         include_test=cfg.include_test,
         resources=resources,
         progress_every_s=PROGRESS_PERIOD.get(progress),
+        mass_close_max_share=cfg.mass_close_max_share,
+        allow_mass_close=cfg.allow_mass_close,
+        current_ids=lambda is_test: _current_ids(pipeline, is_test),
     )
     # The first page of the first list tells the server's clock; it becomes the history boundary.
     probe_path = SUBSCRIPTIONS_PATH if "subscriptions" in resources else USER_SETTINGS_PATH
@@ -299,7 +428,9 @@ def _run(
         probe_params = {"start": "1970-01-01", "end": "1970-01-02"}
     _, headers = client.get_json(probe_path, probe_params)
     with _Sql(pipeline) as sql:
-        ctx.observed_at = _boundary(sql, server_time(headers))
+        clock = _server_clock(headers, client.base_url, cfg.max_clock_skew_hours)
+        ctx.extra["clock"] = "server" if clock is not None else "machine"
+        ctx.observed_at = _boundary(sql, clock)
         before_total, before_current = _history_counts(sql)
     if mode == "window":
         state = pipeline.state.get("sources", {}).get(STATE_KEY, {})
@@ -331,12 +462,14 @@ def _run(
         return data
 
     try:
-        pipeline.run(run_source())
+        pipeline.extract(run_source())
+        pipeline.normalize()
     except PipelineStepFailed as err:
         cause = _devportal_cause(err)
         if cause is not None:
             raise cause from None
         raise DevportalError(f"sync failed in {err.step}: {_first_line(err)}") from None
+    _load(pipeline, warehouse, destination)
     with _Sql(pipeline) as sql:
         after_total, after_current = _history_counts(sql)
     new_versions = after_total - before_total

@@ -14,7 +14,8 @@ sweep).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +26,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 KNOWN_STATUSES = ("active", "canceled")
+# the data-quality problem of a row that has no usable key: set aside, counted, never loaded
+ID_DROPPED = "missing_or_invalid_id_row_dropped"
+USER_ID_DROPPED = "missing_or_invalid_user_id_row_dropped"
 EXPIRES_FORMAT = "%Y-%m-%d %H:%M:%S"
 SAMPLE_SIZE = 5
 
@@ -64,7 +68,7 @@ class Problem:
         self.count += 1
         if len(self.sample_ids) < SAMPLE_SIZE:
             self.sample_ids.append(str(ident)[:64])
-            self.sample_values.append(repr(value)[:120])
+            self.sample_values.append(raw_text(value)[:120])
 
 
 @dataclass
@@ -84,6 +88,10 @@ class DataQuality:
             room = SAMPLE_SIZE - len(mine.sample_ids)
             mine.sample_ids.extend(problem.sample_ids[:room])
             mine.sample_values.extend(problem.sample_values[:room])
+
+    def count(self, table: str, column: str, problem: str) -> int:
+        found = self.problems.get((table, column, problem))
+        return found.count if found else 0
 
     def total(self) -> int:
         return sum(p.count for p in self.problems.values())
@@ -121,14 +129,33 @@ def to_int(value: Any) -> int | None:
     return None
 
 
+def raw_text(value: Any) -> str:
+    """A value as the API sent it: strings verbatim, anything else as JSON (never a repr)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return orjson.dumps(value).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def parse_timestamp(value: Any) -> datetime | None:
-    """Lenient parse for values the strict `YYYY-MM-DD HH:MM:SS` parse refused (ISO forms)."""
+    """Second-chance parse of a value the vectorised spec-format parse refused.
+
+    Only real calendar times: `2024-02-30`, `2023-02-29` or second 60 are refused (NULL, raw text
+    kept, counted), never moved to a neighbouring day or minute. Accepts the spec format with
+    unpadded fields and ISO 8601 (a zone is converted to UTC).
+    """
     if not isinstance(value, str) or not value.strip() or value.startswith("0000"):
         return None
+    text = value.strip()
     try:
-        parsed = datetime.fromisoformat(value.strip())
+        parsed = datetime.strptime(text, EXPIRES_FORMAT)
     except ValueError:
-        return None
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            return None
     if parsed.tzinfo is not None:
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     if not 1970 <= parsed.year <= 9999:
@@ -177,9 +204,7 @@ def subscriptions_table(
     if keep is not None and not all(keep):
         for row, ok in zip(rows, keep, strict=True):
             if not ok:
-                dq.add(
-                    "subscriptions", "id", "missing_or_invalid_id_row_dropped", "?", row.get("id")
-                )
+                dq.add("subscriptions", "id", ID_DROPPED, "?", row)
         rows = [row for row, ok in zip(rows, keep, strict=True) if ok]
         ids = pa.array([to_int(row.get("id")) for row in rows], type=pa.int64())
     n = len(rows)
@@ -234,6 +259,11 @@ def subscriptions_table(
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         exp_text = pa.array([None if v is None else str(v) for v in raw_exp], type=pa.string())
     expires = pc.strptime(exp_text, format=EXPIRES_FORMAT, unit="us", error_is_null=True)
+    # Arrow's strptime rolls impossible dates over (02-30 -> 03-01, :60 -> next minute): a value
+    # counts as parsed only if it prints back as the text it came from.
+    exact = pc.equal(pc.strftime(expires, format=EXPIRES_FORMAT), exp_text)
+    if not pc.all(pc.fill_null(exact, True)).as_py():
+        expires = pc.if_else(pc.fill_null(exact, True), expires, pa.scalar(None, expires.type))
     exp_raw_col: list[str | None] | None = None
     if expires.null_count:
         exp_list = expires.to_pylist()
@@ -246,7 +276,7 @@ def subscriptions_table(
             if lenient is not None:
                 exp_list[i] = lenient
                 continue
-            exp_raw_col[i] = None if raw is None else str(raw)[:200]
+            exp_raw_col[i] = None if raw is None else raw_text(raw)[:200]
             problem = "missing_expires_at" if raw in (None, "") else "invalid_expires_at"
             dq.add("subscriptions", "expires_at", problem, ident(i), raw)
             flags[i].append(problem)
@@ -312,38 +342,68 @@ TWITCH_FIELDS = (
 def _text_or_none(value: Any) -> str | None:
     if value is None:
         return None
-    return value if isinstance(value, str) else orjson.dumps(value).decode()
+    return value if isinstance(value, str) else json_text(value)
 
 
-def flatten_settings(settings: Any, prefix: str = "") -> Iterable[tuple[str, str | None, str]]:
-    """(key path, text value, JSON type) for each leaf; nested objects give dotted paths."""
+def json_text(value: Any) -> str:
+    """Compact JSON text of a parsed value, keys in the order the API sent them.
+
+    orjson stops at 254 levels of nesting; deeper objects (the API may send them) take the
+    standard library's path, which goes as deep as the page parser allowed.
+    """
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def pointer_token(key: str) -> str:
+    """One RFC 6901 JSON Pointer token: `~` -> `~0`, `/` -> `~1`."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def flatten_settings(settings: Any) -> Iterable[tuple[str, str | None, str]]:
+    """(JSON Pointer, text value, JSON type) for each leaf of a settings object, in order.
+
+    The path is an RFC 6901 JSON Pointer: `{"a.b": 1, "a": {"b": 2}}` gives `/a.b` and `/a/b`,
+    so no two keys collide, and `json_extract(settings, key)` finds the value again. Empty
+    objects and arrays are leaves (`{}`, `[]`). Iterative: any depth the page parser accepted.
+    """
     if not isinstance(settings, dict):
         return
-    for key, value in settings.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            yield from flatten_settings(value, path + ".")
+    stack: list[tuple[str, Iterator[tuple[str, Any]]]] = [("", iter(settings.items()))]
+    while stack:
+        prefix, items = stack[-1]
+        step = next(items, None)
+        if step is None:
+            stack.pop()
             continue
-        if value is None:
-            kind = "null"
-        elif isinstance(value, bool):
-            kind = "boolean"
-        elif isinstance(value, (int, float)):
-            kind = "number"
-        elif isinstance(value, str):
-            kind = "string"
-        elif isinstance(value, list):
-            kind = "array"
-        else:
-            kind = "object"
-        text: str | None
+        key, value = step
+        path = f"{prefix}/{pointer_token(str(key))}"
+        if isinstance(value, dict) and value:
+            stack.append((path, iter(value.items())))
+            continue
         if isinstance(value, bool):
-            text = "true" if value else "false"
-        elif isinstance(value, (int, float)):
-            text = orjson.dumps(value).decode()
+            text: str | None = "true" if value else "false"
+        elif isinstance(value, str):
+            text = value
+        elif value is None:
+            text = None
         else:
-            text = _text_or_none(value)
-        yield path, text, kind
+            text = json_text(value)
+        yield path, text, _json_kind(value)
 
 
 def user_settings_records(
@@ -357,13 +417,7 @@ def user_settings_records(
         service: dict[str, Any] = user["service"] if isinstance(user.get("service"), dict) else {}
         user_id = to_int(service.get("id"))
         if user_id is None:
-            dq.add(
-                "user_settings",
-                "user_id",
-                "missing_or_invalid_user_id_row_dropped",
-                "?",
-                service.get("id"),
-            )
+            dq.add("user_settings", "user_id", USER_ID_DROPPED, "?", entry)
             continue
         twitch: dict[str, Any] | None = (
             user["twitch"] if isinstance(user.get("twitch"), dict) else None
@@ -376,7 +430,8 @@ def user_settings_records(
             "user_id": user_id,
             "platforms": ",".join(platforms) or None,
             "has_twitch": twitch is not None,
-            "settings": settings if isinstance(settings, dict) else {},
+            # exactly the object the API sent (JSON text): absent keys stay absent
+            "settings": None if settings is None else json_text(settings),
             "settings_count": len(settings) if isinstance(settings, dict) else 0,
             "last_seen_at": seen_at,
         }
@@ -405,7 +460,7 @@ USER_SETTINGS_COLUMNS: dict[str, dict[str, Any]] = {
     "user_id": {"data_type": "bigint", "nullable": False, "primary_key": True},
     "platforms": {"data_type": "text"},
     "has_twitch": {"data_type": "bool"},
-    "settings": {"data_type": "json"},
+    "settings": {"data_type": "text"},
     "settings_count": {"data_type": "bigint"},
     "last_seen_at": {"data_type": "timestamp", "timezone": False},
     "twitch_id": {"data_type": "bigint"},
@@ -464,7 +519,7 @@ def account_records(
                 "platform_user_id": _text_or_none(platform_user_id),
                 "name": _text_or_none(name),
                 "display_name": _text_or_none(profile.get("display_name")),
-                "profile": profile,
+                "profile": json_text(profile),
             }
         )
     return (
@@ -493,5 +548,5 @@ USER_ACCOUNT_PROFILES_COLUMNS: dict[str, dict[str, Any]] = {
     "platform_user_id": {"data_type": "text"},
     "name": {"data_type": "text"},
     "display_name": {"data_type": "text"},
-    "profile": {"data_type": "json"},
+    "profile": {"data_type": "text"},
 }

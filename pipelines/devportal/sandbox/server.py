@@ -60,6 +60,9 @@ from devportal.sandbox.faults import (
 )
 from devportal.sandbox.world import World
 
+# Sent with every answer: the `Date` header is the simulated clock, not the machine's.
+SIMULATED_CLOCK_HEADER = "X-Sandbox-Clock"
+
 log = logging.getLogger("devportal.sandbox")
 
 CONTROL_PREFIX = "/__sandbox/"
@@ -229,6 +232,9 @@ class _Handler(BaseHTTPRequestHandler):
             f"Content-Type: {r.content_type}",
             f"Content-Length: {len(r.body)}",
             "Cache-Control: no-cache, private",
+            # the Date above is a simulated clock: devportal accepts it (on loopback only)
+            # however far it is from the machine's own
+            f"{SIMULATED_CLOCK_HEADER}: 1",
         ]
         head.extend(f"{k}: {v}" for k, v in r.headers)
         if self.close_connection:
