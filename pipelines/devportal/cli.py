@@ -32,6 +32,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_dlt_records(record: logging.LogRecord) -> bool:
+    """Without --debug, dlt's own error records (tracebacks of a failed job) are not shown:
+    devportal reports the cause in its one-line error. Its warnings keep their first line."""
+    if record.levelno >= logging.ERROR:
+        return False
+    text = record.getMessage()
+    record.msg, record.args, record.exc_info, record.exc_text = text.split("\n")[0], None, None, None
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -40,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if not args.debug:
+        logging.getLogger("dlt").addFilter(_one_line_dlt_records)
     try:
         return int(args.func(args))
     except DevportalError as err:

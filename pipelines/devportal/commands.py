@@ -10,6 +10,7 @@ from typing import Any
 COMMAND_MODULES = (
     "devportal.sync_cli",
     "devportal.models_cli",
+    "devportal.packages_cli",
     "devportal.report",
     "devportal.manifest.cli",
     "devportal.sandbox.cli",

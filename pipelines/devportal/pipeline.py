@@ -78,12 +78,7 @@ def check_warehouse_path(warehouse: str | Path) -> Path:
         )
     if path.exists() and path.is_dir():
         raise ConfigError(f"warehouse {path} is a directory; give the path of a .duckdb file")
-    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        raise ConfigError(
-            f"warehouse {path} cannot be created: {blocker} is a file, not a folder; "
-            "choose a --warehouse path in a folder"
-        )
+    _refuse_file_parents(path)
     if path.is_file():
         try:
             with path.open("rb") as f:
@@ -98,8 +93,18 @@ def check_warehouse_path(warehouse: str | Path) -> Path:
     return path
 
 
+def _refuse_file_parents(path: Path) -> None:
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise ConfigError(
+            f"warehouse {path} cannot be created: {blocker} is a file, not a folder; "
+            "choose a --warehouse path in a folder"
+        )
+
+
 def make_parent(path: Path) -> None:
     """Create the warehouse's folder; a one-line error when the OS refuses."""
+    _refuse_file_parents(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -221,11 +226,11 @@ def set_aside(pipeline: Any, warehouse: str | Path, load_id: str, reason: str) -
     cursor does not skip the data that never loaded). The next sync proceeds without it.
     """
     storage = pipeline._get_load_storage().normalized_packages
-    source = Path(storage.get_package_path(load_id))
+    source = Path(storage.storage.make_full_path(storage.get_package_path(load_id)))
     target = set_aside_dir(warehouse) / load_id
-    target.parent.mkdir(parents=True, exist_ok=True)
     if source.exists() and not target.exists():
         shutil.copytree(source, target)
+    target.mkdir(parents=True, exist_ok=True)
     (target / "SET_ASIDE.txt").write_text(reason + "\n", encoding="utf-8")
     try:
         pipeline.abort_packages()

@@ -334,8 +334,9 @@ def subscriptions_resource(
 ) -> Any:
     """SCD2 history of subscriptions.
 
-    Every partition is read and verified before the first row reaches dlt, so the write
-    disposition (which rows a sweep may retire) is decided on what was read: a verified sweep
+    Every partition is read and verified (spooled to disk) when this function is called, before
+    the resource exists, so its write disposition (which rows a sweep may retire) is decided on
+    what was read, and a refused read never starts a load package: a verified sweep
     retires absent ids of the partitions it read; a window, or a read that cannot prove it saw
     the whole list, only ever closes versions of ids it read.
     """
@@ -354,39 +355,40 @@ def subscriptions_resource(
             hints["destination_scope"] = "{table}.is_test = false"  # live sweep: test rows stay
         return hints
 
+    # Read (and verify) before the resource exists: its disposition depends on what was read.
+    spools: list[_Spool] = []
+    try:
+        for is_test in [False, True] if ctx.include_test else [False]:
+            params: dict[str, str] = {"is_test": "true"} if is_test else {}
+            if ctx.mode == "window":
+                assert ctx.window_start is not None and ctx.window_end is not None
+                params.update(start=_api_time(ctx.window_start), end=_api_time(ctx.window_end))
+            spool = _read_verified(
+                client, ctx, params, is_test, cfg.sweep_attempts, cfg.batch_rows, spool_dir
+            )
+            spools.append(spool)
+            ctx.retire = ctx.retire and spool.report.verified
+        check_mass_close(ctx, spools)
+    except BaseException:
+        for spool in spools:
+            spool.path.unlink(missing_ok=True)
+        raise
+
     def rows() -> Iterator[pa.Table]:
-        partitions = [False, True] if ctx.include_test else [False]
-        spools: list[_Spool] = []
         try:
-            for is_test in partitions:
-                params: dict[str, str] = {"is_test": "true"} if is_test else {}
-                if ctx.mode == "window":
-                    assert ctx.window_start is not None and ctx.window_end is not None
-                    params.update(
-                        start=_api_time(ctx.window_start), end=_api_time(ctx.window_end)
-                    )
-                spool = _read_verified(
-                    client, ctx, params, is_test, cfg.sweep_attempts, cfg.batch_rows, spool_dir
-                )
-                spools.append(spool)
-                ctx.retire = ctx.retire and spool.report.verified
-            check_mass_close(ctx, spools)
-            # decided on what was read, before the first row reaches dlt
-            resource.apply_hints(write_disposition=disposition())
             for spool in spools:
                 yield from _yield_spool(spool, ctx)
         finally:
             for spool in spools:
                 spool.path.unlink(missing_ok=True)
 
-    resource = dlt.resource(  # type: ignore[call-overload]
+    return dlt.resource(  # type: ignore[call-overload]
         rows(),
         name="subscriptions",
         write_disposition=disposition(),
         columns=transform.SUBSCRIPTIONS_COLUMNS,
         primary_key="id",
     )
-    return resource
 
 
 def user_settings_resources(client: ApiClient, ctx: RunContext, cfg: DevportalConfig) -> list[Any]:

@@ -98,6 +98,23 @@ class SyncResult:
             + f"; {self.requests} requests, {self.retries} retries"
             + f"; {self.data_quality_problems} data-quality problems"
             + (f"; as of {self.observed_at:%Y-%m-%d %H:%M:%S}" if self.observed_at else "")
+            + (
+                f"; the package of an interrupted run could not load and was set aside "
+                f"({', '.join(self.extra['set_aside'])}: see `devportal packages`)"
+                if self.extra.get("set_aside")
+                else ""
+            )
+            + (
+                "; stamped with this machine's clock (the API's Date header was too far off)"
+                if self.extra.get("clock") == "machine"
+                else ""
+            )
+            + (
+                "; the subscription list could not be verified against a total, so no "
+                "subscription was closed"
+                if self.extra.get("unverified")
+                else ""
+            )
         )
 
 
@@ -214,18 +231,19 @@ class _Sql:
             return None
 
     def int_column(self, sql: str, *params: Any) -> np.ndarray:
-        """The first column as an int64 array (Arrow fetch: a million ids in milliseconds)."""
+        """The first column as an int64 array (DuckDB's numpy fetch: a million ids in ms)."""
         empty = np.zeros(0, dtype=np.int64)
         if self._client is None:
             return empty
         try:
             with self._client.execute_query(sql, *params) as cursor:
-                table = cursor.arrow()
+                native = getattr(cursor, "native_cursor", None)
+                if hasattr(native, "fetchnumpy"):
+                    columns = native.fetchnumpy()
+                    return np.asarray(next(iter(columns.values()), empty), dtype=np.int64)
+                return np.array([r[0] for r in cursor.fetchall()], dtype=np.int64)
         except Exception:  # no table yet: nothing is current
             return empty
-        if table is None or table.num_rows == 0:
-            return empty
-        return np.asarray(table.column(0).to_numpy(), dtype=np.int64)
 
 
 def _history_counts(sql: _Sql) -> tuple[int, int]:
@@ -235,7 +253,9 @@ def _history_counts(sql: _Sql) -> tuple[int, int]:
     return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
 
-def _finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> int:
+def _finish_pending(
+    pipeline: Any, warehouse: str | Path, destination: Any, set_aside_ids: list[str]
+) -> int:
     """Settle what a killed run left, before reading anything new.
 
     A normalized package is complete and carries its own schema (with its SCD2 boundary): load
@@ -252,6 +272,7 @@ def _finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> i
             _load(pipeline, warehouse, destination)
         except PackageSetAside as aside:
             log.warning("%s; this run goes on", aside)
+            set_aside_ids.append(aside.load_id)
         settled += len(normalized)
     extracted = pipeline.list_extracted_load_packages()
     if extracted:
@@ -266,6 +287,10 @@ def _finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> i
 
 class PackageSetAside(DevportalError):
     """A load package failed to load; the warehouse was put back and the package kept aside."""
+
+    def __init__(self, message: str, load_id: str) -> None:
+        super().__init__(message)
+        self.load_id = load_id
 
 
 def _load(pipeline: Any, warehouse: str | Path, destination: Any) -> None:
@@ -294,7 +319,8 @@ def _load(pipeline: Any, warehouse: str | Path, destination: Any) -> None:
         )
         raise PackageSetAside(
             f"loading run {load_id} failed: {_first_line(err)}; {state}. Its data is kept in "
-            f"{where}; `devportal packages discard {load_id}` deletes it"
+            f"{where}; `devportal packages discard {load_id}` deletes it",
+            load_id,
         ) from None
     if snapshot is not None:
         snapshot.drop()
@@ -369,7 +395,8 @@ def sync(
     with warehouse_lock(warehouse):
         pipeline = open_pipeline(warehouse, destination, _dlt_progress(progress))
         dlt.config["extract.next_item_mode"] = "fifo"  # run records after the data
-        resumed = _finish_pending(pipeline, warehouse, destination)
+        set_aside_ids: list[str] = []
+        resumed = _finish_pending(pipeline, warehouse, destination, set_aside_ids)
         client = ApiClient(cfg.client_config())
         try:
             result = _run(
@@ -386,6 +413,8 @@ def sync(
         finally:
             client.close()
         result.resumed_packages = resumed
+        if set_aside_ids:
+            result.extra["set_aside"] = set_aside_ids
         result.seconds = time.monotonic() - started
     if build_models:
         _build_models(warehouse, destination, result)
@@ -440,6 +469,8 @@ def _run(
         )
     spool = pipelines_dir(warehouse) / "spool"
     spool.mkdir(parents=True, exist_ok=True)
+    for stale in spool.glob("*.arrow"):  # left by a killed run (we hold the warehouse lock)
+        stale.unlink(missing_ok=True)
 
     data: list[Any] = []
     if "subscriptions" in resources:
@@ -470,6 +501,8 @@ def _run(
             raise cause from None
         raise DevportalError(f"sync failed in {err.step}: {_first_line(err)}") from None
     _load(pipeline, warehouse, destination)
+    if mode == "sweep" and not ctx.retire:
+        ctx.extra["unverified"] = True
     with _Sql(pipeline) as sql:
         after_total, after_current = _history_counts(sql)
     new_versions = after_total - before_total

@@ -73,6 +73,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--workers", type=int, help="concurrent requests (default 8, [sources.devportal] workers)"
     )
+    p.add_argument(
+        "--allow-mass-close",
+        action="store_true",
+        default=None,
+        help="accept a sweep that closes more than mass_close_max_share (20%%) of current "
+        "subscriptions (refused by default: an API outage looks like mass churn)",
+    )
     p.add_argument("--manifest", help="also validate and record this manifest.json or bundle")
     p.add_argument("--no-models", action="store_true", help="do not rebuild the SQL models")
     p.add_argument(
@@ -123,6 +130,7 @@ def run_sync(args: argparse.Namespace) -> int:
         destination=args.destination,
         progress=args.progress,
         build_models=False,
+        allow_mass_close=args.allow_mass_close,
         **({"workers": args.workers} if args.workers else {}),
     )
     print(result.summary())
