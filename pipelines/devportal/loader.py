@@ -22,6 +22,7 @@ from dlt.common.storages.load_storage import ParsedLoadJobFileName
 from dlt.destinations.impl.duckdb.duck import DuckDbClient, DuckDbCopyJob
 from dlt.destinations.impl.duckdb.factory import duckdb as DuckDbFactory
 
+
 def sql_literal(text: str) -> str:
     """`text` as a SQL string literal (quotes doubled): any path the OS allows."""
     return "'" + text.replace("'", "''") + "'"
@@ -52,14 +53,16 @@ class ExactCopyJob(DuckDbCopyJob):
 
 
 class _WarehouseClient(DuckDbClient):
-    def create_load_job(self, table: Any, file_path: str, load_id: str, restore: bool = False) -> Any:
+    def create_load_job(
+        self, table: Any, file_path: str, load_id: str, restore: bool = False
+    ) -> Any:
         job = super().create_load_job(table, file_path, load_id, restore)
         if isinstance(job, DuckDbCopyJob):
             return ExactCopyJob(file_path)
         return job
 
 
-class warehouse_duckdb(DuckDbFactory):  # noqa: N801 - dlt names destination factories in lower case
+class warehouse_duckdb(DuckDbFactory):
     """dlt's `duckdb` destination with `ExactCopyJob` for file loads."""
 
     @property

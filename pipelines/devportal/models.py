@@ -41,8 +41,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import DevportalError
-from devportal.pipeline import DATASET, check_warehouse_path, warehouse_lock
+from devportal.errors import DevportalError, WarehouseBusy
+from devportal.pipeline import (
+    DATASET,
+    DUCKDB_MAGIC,
+    NO_EXTENSION_AUTOLOAD,
+    check_warehouse_path,
+    warehouse_lock,
+)
 
 log = logging.getLogger("devportal.models")
 
@@ -319,28 +325,177 @@ def _first_line(err: BaseException) -> str:
     return lines[0][:300] if lines else type(err).__name__
 
 
-def _require_file(warehouse: str | Path) -> Path:
-    path = check_warehouse_path(warehouse)
+# -- opening the warehouse ---------------------------------------------------------------------
+
+# Settings of every DuckDB connection devportal opens itself (models, report, manifest history):
+# never download or load an extension behind the user's back (see pipeline.py).
+DUCKDB_CONFIG: dict[str, Any] = dict(NO_EXTENSION_AUTOLOAD)
+_DUCKDB_MAGIC = DUCKDB_MAGIC
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_LOCK_CONFLICT = re.compile(r"could not set lock on file|conflicting lock", re.IGNORECASE)
+_LOCK_HOLDER = re.compile(
+    r"conflicting lock is held in (?P<program>.+?) \(pid (?P<pid>\d+)\)", re.IGNORECASE
+)
+_DAMAGED = re.compile(
+    r"corrupt|checksum|could not read enough bytes|replaying wal|invalid block|"
+    r"serializ|unexpected end",
+    re.IGNORECASE,
+)
+_OTHER_VERSION = re.compile(r"version number|storage version|newer version", re.IGNORECASE)
+
+
+def _shown(path: str | Path) -> str:
+    """PATH for a one-line message: as typed, quoted when it holds a newline or control."""
+    text = str(path)
+    return text if text.isprintable() else repr(text)
+
+
+def _what_is(header: bytes) -> str | None:
+    """What a file with these first bytes is, when it is not a DuckDB database (else None)."""
+    if header[8:12] == _DUCKDB_MAGIC:
+        return None
+    if not header:
+        return "an empty file"
+    if header.startswith(_SQLITE_MAGIC):
+        return "an SQLite database"
+    if b"\x00" not in header:
+        try:
+            header.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return "a text file"
+    return "not DuckDB's file format"
+
+
+def _not_duckdb(path: Path, what: str) -> DevportalError:
+    return DevportalError(
+        f"{_shown(path)} is not a DuckDB database ({what}); pass --warehouse the .duckdb file "
+        "`devportal sync` writes, or move this file away and run `devportal sync` to create "
+        "a warehouse there"
+    )
+
+
+def locate_warehouse(warehouse: str | Path, *, check_name: bool = True) -> Path | None:
+    """The resolved path of the DuckDB file WAREHOUSE, or None when nothing is there yet.
+
+    Raises a one-line DevportalError when the path cannot be a warehouse: a folder, a path
+    under a regular file, an unreadable path, or a file that is not a DuckDB database (sniffed
+    from its header before DuckDB sees it, so no extension is ever asked to open it). CHECK_NAME
+    also applies `check_warehouse_path` (file names whose catalog would clash with a schema);
+    readers that qualify every name with the catalog can pass False.
+    """
+    try:
+        path = check_warehouse_path(warehouse) if check_name else Path(warehouse).resolve()
+        exists = path.exists()
+        blocker = None if exists else next((p for p in path.parents if p.exists()), None)
+    except (OSError, RuntimeError, ValueError) as err:  # name too long, symlink loop, NUL
+        reason = getattr(err, "strerror", None) or _first_line(err)
+        raise DevportalError(
+            f"cannot use warehouse path {_shown(warehouse)}: {reason}; "
+            "pass --warehouse the path of a .duckdb file"
+        ) from None
+    if not exists:
+        if blocker is not None and not blocker.is_dir():
+            raise DevportalError(
+                f"warehouse {_shown(warehouse)} cannot exist: {_shown(blocker)} is a file, "
+                "not a folder; pass --warehouse a path in a folder"
+            )
+        return None
     if not path.is_file():
         raise DevportalError(
-            f"no warehouse at {warehouse}: run `devportal sync` (or `devportal demo`) first"
+            f"warehouse {_shown(path)} is not a regular file; pass --warehouse a .duckdb file"
+        )
+    try:
+        with path.open("rb") as f:
+            header = f.read(16)
+    except OSError as err:
+        raise DevportalError(
+            f"cannot read warehouse {_shown(path)}: {err.strerror or err}; "
+            "check the file's permissions"
+        ) from None
+    what = _what_is(header)
+    if what is not None:
+        raise _not_duckdb(path, what)
+    return path
+
+
+def _require_file(warehouse: str | Path) -> Path:
+    path = locate_warehouse(warehouse)
+    if path is None:
+        raise DevportalError(
+            f"no warehouse at {_shown(warehouse)}: run `devportal sync` (or `devportal demo`) first"
         )
     return path
 
 
-@contextmanager
-def connect(warehouse: str | Path, *, read_only: bool = False) -> Iterator[Any]:
-    """A DuckDB connection to the warehouse file; a one-line error when it is missing or busy."""
+def open_error(path: Path, err: BaseException) -> DevportalError:
+    """DuckDB's refusal to open PATH as one line with the cause and the fix.
+
+    Only a lock conflict says "busy" (WarehouseBusy, exit 3); a file DuckDB cannot read as a
+    database, a damaged one and one from another DuckDB version each say so.
+    """
+    first = _first_line(err)
+    where = _shown(path)
+    # Classify on the message without the path, which could hold any word ("sqlite", "lock").
+    text = first.replace(str(path), "<path>").lower()
+    if _LOCK_CONFLICT.search(text):
+        holder = _LOCK_HOLDER.search(first)
+        who = f"pid {holder['pid']}, {holder['program']}" if holder else "another process"
+        return WarehouseBusy(
+            f"warehouse {where} is busy: {who} has it open for writing; "
+            "wait for it to finish or stop it"
+        )
+    if "not a valid duckdb database" in text or "sqlite" in text:
+        # "sqlite": DuckDB recognised an SQLite file and wanted its extension to open it
+        return _not_duckdb(path, "DuckDB cannot read it as a database")
+    if "extension" in text:
+        return DevportalError(
+            f"cannot open warehouse {where}: it needs a DuckDB extension, and devportal loads "
+            f"none ({first}); pass --warehouse a warehouse written by `devportal sync`"
+        )
+    if "same database file with a different configuration" in text:
+        return DevportalError(
+            f"warehouse {where} is already open in this process with other settings; "
+            "close that connection first"
+        )
+    if _OTHER_VERSION.search(text):
+        return DevportalError(
+            f"cannot open warehouse {where}: it was written by another DuckDB version "
+            f"({first}); open it with that version or rebuild it with `devportal sync`"
+        )
+    if _DAMAGED.search(text):
+        return DevportalError(
+            f"warehouse {where} is damaged ({first}); restore it from a backup, or move it "
+            "away and run `devportal sync` to rebuild it"
+        )
+    if "permission denied" in text:
+        return DevportalError(
+            f"cannot open warehouse {where}: permission denied; check the permissions of the "
+            "file and its folder"
+        )
+    return DevportalError(f"cannot open warehouse {where}: {first}")
+
+
+def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
+    """duckdb.connect for the warehouse file PATH, with DUCKDB_CONFIG; errors as one line.
+
+    The one place devportal's own code (models, report, manifest history) connects to DuckDB.
+    """
     import duckdb
 
-    path = _require_file(warehouse)
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        return duckdb.connect(str(path), read_only=read_only, config=dict(DUCKDB_CONFIG))
     except duckdb.Error as err:
-        raise DevportalError(
-            f"cannot open warehouse {path}: {_first_line(err)}; "
-            "wait for the process using it to finish"
-        ) from None
+        raise open_error(path, err) from None
+
+
+@contextmanager
+def connect(warehouse: str | Path, *, read_only: bool = False) -> Iterator[Any]:
+    """A DuckDB connection to the existing warehouse file; one-line errors when it is missing,
+    not a DuckDB database, busy (a lock conflict) or damaged."""
+    con = open_duckdb(_require_file(warehouse), read_only=read_only)
     try:
         yield con
     finally:

@@ -7,6 +7,7 @@ state next to it (tests and demos may use many warehouses side by side).
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -27,6 +28,7 @@ NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_
 def is_duckdb_file(header: bytes) -> bool:
     """Whether a file's first bytes are a DuckDB database's (empty: a new file, fine too)."""
     return not header or header[8:12] == DUCKDB_MAGIC
+
 
 PIPELINE_NAME = "devportal"
 RESOURCES = ("subscriptions", "user_settings", "user_accounts")
@@ -232,10 +234,9 @@ def set_aside(pipeline: Any, warehouse: str | Path, load_id: str, reason: str) -
         shutil.copytree(source, target)
     target.mkdir(parents=True, exist_ok=True)
     (target / "SET_ASIDE.txt").write_text(reason + "\n", encoding="utf-8")
-    try:
+    # dlt raises the abort it just did as the original failure: it is expected here
+    with contextlib.suppress(Exception):
         pipeline.abort_packages()
-    except Exception:  # dlt reports the abort it just did as the original failure
-        pass
     if load_id in pipeline.list_normalized_load_packages():
         storage.delete_package(load_id)
     return target

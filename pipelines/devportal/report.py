@@ -126,12 +126,25 @@ class _Reader:
 
         return render(sql, self.catalog)
 
+    def _run(self, sql: str) -> Any:
+        import duckdb
+
+        try:
+            return self.con.execute(self.sql(sql))
+        except duckdb.Error as err:
+            from devportal.models import _first_line
+
+            raise DevportalError(
+                f"the warehouse's analytics tables do not answer the report ({_first_line(err)}); "
+                "run `devportal models` to rebuild them"
+            ) from None
+
     def row(self, sql: str) -> tuple[Any, ...] | None:
-        result: tuple[Any, ...] | None = self.con.execute(self.sql(sql)).fetchone()
+        result: tuple[Any, ...] | None = self._run(sql).fetchone()
         return result
 
     def frame(self, sql: str) -> Any:
-        return self.con.execute(self.sql(sql)).df()
+        return self._run(sql).df()
 
 
 def _collect(reader: _Reader) -> Report:
@@ -207,7 +220,12 @@ def _collect(reader: _Reader) -> Report:
 
 
 def collect(warehouse: str | Path) -> Report:
-    """The report's figures, read from the warehouse (read-only)."""
+    """The report's figures, read from the warehouse (read-only).
+
+    The warehouse is opened by `devportal.models.connect`, like every DuckDB connection of the
+    models and the report: no extension autoload, one-line errors (missing, not a DuckDB
+    database, busy, damaged).
+    """
     from devportal.models import connect
 
     with connect(warehouse, read_only=True) as con:

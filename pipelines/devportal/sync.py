@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import dlt
 import numpy as np
@@ -237,7 +237,7 @@ class _Sql:
             return empty
         try:
             with self._client.execute_query(sql, *params) as cursor:
-                native = getattr(cursor, "native_cursor", None)
+                native: Any = getattr(cursor, "native_cursor", None)
                 if hasattr(native, "fetchnumpy"):
                     columns = native.fetchnumpy()
                     return np.asarray(next(iter(columns.values()), empty), dtype=np.int64)

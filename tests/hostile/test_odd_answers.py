@@ -61,7 +61,10 @@ def dump(warehouse: Path) -> dict[str, list[tuple[Any, ...]]]:
                 "WHERE table_schema = 'devportal' ORDER BY 1"
             ).fetchall()
         ]
-        return {t: sorted(map(repr, con.execute(f"SELECT * FROM devportal.{t}").fetchall())) for t in tables}  # type: ignore[misc]
+        return {
+            t: sorted(map(repr, con.execute(f"SELECT * FROM devportal.{t}").fetchall()))
+            for t in tables
+        }  # type: ignore[misc]
     finally:
         con.close()
 

@@ -6,7 +6,8 @@ not lock the app in. The version being validated is excluded by its content hash
 the same manifest never reports against itself.
 
 Reading is optional and read-only: a warehouse that does not exist yet, or has no manifest
-tables yet, simply has no history.
+tables yet, simply has no history. The file is opened through `devportal.models.open_duckdb`
+(no extension autoload, one-line errors: not a DuckDB database, busy, damaged).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import WarehouseBusy
+from devportal.errors import DevportalError
 from devportal.manifest.resource import MANIFESTS, PLATFORMS
 from devportal.pipeline import DATASET
 
@@ -34,18 +35,16 @@ def recorded_platforms(
     warehouse: str | Path, name: str, *, exclude_hash: str | None = None
 ) -> set[str]:
     """Platforms of error-free versions of app NAME in the DuckDB file WAREHOUSE."""
-    path = Path(warehouse)
-    if not path.is_file():
+    from devportal.models import locate_warehouse, open_duckdb
+
+    # One-line errors for a path that cannot be a warehouse; the name check is for writers
+    # (this reader qualifies every table with its catalog).
+    path = locate_warehouse(warehouse, check_name=False)
+    if path is None:
         return set()
     import duckdb  # deferred: keeps `devportal --help` fast
 
-    try:
-        conn = duckdb.connect(str(path), read_only=True)
-    except duckdb.IOException as err:
-        raise WarehouseBusy(
-            f"cannot read warehouse {path}: {str(err).splitlines()[0]}; "
-            "wait for the process writing it to finish"
-        ) from None
+    conn = open_duckdb(path, read_only=True)
     try:
         (catalog,) = conn.execute("select current_database()").fetchone() or ("",)
         # Three-part names: the default warehouse file is devportal.duckdb, so its catalog and
@@ -59,6 +58,12 @@ def recorded_platforms(
             rows = conn.execute(sql, [name, exclude_hash or ""]).fetchall()
         except duckdb.CatalogException:
             return set()  # no manifest recorded in this warehouse yet
+        except duckdb.Error as err:
+            first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise DevportalError(
+                f"cannot read the recorded manifests in warehouse {path}: {first}; "
+                "check that --warehouse is a warehouse written by devportal"
+            ) from None
     finally:
         conn.close()
     return {row[0] for row in rows}

@@ -136,7 +136,10 @@ def client_requirements(document: dict[str, Any]) -> Iterator[Finding]:
 
 
 def redirect_needs_top_nav(document: dict[str, Any]) -> Iterator[Finding]:
-    slots = {p.get("slot") for _, p in _objects(document, "pages")}
+    # Only string slots: a list or object there is a schema error (and unhashable).
+    slots = {
+        p.get("slot") for _, p in _objects(document, "pages") if isinstance(p.get("slot"), str)
+    }
     if facts.TOP_NAV_SLOT in slots:
         return
     for index, source in _objects(document, "sources"):
