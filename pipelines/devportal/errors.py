@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DevportalError(Exception):
     """An expected failure. `str(err)` is the one line shown to the user; never holds a secret."""
@@ -32,3 +34,24 @@ class WarehouseBusy(DevportalError):
     """Another sync holds the warehouse lock."""
 
     exit_code = 3
+
+
+def causes(err: BaseException) -> list[BaseException]:
+    """`err` and what caused it, outermost first (dlt's step errors keep theirs in `exception`)."""
+    chain: list[BaseException] = []
+    current: Any = err
+    while isinstance(current, BaseException) and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__ or getattr(current, "exception", None)
+    return chain
+
+
+def devportal_cause(err: BaseException) -> DevportalError | None:
+    return next((e for e in causes(err) if isinstance(e, DevportalError)), None)
+
+
+def first_line(err: BaseException) -> str:
+    """The innermost cause's first line: dlt's wrappers say where, the cause says what."""
+    inner = causes(err)[-1]
+    text = str(inner).strip().splitlines()
+    return (text[0][:300] if text else "") or type(inner).__name__

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import ConfigError, WarehouseBusy
+from devportal.errors import ConfigError, DevportalError, WarehouseBusy, first_line
 
 # A DuckDB file starts with an 8-byte checksum, then this magic (every storage version).
 DUCKDB_MAGIC = b"DUCK"
@@ -184,13 +184,21 @@ class Snapshot:
             if stale.name not in (copy.name, copy.name + ".wal"):
                 stale.unlink(missing_ok=True)
         if not copy.exists():
-            for source, target in ((path, copy), (_wal(path), _wal(copy))):
-                if source.exists():
-                    partial = target.with_name(target.name + ".partial")
-                    shutil.copyfile(source, partial)
-                    os.replace(partial, target)
-            if not path.exists():
-                copy.touch()  # a new warehouse: putting it back means removing it
+            try:
+                for source, target in ((path, copy), (_wal(path), _wal(copy))):
+                    if source.exists():
+                        partial = target.with_name(target.name + ".partial")
+                        shutil.copyfile(source, partial)
+                        os.replace(partial, target)
+                if not path.exists():
+                    copy.touch()  # a new warehouse: putting it back means removing it
+            except OSError as err:
+                for leftover in folder.iterdir():
+                    leftover.unlink(missing_ok=True)
+                raise DevportalError(
+                    f"cannot copy the warehouse before loading ({err.strerror or err}) into "
+                    f"{folder}; nothing was loaded: free disk space there and run again"
+                ) from None
         return cls(path, copy)
 
     def restore(self) -> bool:
@@ -240,3 +248,44 @@ def set_aside(pipeline: Any, warehouse: str | Path, load_id: str, reason: str) -
     if load_id in pipeline.list_normalized_load_packages():
         storage.delete_package(load_id)
     return target
+
+
+class PackageSetAside(DevportalError):
+    """A load package failed to load; the warehouse was put back and the package kept aside."""
+
+    def __init__(self, message: str, load_id: str) -> None:
+        super().__init__(message)
+        self.load_id = load_id
+
+
+def load_whole(pipeline: Any, warehouse: str | Path, destination: Any) -> None:
+    """Load the pending package whole or not at all.
+
+    dlt commits each table's job on its own, so a job failing halfway (a value the warehouse
+    refuses, a full disk) would leave the other tables of the run committed and the package
+    pending for ever. For the DuckDB warehouse a snapshot of the file is taken first (it
+    survives a killed process: the next run restores to it if finishing fails) and put back if
+    the load fails; the package is then set aside, with the command that discards it.
+    """
+    load_ids = pipeline.list_normalized_load_packages()
+    if not load_ids:
+        return
+    load_id = load_ids[0]
+    snapshot = Snapshot.take(warehouse, load_id) if destination is None else None
+    try:
+        pipeline.load()
+    except Exception as err:  # dlt wraps every load failure in PipelineStepFailed
+        restored = snapshot.restore() if snapshot is not None else False
+        where = set_aside(pipeline, warehouse, load_id, first_line(err))
+        state = (
+            "the warehouse is as it was before the run"
+            if restored
+            else "tables already loaded by it may hold part of the run"
+        )
+        raise PackageSetAside(
+            f"loading run {load_id} failed: {first_line(err)}; {state}. Its data is kept in "
+            f"{where}; `devportal packages discard {load_id}` deletes it",
+            load_id,
+        ) from None
+    if snapshot is not None:
+        snapshot.drop()

@@ -39,13 +39,13 @@ from devportal.client import (
     _is_loopback,
     server_time,
 )
-from devportal.errors import ConfigError, DevportalError
+from devportal.errors import ConfigError, DevportalError, devportal_cause, first_line
 from devportal.pipeline import (
     DATASET,
-    Snapshot,
+    PackageSetAside,
+    load_whole,
     open_pipeline,
     pipelines_dir,
-    set_aside,
     warehouse_lock,
 )
 from devportal.source import (
@@ -181,27 +181,6 @@ def _server_clock(headers: Any, base_url: str, max_skew_hours: float) -> datetim
     return told
 
 
-def _causes(err: BaseException) -> list[BaseException]:
-    """`err` and what caused it, outermost first (dlt's step errors keep theirs in `exception`)."""
-    chain: list[BaseException] = []
-    current: Any = err
-    while isinstance(current, BaseException) and current not in chain:
-        chain.append(current)
-        current = current.__cause__ or current.__context__ or getattr(current, "exception", None)
-    return chain
-
-
-def _devportal_cause(err: BaseException) -> DevportalError | None:
-    return next((e for e in _causes(err) if isinstance(e, DevportalError)), None)
-
-
-def _first_line(err: BaseException) -> str:
-    """The innermost cause's first line: dlt's wrappers say where, the cause says what."""
-    inner = _causes(err)[-1]
-    text = str(inner).strip().splitlines()
-    return (text[0][:300] if text else "") or type(inner).__name__
-
-
 class _Sql:
     """One session on the destination dataset for a few bookkeeping queries."""
 
@@ -259,7 +238,7 @@ def _finish_pending(
     """Settle what a killed run left, before reading anything new.
 
     A normalized package is complete and carries its own schema (with its SCD2 boundary): load
-    it, all or nothing (see `_load`); one that cannot load is set aside and this run goes on.
+    it, all or nothing (see `load_whole`); one that cannot load is set aside and this run goes on.
     An extracted package never reached the warehouse; normalizing it now would use the
     pipeline's current schema, whose boundary hint belongs to another run, so it is discarded
     (dlt restores the local state it had started from) and its data is simply read again.
@@ -269,7 +248,7 @@ def _finish_pending(
     if normalized:
         log.warning("finishing %d load package(s) left by an interrupted run", len(normalized))
         try:
-            _load(pipeline, warehouse, destination)
+            load_whole(pipeline, warehouse, destination)
         except PackageSetAside as aside:
             log.warning("%s; this run goes on", aside)
             set_aside_ids.append(aside.load_id)
@@ -283,47 +262,6 @@ def _finish_pending(
         pipeline.abort_packages()
         settled += len(extracted)
     return settled
-
-
-class PackageSetAside(DevportalError):
-    """A load package failed to load; the warehouse was put back and the package kept aside."""
-
-    def __init__(self, message: str, load_id: str) -> None:
-        super().__init__(message)
-        self.load_id = load_id
-
-
-def _load(pipeline: Any, warehouse: str | Path, destination: Any) -> None:
-    """Load the pending package whole or not at all.
-
-    dlt commits each table's job on its own, so a job failing halfway (a value the warehouse
-    refuses, a full disk) would leave the other tables of the run committed and the package
-    pending for ever. For the DuckDB warehouse a snapshot of the file is taken first (it
-    survives a killed process: the next run restores to it if finishing fails) and put back if
-    the load fails; the package is then set aside, with the command that discards it.
-    """
-    load_ids = pipeline.list_normalized_load_packages()
-    if not load_ids:
-        return
-    load_id = load_ids[0]
-    snapshot = Snapshot.take(warehouse, load_id) if destination is None else None
-    try:
-        pipeline.load()
-    except PipelineStepFailed as err:
-        restored = snapshot.restore() if snapshot is not None else False
-        where = set_aside(pipeline, warehouse, load_id, _first_line(err))
-        state = (
-            "the warehouse is as it was before the run"
-            if restored
-            else "tables already loaded by it may hold part of the run"
-        )
-        raise PackageSetAside(
-            f"loading run {load_id} failed: {_first_line(err)}; {state}. Its data is kept in "
-            f"{where}; `devportal packages discard {load_id}` deletes it",
-            load_id,
-        ) from None
-    if snapshot is not None:
-        snapshot.drop()
 
 
 def _boundary(sql: _Sql, server_time: datetime | None) -> datetime:
@@ -496,11 +434,11 @@ def _run(
         pipeline.extract(run_source())
         pipeline.normalize()
     except PipelineStepFailed as err:
-        cause = _devportal_cause(err)
+        cause = devportal_cause(err)
         if cause is not None:
             raise cause from None
-        raise DevportalError(f"sync failed in {err.step}: {_first_line(err)}") from None
-    _load(pipeline, warehouse, destination)
+        raise DevportalError(f"sync failed in {err.step}: {first_line(err)}") from None
+    load_whole(pipeline, warehouse, destination)
     if mode == "sweep" and not ctx.retire:
         ctx.extra["unverified"] = True
     with _Sql(pipeline) as sql:

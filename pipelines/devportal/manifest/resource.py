@@ -391,7 +391,7 @@ def load_manifest(path: str | Path, warehouse: str | Path) -> LoadResult:
 
     from devportal.manifest.reader import read_manifest
     from devportal.manifest.validate import validate_path
-    from devportal.pipeline import open_pipeline, warehouse_lock
+    from devportal.pipeline import load_whole, open_pipeline, warehouse_lock
 
     # Fail on unreadable input before touching the warehouse (no lock, no dlt folder).
     read_manifest(path)
@@ -401,11 +401,17 @@ def load_manifest(path: str | Path, warehouse: str | Path) -> LoadResult:
             # history lookup must be closed before dlt opens the file for writing.
             report = validate_path(path, warehouse=warehouse)
             pipeline = open_pipeline(warehouse)
-            if pipeline.has_pending_data:
-                # An earlier run stopped between extract and load. Given new data, dlt would
-                # load only the pending package and silently drop ours: finish that one first.
-                pipeline.run()
-            info = pipeline.run(resources_for_report(report))
+            if pipeline.list_extracted_load_packages():
+                # never normalized: as in sync, discarded (its run reads its data again)
+                pipeline.abort_packages()
+            if pipeline.list_normalized_load_packages():
+                # An earlier run stopped before its load. Given new data, dlt would load only
+                # the pending package and silently drop ours: finish that one first (whole).
+                load_whole(pipeline, warehouse, None)
+            pipeline.extract(resources_for_report(report))
+            pipeline.normalize()
+            load_ids = list(pipeline.list_normalized_load_packages())
+            load_whole(pipeline, warehouse, None)
     except OSError as err:
         raise DevportalError(
             f"cannot use warehouse {warehouse}: {err.strerror or err}; "
@@ -418,7 +424,6 @@ def load_manifest(path: str | Path, warehouse: str | Path) -> LoadResult:
             f"recording the manifest in {warehouse} failed at the dlt {err.step} step: "
             f"{first_line}; nothing was recorded, rerun with --debug for the details"
         ) from err
-    load_ids = list(getattr(info, "loads_ids", []) or [])
     return LoadResult(
         report=report, warehouse=Path(warehouse), load_id=load_ids[0] if load_ids else None
     )
