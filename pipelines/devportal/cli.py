@@ -37,8 +37,8 @@ def _one_line_dlt_records(record: logging.LogRecord) -> bool:
     devportal reports the cause in its one-line error. Its warnings keep their first line."""
     if record.levelno >= logging.ERROR:
         return False
-    text = record.getMessage()
-    record.msg, record.args, record.exc_info, record.exc_text = text.split("\n")[0], None, None, None
+    record.msg = record.getMessage().split("\n")[0]
+    record.args, record.exc_info, record.exc_text = None, None, None
     return True
 
 

@@ -3,10 +3,22 @@
 Nothing else in devportal opens a connection to the API. The access token lives only in the
 session's default headers; it never enters a URL, a log line, an exception or a returned value.
 
-Retry policy (tenacity): 429 (honouring `Retry-After`, capped), 5xx, connection errors, timeouts,
-and bodies that are not the JSON the endpoint promises (truncated, malformed, HTML) are retried
-with exponential backoff and full jitter, bounded by `max_attempts` and `max_wait_s` in total.
-401/403/404/422 are answers, not accidents: they raise at once with a one-line cause.
+Bounds: one attempt (connect, headers, the body, same-origin redirects) has one deadline,
+`timeout_s` from its start: connecting and each read wait at most what is left of it, and the
+body is read in chunks against it, so a body dripping one byte a second times out like a
+silent server. (A server dripping its status line and headers is bounded per read only.)
+One `get_json()` (all attempts and the sleeps between them) takes at most `max_wait_s`: each
+attempt gets min(`timeout_s`, what is left) and a sleep that does not fit in what is left ends
+the retries at once, with a message that says what happened (attempts, time, the last answer).
+
+Retry policy (tenacity): 429 (honouring `Retry-After`, shortened to `retry_after_cap_s`), 5xx,
+connection errors, timeouts, and bodies that are not the JSON the endpoint promises (truncated,
+malformed, HTML) are retried with exponential backoff and full jitter, bounded by `max_attempts`
+and `max_wait_s`. 401/403/404/422 are answers, not accidents: they raise at once with a one-line
+cause.
+
+Redirects: followed by this module, not by requests, and only on the configured origin (a few
+hops at most); a redirect to another origin is refused before anything is sent there.
 
 Pagination: page 1 tells `last_page`; pages 2..last are fetched by a bounded pool of workers
 sharing the session, in order, with a bounded number in flight so memory stays flat. Without a
@@ -16,27 +28,23 @@ usable `last_page` the pager follows `next_page_url` one page at a time.
 from __future__ import annotations
 
 import email.utils
+import http.client
 import ipaddress
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import orjson
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    stop_after_delay,
-    wait_random_exponential,
-)
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_random_exponential
 
 from devportal.errors import ApiError, ConfigError
 
@@ -48,10 +56,21 @@ USER_ACCOUNTS_PATH = "/api/v1/developer/users/{user_id}"
 
 TOKEN_HINT = "set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token in .dlt/secrets.toml"
 
+MAX_REDIRECTS = 5  # same-origin hops followed within one attempt
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+READ_CHUNK = 256 * 1024  # one socket read at most; the deadline is checked between reads
+
 
 @dataclass(frozen=True)
 class ClientConfig:
-    """How to reach the API and how hard to try. Secrets: only `access_token`."""
+    """How to reach the API and how hard to try. Secrets: only `access_token`.
+
+    `timeout_s`: one attempt in total (connect, headers, body, same-origin redirects).
+    `max_attempts`, `max_wait_s`: one `get_json()` in total, attempts and sleeps included; a
+    sleep that does not fit in what is left of `max_wait_s` ends the retries at once.
+    `retry_after_cap_s`: the longest sleep on a server's `Retry-After` (a longer ask is
+    shortened to it, then it too must fit in what is left of `max_wait_s`).
+    """
 
     base_url: str
     access_token: str = field(repr=False)
@@ -173,10 +192,10 @@ def server_time(headers: Mapping[str, str]) -> datetime | None:
     return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
 
 
-def _error_message(resp: requests.Response) -> str:
+def _error_message(resp: requests.Response, content: bytes) -> str:
     """The server's own `message` (and first field error) if it sent JSON, else the reason."""
     try:
-        body = orjson.loads(resp.content)
+        body = orjson.loads(content)
     except orjson.JSONDecodeError:
         return resp.reason or f"HTTP {resp.status_code}"
     if not isinstance(body, dict):
@@ -190,12 +209,100 @@ def _error_message(resp: requests.Response) -> str:
     return message[:300]
 
 
+def clean_token(token: str) -> str:
+    """The token without surrounding whitespace (a file read with $(cat ...) ends in CR/LF).
+
+    Whatever is left must be one header-safe word; the message names the problem, never the
+    token.
+    """
+    token = (token or "").strip()
+    if not token:
+        raise ConfigError(f"no access token: {TOKEN_HINT}")
+    if token.isascii() and token.isprintable() and " " not in token:
+        return token
+    if any(ch in token for ch in "\r\n\v\f\x85\u2028\u2029"):
+        problem = "a line break"
+    elif any(ch.isspace() for ch in token):
+        problem = "a space or tab"
+    elif not token.isprintable():
+        problem = "a control character"
+    else:
+        problem = "a non-ASCII character"
+    raise ConfigError(
+        f"the access token contains {problem} inside it (surrounding whitespace is ignored); "
+        f"copy the token again as one line: {TOKEN_HINT}"
+    )
+
+
+def _secs(seconds: float) -> str:
+    """Seconds for messages: 3600s, 12s, 1.5s, 0.05s."""
+    return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.2g}s"
+
+
+class _Budget:
+    """One `get_json()`: its deadline (`max_wait_s`), its attempts, and why it stopped."""
+
+    def __init__(self, config: ClientConfig) -> None:
+        self.config = config
+        self.started = time.monotonic()
+        self.deadline = self.started + config.max_wait_s
+        self.attempts = 0
+        self.why_stopped = ""
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def start_attempt(self) -> tuple[float, str]:
+        """The next attempt's deadline: `timeout_s` from now or the budget's end, the earlier."""
+        self.attempts += 1
+        own = time.monotonic() + self.config.timeout_s
+        if own <= self.deadline:
+            return own, "timeout_s"
+        return self.deadline, "what was left of max_wait_s"
+
+    def stop(self, state: RetryCallState) -> bool:
+        """Tenacity stop: attempts used up, or the next sleep does not fit in what is left.
+
+        Records `why_stopped`: the last answer and what ended the retries, with the fix.
+        """
+        exc = state.outcome.exception() if state.outcome else None
+        budget = f"the {_secs(self.config.max_wait_s)} retry budget (max_wait_s)"
+        later = "try again later or raise max_wait_s"
+        if state.attempt_number >= self.config.max_attempts:
+            self.why_stopped = (
+                f"{exc}; the API may be down or overloaded: try again later or raise max_attempts"
+            )
+            return True
+        left, sleep = self.left(), state.upcoming_sleep
+        if left <= 0:
+            self.why_stopped = f"{exc}; {budget} is spent: the API may be down or slow, {later}"
+            return True
+        if sleep < left:
+            return False
+        if left < self.config.max_wait_s - 0.5:
+            budget = f"the {_secs(left)} left of {budget}"
+        asked = exc.retry_after if isinstance(exc, RetryableError) else None
+        if asked is not None:
+            shortened = (
+                f" even shortened to {_secs(sleep)} (retry_after_cap_s)" if sleep < asked else ""
+            )
+            self.why_stopped = (
+                f"{exc}, server asked to wait {_secs(asked)} (Retry-After), more than {budget}"
+                f"{shortened}: {later}"
+            )
+        else:
+            self.why_stopped = (
+                f"{exc}; the next retry in {_secs(sleep)} would not fit in {budget}: "
+                f"the API may be down, {later}"
+            )
+        return True
+
+
 class ApiClient:
     """A Developer API client. Thread-safe for concurrent GETs; close() when done."""
 
     def __init__(self, config: ClientConfig) -> None:
-        if not config.access_token:
-            raise ConfigError(f"no access token: {TOKEN_HINT}")
+        config = replace(config, access_token=clean_token(config.access_token))
         self.config = config
         self.base_url = check_base_url(config.base_url, config.allow_insecure_remote)
         self.stats = ClientStats()
@@ -239,50 +346,68 @@ class ApiClient:
         """GET and parse JSON with the retry policy.
 
         Returns `check(body, headers)` (default: `(body, headers)`). `check` runs inside the
-        retry loop, so a body of the wrong shape (RetryableError) is fetched again.
+        retry loop, so a body of the wrong shape (RetryableError) is fetched again. Each attempt
+        is bounded by `timeout_s` in total, the whole call by `max_wait_s` (see `_Budget`).
         """
         url = self.url(path_or_url)
         self._check_same_origin(url)
+        budget = _Budget(self.config)
         retrying = Retrying(
             retry=retry_if_exception_type(RetryableError),
-            stop=stop_after_attempt(self.config.max_attempts)
-            | stop_after_delay(self.config.max_wait_s),
+            stop=budget.stop,
             wait=self._wait,
             before_sleep=self._before_sleep,
             reraise=True,
         )
         try:
-            return retrying(self._get_once, url, params, check)
+            return retrying(self._get_once, url, params, check, budget)
         except RetryableError as err:
+            attempts = budget.attempts
+            spent = time.monotonic() - budget.started
             raise ApiError(
-                f"GET {_display(url, params)} still failing after {self.config.max_attempts} "
-                f"attempts or {self.config.max_wait_s:.0f}s: {err}; the API may be down, "
-                "try again later (nothing partial was loaded)"
+                f"GET {_display(url, params)} still failing after {attempts} "
+                f"attempt{'s' if attempts != 1 else ''} in {spent:.1f}s, last: "
+                f"{budget.why_stopped or err} (nothing partial was loaded)"
             ) from None
 
     def _check_same_origin(self, url: str) -> None:
         # Page URLs come from the server; the token must not follow them to another host.
-        base, target = urlsplit(self.base_url), urlsplit(url)
-        if (base.scheme, base.netloc) != (target.scheme, target.netloc):
+        foreign = self._foreign_origin(url)
+        if foreign:
             raise ApiError(
-                f"the API sent a page URL on another origin ({target.scheme}://{target.netloc}); "
+                f"the API sent a page URL on another origin ({foreign}); "
                 "refusing to send the access token there"
             )
+
+    def _foreign_origin(self, url: str) -> str | None:
+        """`scheme://host:port` of `url` if it is not the configured origin, else None."""
+        base, target = urlsplit(self.base_url), urlsplit(url)
+        if (base.scheme, base.netloc) == (target.scheme, target.netloc):
+            return None
+        return f"{target.scheme}://{target.netloc}" if target.netloc else repr(url[:100])
 
     def _get_once(
         self,
         url: str,
         params: Mapping[str, Any] | None,
         check: Callable[[Any, Mapping[str, str]], Any] | None,
+        budget: _Budget,
     ) -> Any:
-        try:
-            resp = self.session.get(url, params=params, timeout=self.config.timeout_s)
-            content = resp.content  # reads the whole body: a reset mid-body raises here
-        except requests.Timeout:
-            raise RetryableError("timeout") from None
-        except requests.RequestException as err:
-            raise RetryableError(f"connection error ({type(err).__name__})") from None
-        self.stats.count_request(len(content))
+        started = time.monotonic()
+        deadline, bound = budget.start_attempt()
+        target, query = url, params
+        for _hop in range(MAX_REDIRECTS + 1):
+            resp, content = self._fetch(
+                target, query, deadline, f"{deadline - started:.1f}s, {bound}"
+            )
+            if resp.status_code not in REDIRECT_STATUSES:
+                break
+            target, query = self._redirect_target(url, params, resp), None
+        else:
+            raise ApiError(
+                f"GET {_display(url, params)} was redirected more than {MAX_REDIRECTS} times "
+                "on the API's own origin; check base_url"
+            )
         status = resp.status_code
         if status == 429:
             raise RetryableError(
@@ -302,10 +427,13 @@ class ApiClient:
             raise NotFound(f"not found (404): {_display(url, params)}")
         if status == 422:
             raise ApiError(
-                f"the API rejected the request (422) {_display(url, params)}: {_error_message(resp)}"
+                f"the API rejected the request (422) {_display(url, params)}: "
+                f"{_error_message(resp, content)}"
             )
-        if status >= 400:
-            raise ApiError(f"HTTP {status} for {_display(url, params)}: {_error_message(resp)}")
+        if status >= 300:
+            raise ApiError(
+                f"HTTP {status} for {_display(url, params)}: {_error_message(resp, content)}"
+            )
         try:
             body = orjson.loads(content)
         except orjson.JSONDecodeError:
@@ -313,13 +441,67 @@ class ApiClient:
             raise RetryableError(f"{status} with {kind} ({len(content)} bytes)") from None
         return check(body, resp.headers) if check else (body, resp.headers)
 
+    def _fetch(
+        self, url: str, params: Mapping[str, Any] | None, deadline: float, bound: str
+    ) -> tuple[requests.Response, bytes]:
+        """One HTTP exchange, headers and whole body, done by `deadline` (redirects not followed).
+
+        `bound` says in the timeout message which limit the deadline came from.
+        """
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _timeout(bound)
+        try:
+            resp = self.session.get(
+                url,
+                params=params,
+                # urllib3's total: connecting and then waiting for the headers share `left`
+                timeout=urllib3.Timeout(total=left),  # type: ignore[arg-type]
+                stream=True,
+                allow_redirects=False,
+            )
+        except requests.Timeout:
+            raise _timeout(bound) from None
+        except requests.RequestException as err:
+            raise RetryableError(f"connection error ({type(err).__name__})") from None
+        try:
+            content = _read_body(resp.raw, deadline)
+        except _DeadlinePassed:
+            raise _timeout(bound) from None
+        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as err:
+            raise RetryableError(f"connection error ({type(err).__name__})") from None
+        finally:
+            resp.close()  # after a whole body: back to the pool; otherwise the socket is closed
+        self.stats.count_request(len(content))
+        return resp, content
+
+    def _redirect_target(
+        self, url: str, params: Mapping[str, Any] | None, resp: requests.Response
+    ) -> str:
+        """Where a same-origin redirect points; another origin or no Location is an ApiError."""
+        location = resp.headers.get("Location")
+        if not location or not location.strip():
+            raise ApiError(
+                f"the API answered GET {_display(url, params)} with a {resp.status_code} redirect "
+                "without a Location header; check base_url"
+            )
+        target = urljoin(resp.url, location.strip())
+        foreign = self._foreign_origin(target)
+        if foreign:
+            raise ApiError(
+                f"the API redirected GET {_display(url, params)} to another origin ({foreign}); "
+                "refused, the access token is only sent to base_url: if the API has moved, set "
+                "base_url to the new origin"
+            )
+        return target
+
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, RetryableError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.config.retry_after_cap_s)
         backoff = wait_random_exponential(
             multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s
         )(state)
-        if isinstance(exc, RetryableError) and exc.retry_after is not None:
-            return min(exc.retry_after, self.config.retry_after_cap_s)
         return float(backoff)
 
     def _before_sleep(self, state: RetryCallState) -> None:
@@ -404,6 +586,35 @@ class ApiClient:
             finally:
                 for _, fut in pending:
                     fut.cancel()
+
+
+class _DeadlinePassed(Exception):
+    """The attempt's deadline passed while its body was still arriving."""
+
+
+def _timeout(bound: str) -> RetryableError:
+    return RetryableError(f"timeout (no complete answer within {bound})")
+
+
+def _read_body(raw: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
+    """The whole (decoded) body by `deadline`: one socket read at a time, each waiting at most
+    what is left, so a server dripping bytes cannot stretch the attempt."""
+    conn = getattr(raw, "connection", None)
+    sock = getattr(conn, "sock", None)
+    chunks: list[bytes] = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _DeadlinePassed
+        if sock is not None:
+            sock.settimeout(left)
+        try:
+            chunk = raw.read1(READ_CHUNK, decode_content=True)
+        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+            raise _DeadlinePassed from None
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
 
 
 def _page_parser(number: int, path: str) -> Callable[[Any, Mapping[str, str]], Page]:

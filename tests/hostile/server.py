@@ -13,13 +13,12 @@ Each answer is decided by `respond()`; a test can replace any route with `api.ro
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from email.utils import format_datetime
 from datetime import UTC, datetime
+from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -140,9 +139,7 @@ class HostileApi:
             "to": start + len(data) if data else None,
         }
         if not self.simple_paginator:
-            body.update(
-                last_page=last, last_page_url=f"{url}?page={last}", total=len(rows)
-            )
+            body.update(last_page=last, last_page_url=f"{url}?page={last}", total=len(rows))
         return body
 
     def http_date(self) -> str:
@@ -184,7 +181,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(body[i : i + 1])
                 self.wfile.flush()
                 time.sleep(answer.drip_s)
-        except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
     # send_response writes the server's own Date; ours (possibly wrong) must be the only one

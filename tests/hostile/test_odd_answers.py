@@ -351,7 +351,7 @@ def test_a_load_that_fails_leaves_the_warehouse_as_before_and_sets_the_package_a
 
 KILL_AT_LOAD = """
 import os, sys
-import devportal.sync as s
+import devportal.pipeline as s
 from devportal.cli import main
 real = s.Snapshot.take
 def take_then_die(*a, **k):

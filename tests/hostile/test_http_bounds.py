@@ -1,0 +1,278 @@
+"""HTTP bounds against a hostile server, through the real `devportal sync`.
+
+A request is bounded in total by `timeout_s` (a dripping body cannot stretch it), a `get_json()`
+by `max_wait_s` (no sleep past it, whatever `Retry-After` says), redirects stay on the
+configured origin, and a token pasted with its line ending still works. Each failure is one
+line on stderr that says what happened, never the token, and leaves nothing partial behind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import duckdb
+import pytest
+
+from tests.hostile.conftest import CliResult, token_env
+from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
+
+ROWS = [
+    {"id": i, "service_id": 10, "status": "active", "expires_at": "2026-12-01 10:00:00"}
+    for i in range(1, 8)
+]
+
+
+def loaded(warehouse: Path) -> int:
+    """Subscription rows in the warehouse (0 when the sync never created the table)."""
+    if not warehouse.exists():
+        return 0
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        found = con.execute(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = 'devportal' AND table_name = 'subscriptions'"
+        ).fetchone()
+        if not found or not found[0]:
+            return 0
+        count = con.execute("SELECT count(*) FROM devportal.subscriptions").fetchone()
+        return int(count[0]) if count else 0
+    finally:
+        con.close()
+
+
+def error_line(r: CliResult, token: str) -> str:
+    """The one-line error of a failed run (checked: exit code, one line, no trace, no token)."""
+    assert r.code != 0, r.out
+    line = r.err.strip()
+    assert line.startswith("devportal: error: "), r.err
+    assert "\n" not in line and "Traceback" not in line, r.err
+    assert token not in r.err and token not in r.out
+    return line
+
+
+@pytest.fixture
+def warehouse(tmp_path: Path) -> Path:
+    return tmp_path / "wh" / "warehouse.duckdb"
+
+
+@pytest.fixture
+def sync_subscriptions(
+    api: HostileApi, devportal: Callable[..., CliResult], sync_args: Callable[..., list[str]]
+) -> Callable[..., tuple[CliResult, float]]:
+    """`sync_subscriptions(env)`: the real CLI syncing subscriptions; (result, seconds)."""
+
+    def run(env: dict[str, str]) -> tuple[CliResult, float]:
+        started = time.monotonic()
+        result = devportal(*sync_args("--resources", "subscriptions"), env=env)
+        return result, time.monotonic() - started
+
+    return run
+
+
+# -- 1. a request is bounded in total, the retries by max_wait_s ---------------------------------
+
+
+def test_dripping_body_times_out_after_timeout_s_in_total(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.subscriptions = ROWS
+    # about 700 bytes at one byte per 0.2 s: minutes, though no single read ever waits long
+    api.route(SUBSCRIPTIONS, lambda req: Answer(200, api.page(req, api.subscriptions), drip_s=0.2))
+    r, seconds = sync_subscriptions(token_env(api, timeout_s=1, max_attempts=2, max_wait_s=5))
+    line = error_line(r, api.token)
+    assert "still failing after 2 attempts" in line
+    assert "timeout (no complete answer within 1.0s, timeout_s)" in line
+    assert seconds < 3 * 5  # no hang: far less than the drip would take
+    assert loaded(warehouse) == 0
+
+
+def test_max_wait_s_bounds_the_attempts_even_with_a_long_timeout(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.subscriptions = ROWS
+    api.route(SUBSCRIPTIONS, lambda req: Answer(200, api.page(req, api.subscriptions), drip_s=0.2))
+    r, seconds = sync_subscriptions(token_env(api, timeout_s=60, max_attempts=8, max_wait_s=2))
+    line = error_line(r, api.token)
+    assert "still failing after 1 attempt in" in line
+    assert "what was left of max_wait_s" in line
+    assert "the 2s retry budget (max_wait_s) is spent" in line
+    assert seconds < 3 * 2
+    assert loaded(warehouse) == 0
+
+
+def test_slow_but_steady_body_within_timeout_loads(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.subscriptions = ROWS
+    api.route(
+        SUBSCRIPTIONS, lambda req: Answer(200, api.page(req, api.subscriptions), drip_s=0.0005)
+    )
+    r, _ = sync_subscriptions(token_env(api, timeout_s=8, max_wait_s=20))
+    assert r.code == 0, r.err
+    assert loaded(warehouse) == len(ROWS)
+
+
+def test_server_errors_forever_end_within_max_wait_s(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.route(SUBSCRIPTIONS, lambda req: Answer(503, {"message": "Service Unavailable"}))
+    env = token_env(
+        api, max_attempts=1000, max_wait_s=1.5, backoff_initial_s=0.05, backoff_max_s=0.4
+    )
+    r, seconds = sync_subscriptions(env)
+    line = error_line(r, api.token)
+    assert "503 server error" in line and "retry budget (max_wait_s)" in line
+    assert "max_attempts" not in line  # the budget ended it, and the message says so
+    assert 2 < api.hits(SUBSCRIPTIONS) < 1000
+    assert seconds < 3 * 1.5
+    assert loaded(warehouse) == 0
+
+
+# -- 2. Retry-After longer than the budget: stop at once and say so --------------------------------
+
+
+def test_retry_after_past_the_budget_stops_at_once(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.route(
+        SUBSCRIPTIONS,
+        lambda req: Answer(429, {"message": "Too Many Attempts."}, {"Retry-After": "3600"}),
+    )
+    env = token_env(api, max_attempts=8, max_wait_s=10, retry_after_cap_s=30)
+    r, seconds = sync_subscriptions(env)
+    line = error_line(r, api.token)
+    assert "still failing after 1 attempt in" in line
+    assert (
+        "429 rate limited, server asked to wait 3600s (Retry-After), more than the 10s retry "
+        "budget (max_wait_s) even shortened to 30s (retry_after_cap_s)"
+    ) in line
+    assert api.hits(SUBSCRIPTIONS) == 1  # no sleep, no second try
+    assert seconds < 10  # it did not wait for the cap (30 s), nor for the budget (10 s)
+    assert loaded(warehouse) == 0
+
+
+@pytest.mark.parametrize(("retry_after", "cap"), [("1", 30), ("3600", 0.2)])
+def test_retry_after_that_fits_is_honoured_and_the_sync_loads(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path, retry_after: str, cap: float
+) -> None:
+    api.subscriptions = ROWS
+    answers: Iterator[Answer] = iter(
+        [Answer(429, {"message": "Too Many Attempts."}, {"Retry-After": retry_after})]
+    )
+
+    def once_limited(req: Request) -> Answer:
+        return next(answers, None) or Answer(200, api.page(req, api.subscriptions))
+
+    api.route(SUBSCRIPTIONS, once_limited)
+    r, seconds = sync_subscriptions(token_env(api, max_wait_s=10, retry_after_cap_s=cap))
+    assert r.code == 0, r.err
+    assert loaded(warehouse) == len(ROWS)
+    assert seconds < 10
+
+
+# -- 3. redirects stay on the configured origin ----------------------------------------------------
+
+
+@pytest.fixture
+def foreign() -> Iterator[HostileApi]:
+    """Another origin, with the same data: loading from it would look like success."""
+    with HostileApi() as server:
+        server.subscriptions = ROWS
+        yield server
+
+
+def test_redirect_to_another_origin_is_refused_and_no_token_leaves(
+    api: HostileApi, foreign: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.subscriptions = ROWS
+    api.route(
+        SUBSCRIPTIONS,
+        lambda req: Answer(
+            302, b"", {"Location": f"{foreign.base_url}{SUBSCRIPTIONS}?{urlencode(req.query)}"}
+        ),
+    )
+    r, _ = sync_subscriptions(token_env(api, max_attempts=3))
+    line = error_line(r, api.token)
+    assert f"redirected GET {SUBSCRIPTIONS}" in line
+    assert f"to another origin ({foreign.base_url})" in line
+    assert "access token rejected" not in line
+    assert not any(api.token in str(req.headers) for req in foreign.requests)
+    assert foreign.requests == []  # nothing at all went there
+    assert api.hits(SUBSCRIPTIONS) == 1  # an answer, not an accident: not retried
+    assert loaded(warehouse) == 0
+
+
+def test_redirect_without_location_is_an_error(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.route(SUBSCRIPTIONS, lambda req: Answer(307, b""))
+    r, _ = sync_subscriptions(token_env(api))
+    line = error_line(r, api.token)
+    assert "307 redirect without a Location header" in line
+    assert loaded(warehouse) == 0
+
+
+def test_same_origin_redirect_is_followed_and_loads(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.subscriptions = ROWS
+    moved = "/api/v2/developer/subscriptions"
+    api.route(
+        SUBSCRIPTIONS,
+        lambda req: Answer(301, b"", {"Location": f"{moved}?{urlencode(req.query)}"}),
+    )
+    api.route(moved, lambda req: Answer(200, api.page(req, api.subscriptions)))
+    r, _ = sync_subscriptions(token_env(api))
+    assert r.code == 0, r.err
+    assert loaded(warehouse) == len(ROWS)
+    assert api.hits(moved) >= api.hits(SUBSCRIPTIONS) >= 3  # every page went via the redirect
+
+
+def test_redirect_loop_on_the_same_origin_ends(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.route(SUBSCRIPTIONS, lambda req: Answer(302, b"", {"Location": SUBSCRIPTIONS}))
+    r, _ = sync_subscriptions(token_env(api))
+    line = error_line(r, api.token)
+    assert "redirected more than 5 times" in line
+    assert api.hits(SUBSCRIPTIONS) == 6
+    assert loaded(warehouse) == 0
+
+
+# -- 4. the token as a file gives it: with its line ending -----------------------------------------
+
+
+@pytest.mark.parametrize("ending", ["\r\n", "\n", " \t"])
+def test_token_with_surrounding_whitespace_is_stripped_and_works(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path, ending: str
+) -> None:
+    api.subscriptions = ROWS
+    env = token_env(api)
+    env["SOURCES__DEVPORTAL__ACCESS_TOKEN"] = api.token + ending
+    r, _ = sync_subscriptions(env)
+    assert r.code == 0, r.err
+    assert loaded(warehouse) == len(ROWS)
+    assert {req.headers.get("authorization") for req in api.requests} == {f"Bearer {api.token}"}
+
+
+@pytest.mark.parametrize(
+    ("inner", "problem"),
+    [("\n", "a line break"), ("\r", "a line break"), ("\x1b", "a control character")],
+)
+def test_token_with_an_inner_line_break_is_a_config_error(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path, inner: str, problem: str
+) -> None:
+    head, tail = api.token[:10], api.token[10:]
+    env = token_env(api)
+    env["SOURCES__DEVPORTAL__ACCESS_TOKEN"] = f"{head}{inner}{tail}\r\n"
+    r, _ = sync_subscriptions(env)
+    line = error_line(r, api.token)
+    assert r.code == 2
+    assert f"the access token contains {problem}" in line
+    assert head not in line and tail not in line
+    assert api.requests == []  # refused before anything was sent
+    assert loaded(warehouse) == 0
