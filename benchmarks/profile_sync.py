@@ -39,7 +39,7 @@ WATCH: tuple[tuple[str, str], ...] = (
     ("  devportal/pipeline.py:open_pipeline", r"devportal/pipeline\.py:\d+\(open_pipeline\)$"),
     ("  devportal/sync.py:_query (pre/post SQL)", r"devportal/sync\.py:\d+\(_query\)$"),
     ("  dlt Pipeline.extract", r"dlt/pipeline/pipeline\.py:\d+\(extract\)$"),
-    ("    devportal/source.py:read_subscriptions", r"source\.py:\d+\(read_subscriptions\)$"),
+    ("    devportal/source.py:_read_verified", r"source\.py:\d+\(_read_verified\)$"),
     ("      devportal/client.py:iter_pages (waiting)", r"client\.py:\d+\(iter_pages\)$"),
     ("      devportal/transform.py:subscriptions_table", r"\(subscriptions_table\)$"),
     ("    devportal/source.py:settings_rows", r"source\.py:\d+\(settings_rows\)$"),

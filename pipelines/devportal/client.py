@@ -30,7 +30,9 @@ from __future__ import annotations
 import email.utils
 import http.client
 import ipaddress
+import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -102,12 +104,17 @@ class ClientStats:
     retries: int = 0
     bytes: int = 0
     retry_reasons: dict[str, int] = field(default_factory=dict)
+    replaced_surrogates: int = 0  # lone surrogates in answers, replaced by U+FFFD
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_request(self, nbytes: int) -> None:
         with self._lock:
             self.requests += 1
             self.bytes += nbytes
+
+    def count_replaced(self, n: int) -> None:
+        with self._lock:
+            self.replaced_surrogates += n
 
     def count_retry(self, reason: str) -> None:
         with self._lock:
@@ -190,6 +197,62 @@ def server_time(headers: Mapping[str, str]) -> datetime | None:
     except (TypeError, ValueError):
         return None
     return when.astimezone(UTC).replace(tzinfo=None) if when.tzinfo else when
+
+
+_LONG_NUMBER = re.compile(rb"\d{20,}")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def parse_json(content: bytes, status: int) -> tuple[Any, int]:
+    """A body's JSON and how many lone surrogates it held; RetryableError when it is not JSON.
+
+    orjson (fast) reads integers beyond 64 bits as floats, silently rounding them, and refuses
+    `\\udXXX` escapes that pair with nothing (valid JSON, invalid Unicode). A body with a run of
+    20 or more digits or a surrogate escape is read by the standard library instead: big
+    integers stay exact, and each lone surrogate becomes U+FFFD (no UTF-8 text can hold it),
+    counted so the run reports it. A page is never retried for a value it does hold.
+    """
+    if _LONG_NUMBER.search(content) is not None or _SURROGATE_ESCAPE.search(content) is not None:
+        try:
+            body = json.loads(content)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            return _replace_lone_surrogates(body)
+    try:
+        return orjson.loads(content), 0
+    except orjson.JSONDecodeError:
+        pass
+    kind = "truncated JSON" if content[:1] in (b"{", b"[") else "a body that is not JSON"
+    raise RetryableError(f"{status} with {kind} ({len(content)} bytes)") from None
+
+
+def _replace_lone_surrogates(body: Any) -> tuple[Any, int]:
+    """`body` with every unpaired surrogate in keys and strings replaced by U+FFFD (iterative)."""
+    replaced = 0
+
+    def fix(text: str) -> str:
+        nonlocal replaced
+        fixed, n = _LONE_SURROGATE.subn("\ufffd", text)
+        replaced += n
+        return fixed
+
+    root = [body]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        parent, key = stack.pop()
+        value = parent[key]
+        if isinstance(value, str):
+            parent[key] = fix(value)
+        elif isinstance(value, list):
+            stack.extend((value, i) for i in range(len(value)))
+        elif isinstance(value, dict):
+            if any(_LONE_SURROGATE.search(k) for k in value):
+                value = {fix(k): v for k, v in value.items()}
+                parent[key] = value
+            stack.extend((value, k) for k in value)
+    return root[0], replaced
 
 
 def _error_message(resp: requests.Response, content: bytes) -> str:
@@ -434,11 +497,9 @@ class ApiClient:
             raise ApiError(
                 f"HTTP {status} for {_display(url, params)}: {_error_message(resp, content)}"
             )
-        try:
-            body = orjson.loads(content)
-        except orjson.JSONDecodeError:
-            kind = "truncated JSON" if content[:1] in (b"{", b"[") else "a body that is not JSON"
-            raise RetryableError(f"{status} with {kind} ({len(content)} bytes)") from None
+        body, replaced = parse_json(content, status)
+        if replaced:
+            self.stats.count_replaced(replaced)
         return check(body, resp.headers) if check else (body, resp.headers)
 
     def _fetch(

@@ -135,6 +135,7 @@ class RunContext:
     mass_close_max_share: float = 0.2
     allow_mass_close: bool = False
     retire: bool = True  # False once a read cannot prove it saw the whole list
+    client_stats: Any = None  # the client's counters (lone surrogates replaced in answers)
     extra: dict[str, Any] = field(default_factory=dict)
     progress_every_s: float | None = None  # None: no page progress lines
     _last_progress: float = 0.0
@@ -584,6 +585,10 @@ def run_record_resources(ctx: RunContext) -> list[Any]:
         }
 
     def dq_rows() -> Iterator[list[dict[str, Any]]]:
+        # extracted after every data resource (fifo): the client's counts are final here
+        replaced = getattr(ctx.client_stats, "replaced_surrogates", 0)
+        if replaced:
+            ctx.dq.add_count("api", "text", "lone_surrogate_replaced", replaced, "U+FFFD")
         yield ctx.dq.records(ctx.run_id)
 
     return [

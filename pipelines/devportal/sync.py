@@ -387,13 +387,16 @@ def _run(
         mass_close_max_share=cfg.mass_close_max_share,
         allow_mass_close=cfg.allow_mass_close,
         current_ids=lambda is_test: _current_ids(pipeline, is_test),
+        client_stats=client.stats,
     )
     # The first page of the first list tells the server's clock; it becomes the history boundary.
     probe_path = SUBSCRIPTIONS_PATH if "subscriptions" in resources else USER_SETTINGS_PATH
     probe_params: dict[str, str] = {"page": "1"}
     if probe_path == SUBSCRIPTIONS_PATH and mode == "window":
         probe_params = {"start": "1970-01-01", "end": "1970-01-02"}
+    replaced = client.stats.replaced_surrogates
     _, headers = client.get_json(probe_path, probe_params)
+    client.stats.replaced_surrogates = replaced  # the page is read again: count it once
     with _Sql(pipeline) as sql:
         clock = _server_clock(headers, client.base_url, cfg.max_clock_skew_hours)
         ctx.extra["clock"] = "server" if clock is not None else "machine"

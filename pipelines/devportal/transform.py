@@ -89,6 +89,14 @@ class DataQuality:
             mine.sample_ids.extend(problem.sample_ids[:room])
             mine.sample_values.extend(problem.sample_values[:room])
 
+    def add_count(self, table: str, column: str, problem: str, n: int, sample: str) -> None:
+        """`n` occurrences at once (counted elsewhere), with one sample."""
+        found = self.problems.setdefault((table, column, problem), Problem())
+        found.count += n
+        if not found.sample_values:
+            found.sample_ids.append("-")
+            found.sample_values.append(sample)
+
     def count(self, table: str, column: str, problem: str) -> int:
         found = self.problems.get((table, column, problem))
         return found.count if found else 0

@@ -19,7 +19,7 @@ import pytest
 from devportal.pipeline import set_aside_dir
 from tests.helpers import query
 from tests.hostile.conftest import CliResult, token_env
-from tests.hostile.server import HostileApi
+from tests.hostile.server import SETTINGS, Answer, HostileApi
 
 Cli = Callable[..., CliResult]
 Args = Callable[..., list[str]]
@@ -85,7 +85,7 @@ ODD_SETTINGS: list[Any] = [
     {"a.b": 1, "a": {"b": 2}},  # a dotted key and a nested path
     {"a/b": "slash", "a~b": "tilde", "": "empty key", "ключ": "ünïcode", "emoji 🎛": [1, {"x": []}]},
     deep(200),
-    {"n": 1.5, "big": 12345678901234567890, "neg": -0.0, "t": True, "f": False, "o": {}, "l": []},
+    {"n": 1.5, "big": 2**80, "neg": -0.0, "t": True, "f": False, "o": {}, "l": [], "e": 1e300},
     {},
 ]
 
@@ -148,6 +148,32 @@ def test_settings_and_profiles_are_kept_exactly_in_a_folder_named_with_an_apostr
     )
     assert json.loads(profiles[(1001, "twitch")]) == {"id": "7", "name": "a", "Name": "b"}
     assert json.loads(profiles[(1002, "youtube")]) == {"channel_id": "UC1", "extra": {"k": None}}
+
+
+def test_big_integers_stay_exact_and_lone_surrogates_are_replaced_and_counted(
+    api: HostileApi, devportal: Cli, sync_args: Args
+) -> None:
+    page = (
+        b'{"current_page": 1, "data": [{"user": {"service": {"id": 1}}, "settings": '
+        b'{"big": 123456789012345678901234567890, "pair": "\\ud83c\\udf9b", '
+        b'"lone\\udc76": "x\\ud800y"}}], "last_page": 1, "total": 1, "per_page": 20, '
+        b'"next_page_url": null}'
+    )
+    api.route(SETTINGS, lambda req: Answer(200, page))
+    args = sync_args("--resources", "user_settings")
+    result = devportal(*args, env=token_env(api))
+    assert result.code == 0, result.err
+    stored = query(warehouse_of(args), "SELECT settings FROM devportal.user_settings")[0][0]
+    assert json.loads(stored) == {
+        "big": 123456789012345678901234567890,  # not rounded through a float
+        "pair": "\U0001f39b",  # a valid surrogate pair is one character
+        "lone\ufffd": "x\ufffdy",
+    }
+    counted = query(
+        warehouse_of(args),
+        "SELECT row_count FROM devportal.data_quality WHERE problem = 'lone_surrogate_replaced'",
+    )
+    assert counted == [(2,)]
 
 
 # -- dates, ids ------------------------------------------------------------------------------
@@ -329,6 +355,8 @@ def test_a_load_that_fails_leaves_the_warehouse_as_before_and_sets_the_package_a
     listed = devportal("packages", "--warehouse", str(warehouse))
     load_id = line.split("devportal packages discard ")[1].split("`")[0]
     assert load_id in listed.out and "NOT NULL" in listed.out
+    kept = [f for f in (set_aside_dir(warehouse) / load_id).rglob("*") if f.is_file()]
+    assert kept and not any(api.token.encode() in f.read_bytes() for f in kept)
 
     # fixed warehouse: the next sync proceeds and loads everything
     con = duckdb.connect(str(warehouse))

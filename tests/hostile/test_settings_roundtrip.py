@@ -22,18 +22,21 @@ from tests.hostile.server import HostileApi
 
 EXAMPLES = int(os.environ.get("DEVPORTAL_FUZZ_EXAMPLES", "20"))
 
+# valid Unicode: a lone surrogate (`\udc00` pairing with nothing) cannot be kept in UTF-8 text;
+# it becomes U+FFFD and is counted (test_odd_answers.py)
+text = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
 keys = st.one_of(
     st.sampled_from(
         ["theme", "Theme", "THEME", "a.b", "a", "b", "a/b", "~", "~1", "", "ключ", "🎛"]
     ),
-    st.text(max_size=6),
+    st.text(st.characters(exclude_categories=("Cs",)), max_size=6),
 )
 scalars = st.one_of(
     st.none(),
     st.booleans(),
-    st.integers(min_value=-(2**63), max_value=2**64 - 1),
+    st.integers(min_value=-(2**80), max_value=2**80),  # beyond 64 bits too
     st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=12),
+    text,
 )
 values = st.recursive(
     scalars,
