@@ -27,16 +27,20 @@ usable `last_page` the pager follows `next_page_url` one page at a time.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
+import heapq
 import http.client
 import ipaddress
 import json
 import logging
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -45,6 +49,7 @@ from urllib.parse import urljoin, urlsplit
 import orjson
 import requests
 import urllib3
+import urllib3.connection
 from requests.adapters import HTTPAdapter
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_random_exponential
 
@@ -361,6 +366,107 @@ class _Budget:
         return True
 
 
+class _HeadersWatchdog:
+    """Bounds the wait for a status line and headers in total, not per socket read.
+
+    A socket timeout bounds each read, so a server dripping its headers a byte at a time could
+    stretch one request for hours. One daemon thread (process-wide, started on first use)
+    shuts down the socket of any request still waiting for its headers at its deadline; the
+    blocked read then fails and the attempt ends as a timeout. The body has its own deadline
+    (`_read_body`).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, list[Any]]] = []
+        self._local = threading.local()
+        self._thread: threading.Thread | None = None
+        self._count = 0
+
+    @contextmanager
+    def deadline(self, when: float) -> Iterator[None]:
+        """Requests made by this thread inside the block get their headers by `when`."""
+        self._local.deadline = when
+        try:
+            yield
+        finally:
+            self._local.deadline = None
+
+    @contextmanager
+    def watching(self, sock: Any) -> Iterator[None]:
+        when = getattr(self._local, "deadline", None)
+        if when is None or sock is None:
+            yield
+            return
+        entry: list[Any] = [sock, True]
+        with self._cond:
+            self._count += 1
+            heapq.heappush(self._heap, (when, self._count, entry))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="devportal-headers-watchdog", daemon=True
+                )
+                self._thread.start()
+            if self._heap[0][2] is entry:  # earlier than what the thread waits for: wake it
+                self._cond.notify()
+        try:
+            yield
+        finally:
+            entry[1] = False  # answered in time (or failed): nothing to cut
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and not self._heap[0][2][1]:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                when, _, entry = self._heap[0]
+                left = when - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                heapq.heappop(self._heap)
+                if entry[1]:
+                    with contextlib.suppress(OSError):
+                        entry[0].shutdown(socket.SHUT_RDWR)
+
+
+_WATCHDOG = _HeadersWatchdog()
+
+
+class _WatchedHTTPConnection(urllib3.connection.HTTPConnection):
+    def getresponse(self) -> Any:  # type: ignore[override]
+        with _WATCHDOG.watching(self.sock):
+            return super().getresponse()
+
+
+class _WatchedHTTPSConnection(urllib3.connection.HTTPSConnection):
+    def getresponse(self) -> Any:  # type: ignore[override]
+        with _WATCHDOG.watching(self.sock):
+            return super().getresponse()
+
+
+class _WatchedHTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _WatchedHTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+class _Adapter(HTTPAdapter):
+    """requests' adapter whose connections are watched while they wait for headers."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {
+            "http": _WatchedHTTPPool,
+            "https": _WatchedHTTPSPool,
+        }
+
+
 class ApiClient:
     """A Developer API client. Thread-safe for concurrent GETs; close() when done."""
 
@@ -370,9 +476,7 @@ class ApiClient:
         self.base_url = check_base_url(config.base_url, config.allow_insecure_remote)
         self.stats = ClientStats()
         self.session = requests.Session()
-        adapter = HTTPAdapter(
-            pool_connections=1, pool_maxsize=max(1, config.workers), max_retries=0
-        )
+        adapter = _Adapter(pool_connections=1, pool_maxsize=max(1, config.workers), max_retries=0)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.session.headers.update(
@@ -513,17 +617,20 @@ class ApiClient:
         if left <= 0:
             raise _timeout(bound)
         try:
-            resp = self.session.get(
-                url,
-                params=params,
-                # urllib3's total: connecting and then waiting for the headers share `left`
-                timeout=urllib3.Timeout(total=left),  # type: ignore[arg-type]
-                stream=True,
-                allow_redirects=False,
-            )
+            with _WATCHDOG.deadline(deadline):
+                resp = self.session.get(
+                    url,
+                    params=params,
+                    # urllib3's total bounds connecting and each read; the watchdog the total
+                    timeout=urllib3.Timeout(total=left),  # type: ignore[arg-type]
+                    stream=True,
+                    allow_redirects=False,
+                )
         except requests.Timeout:
             raise _timeout(bound) from None
         except requests.RequestException as err:
+            if time.monotonic() >= deadline:  # the watchdog cut a request dripping its headers
+                raise _timeout(bound) from None
             raise RetryableError(f"connection error ({type(err).__name__})") from None
         try:
             content = _read_body(resp.raw, deadline)

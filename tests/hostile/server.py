@@ -35,6 +35,7 @@ class Answer:
     body: bytes | Any = b""
     headers: dict[str, str] = field(default_factory=dict)
     drip_s: float | None = None  # send the body one byte every `drip_s` seconds
+    drip_head_s: float | None = None  # the same for the status line and headers
 
     def payload(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -165,6 +166,9 @@ class _Handler(BaseHTTPRequestHandler):
         )
         answer = self.api.respond(req)
         body = answer.payload()
+        if answer.drip_head_s is not None:
+            self._drip_head(answer, body)
+            return
         self.send_response(answer.status)
         self.send_header("Date", self.api.http_date())
         self.send_header("Content-Type", "application/json")
@@ -183,6 +187,23 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(answer.drip_s)
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _drip_head(self, answer: Answer, body: bytes) -> None:
+        head = (
+            f"HTTP/1.1 {answer.status} OK\r\nDate: {self.api.http_date()}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            + "".join(f"X-Padding-{i}: {'x' * 20}\r\n" for i in range(20))
+            + "\r\n"
+        ).encode()
+        self.close_connection = True
+        try:
+            for i in range(len(head)):
+                self.wfile.write(head[i : i + 1])
+                self.wfile.flush()
+                time.sleep(answer.drip_head_s or 0)
+            self.wfile.write(body)
+        except (TimeoutError, BrokenPipeError, ConnectionResetError):
+            pass
 
     # send_response writes the server's own Date; ours (possibly wrong) must be the only one
     def send_response(self, code: int, message: str | None = None) -> None:

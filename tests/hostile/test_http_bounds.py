@@ -90,6 +90,22 @@ def test_dripping_body_times_out_after_timeout_s_in_total(
     assert loaded(warehouse) == 0
 
 
+def test_dripping_status_line_and_headers_time_out_after_timeout_s_in_total(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+) -> None:
+    api.subscriptions = ROWS
+    # about 700 bytes of head at one byte per 0.2 s: each read is quick, the whole is minutes
+    api.route(
+        SUBSCRIPTIONS, lambda req: Answer(200, api.page(req, api.subscriptions), drip_head_s=0.2)
+    )
+    r, seconds = sync_subscriptions(token_env(api, timeout_s=1, max_attempts=2, max_wait_s=5))
+    line = error_line(r, api.token)
+    assert "still failing after 2 attempts" in line
+    assert "timeout (no complete answer within 1.0s, timeout_s)" in line
+    assert seconds < 3 * 5
+    assert loaded(warehouse) == 0
+
+
 def test_max_wait_s_bounds_the_attempts_even_with_a_long_timeout(
     api: HostileApi, sync_subscriptions: Any, warehouse: Path
 ) -> None:
