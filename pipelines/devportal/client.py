@@ -437,13 +437,13 @@ _WATCHDOG = _HeadersWatchdog()
 
 
 class _WatchedHTTPConnection(urllib3.connection.HTTPConnection):
-    def getresponse(self) -> Any:  # type: ignore[override]
+    def getresponse(self) -> Any:
         with _WATCHDOG.watching(self.sock):
             return super().getresponse()
 
 
 class _WatchedHTTPSConnection(urllib3.connection.HTTPSConnection):
-    def getresponse(self) -> Any:  # type: ignore[override]
+    def getresponse(self) -> Any:
         with _WATCHDOG.watching(self.sock):
             return super().getresponse()
 
