@@ -8,13 +8,15 @@ Tables written (dataset `devportal`):
 - `user_accounts` and `user_account_profiles` (merge on `user_id`; 404 -> status `missing`).
 - `sync_runs` (one row per run) and `data_quality` (one row per problem kind per run).
 
-A *sweep* reads the whole list and is verified before anything reaches dlt: every page must
-report the same `total`, and the unique ids read must equal it. Rows are spooled to a local Arrow
-file while paging (memory stays flat) and only a verified sweep is handed to dlt; if the list
+A *sweep* reads the whole list and is checked before anything reaches dlt: every page must
+report the same `total`, and the unique ids read plus the rows set aside for lacking an id must
+equal it. Rows are spooled to a local Arrow file while paging (memory stays flat); if the list
 moved while paging, the sweep is read again, and after `sweep_attempts` the run fails having
-loaded nothing. A sweep retires (closes) the versions of ids the list no longer holds, within the
-partitions it read (live, and test with `include_test`). A *window* read (`start`/`end`) only
-ever closes versions of ids it read.
+loaded nothing. A verified sweep retires (closes) the versions of ids the list no longer holds,
+within the partitions it read (live, and test with `include_test`), unless that would close more
+than `mass_close_max_share` of the current rows (refused unless allowed). A sweep whose pages
+carry no `total` cannot be verified: its rows load, nothing is retired. A *window* read
+(`start`/`end`) only ever closes versions of ids it read.
 """
 
 from __future__ import annotations
