@@ -343,6 +343,8 @@ def test_a_load_that_fails_leaves_the_warehouse_as_before_and_sets_the_package_a
     con.execute("ALTER TABLE devportal.user_settings ALTER COLUMN settings SET NOT NULL")
     con.close()
     before = dump(warehouse)
+    state_file = warehouse.parent / ".warehouse.dlt" / "devportal" / "state.json"
+    cursor = json.loads(state_file.read_text())["sources"]["devportal_sync"]["window_cursor"]
     api.subscriptions[0]["status"] = "canceled"
     api.subscriptions.append(subscription(6))
     api.settings[0]["settings"] = None
@@ -352,6 +354,9 @@ def test_a_load_that_fails_leaves_the_warehouse_as_before_and_sets_the_package_a
     assert "warehouse is as it was before the run" in line
     assert "devportal packages discard" in line
     assert dump(warehouse) == before  # subscriptions and sync_runs included: nothing partial
+    # dlt's local state is rewound too: a later --window starts where the last loaded run did
+    state = json.loads(state_file.read_text())
+    assert state["sources"]["devportal_sync"]["window_cursor"] == cursor
     listed = devportal("packages", "--warehouse", str(warehouse))
     load_id = line.split("devportal packages discard ")[1].split("`")[0]
     assert load_id in listed.out and "NOT NULL" in listed.out
