@@ -52,7 +52,8 @@ from devportal.pipeline import (
 
 log = logging.getLogger("devportal.models")
 
-SQL_DIR = Path(__file__).resolve().parents[2] / "sql"
+# package data (a link to the repository's sql/ in a checkout, real files in a wheel)
+SQL_DIR = Path(__file__).parent / "sql"
 LAYERS = ("staging", "marts")
 SCHEMA = "analytics"
 RAW_SCHEMA = DATASET

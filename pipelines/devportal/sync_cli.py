@@ -15,7 +15,8 @@ from devportal.pipeline import DEFAULT_WAREHOUSE, RESOURCES, pipelines_dir
 log = logging.getLogger("devportal.cli")
 
 DEMO_WAREHOUSE = "warehouse/demo.duckdb"
-DEMO_APP = Path(__file__).resolve().parents[2] / "examples" / "demo-app"
+# package data (a link to examples/demo-app in a checkout, real files in a wheel)
+DEMO_APP = Path(__file__).parent / "demo_app"
 
 
 def _date(text: str) -> datetime:
