@@ -6,13 +6,26 @@ express (files in the bundle, sizes, URLs, icon, platform history), the dlt reso
 record each distinct manifest in the `devportal` dataset, and the `devportal manifest`
 sub-command.
 
-Public entry points (imported lazily so `devportal --help` does not pay for dlt/jsonschema):
-    validate_path(path, previous_platforms=None, *, warehouse=None) -> Report
+Two layers, imports running one way (recording -> validation, never back):
+
+    validation  reader, schema, rules, report, facts, bundle, images, validate: pure, no
+                warehouse, no dlt, no duckdb; history comes in as `previous_platforms`
+    recording   tables (table names), history (reads the recorded platforms, validates
+                against them), resource (rows, dlt resources, load_manifest), cli
+
+Public entry points:
+    validate_path(path, previous_platforms=None) -> Report
     validate_document(document, bundle, *, previous_platforms=None) -> list[Finding]
+    validate_with_history(path, previous_platforms=None, *, warehouse=None, pipeline=None)
     manifest_resources(path, previous_platforms=None, *, pipeline=None) -> list[DltResource]
     resources_for_report(report) -> list[DltResource]
     load_manifest(path, warehouse) -> LoadResult
     recorded_platforms(warehouse, name) -> set[str]
+
+The validation layer is re-exported plainly. The recording layer's names are resolved on
+first use (`__getattr__`), so importing a validation module, which runs this file first, does
+not load the warehouse side; no module of the package imports a name from this file, so
+neither way makes a cycle.
 """
 
 from __future__ import annotations
@@ -20,25 +33,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from devportal.manifest.reader import ManifestUnreadable
+from devportal.manifest.report import Finding, Report
+from devportal.manifest.validate import validate_document, validate_path
+
 if TYPE_CHECKING:
-    from devportal.manifest.history import recorded_platforms
-    from devportal.manifest.reader import ManifestUnreadable
-    from devportal.manifest.report import Finding, Report
+    from devportal.manifest.history import recorded_platforms, validate_with_history
     from devportal.manifest.resource import (
         LoadResult,
         load_manifest,
         manifest_resources,
         resources_for_report,
     )
-    from devportal.manifest.validate import validate_document, validate_path
 
-_EXPORTS = {
-    "Finding": "devportal.manifest.report",
-    "Report": "devportal.manifest.report",
-    "ManifestUnreadable": "devportal.manifest.reader",
-    "validate_document": "devportal.manifest.validate",
-    "validate_path": "devportal.manifest.validate",
+_RECORDING = {
     "recorded_platforms": "devportal.manifest.history",
+    "validate_with_history": "devportal.manifest.history",
     "LoadResult": "devportal.manifest.resource",
     "load_manifest": "devportal.manifest.resource",
     "manifest_resources": "devportal.manifest.resource",
@@ -56,11 +66,12 @@ __all__ = [
     "resources_for_report",
     "validate_document",
     "validate_path",
+    "validate_with_history",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
+    module = _RECORDING.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)

@@ -3,6 +3,9 @@
 Exit codes: 0 valid (warnings allowed), 1 the manifest has errors, 2 the input is unreadable
 (raised as `ManifestUnreadable`, printed by devportal.cli as one line). `load` records a
 manifest with errors too (findings included, so analysts see broken releases) and then exits 1.
+
+Part of the recording layer: `validate --warehouse` reads the history (history.py) and passes
+it into validation; `load` goes through resource.py.
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from devportal.manifest.history import validate_with_history
 from devportal.manifest.report import Finding, Report
+from devportal.manifest.resource import load_manifest
+from devportal.pipeline import DEFAULT_WAREHOUSE
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    from devportal.pipeline import DEFAULT_WAREHOUSE
-
     parser = sub.add_parser(
         "manifest",
         help="validate an app's manifest.json or record it in the warehouse",
@@ -67,9 +71,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run_validate(args: argparse.Namespace) -> int:
-    from devportal.manifest.validate import validate_path
-
-    report = validate_path(args.path, warehouse=args.warehouse)
+    report = validate_with_history(args.path, warehouse=args.warehouse)
     print_report(report, as_json=args.json)
     return 0 if report.ok else 1
 
@@ -82,8 +84,6 @@ def load_and_report(path: str | Path, warehouse: str | Path, *, as_json: bool = 
     """Load PATH into WAREHOUSE and print the findings and a summary line (also used by
     `devportal sync --manifest`). Returns the exit code: 0 recorded valid, 1 recorded with
     errors; unreadable input raises `ManifestUnreadable` (exit 2) before anything is written."""
-    from devportal.manifest.resource import load_manifest
-
     result = load_manifest(path, warehouse)
     report = result.report
     print_report(report, as_json=as_json)

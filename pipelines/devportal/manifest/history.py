@@ -1,4 +1,6 @@
-"""Platforms of the versions of an app already recorded in the warehouse (platform removal).
+"""Platforms of the versions of an app already recorded in the warehouse (platform removal),
+and validation against them (recording layer: reads the warehouse, passes the history into
+the pure validation of validate.py).
 
 "Live" is approximated by "recorded without errors": a version recorded with errors was
 rejected by this validator and could not have shipped, so a platform it happened to list does
@@ -12,11 +14,16 @@ tables yet, simply has no history. The file is opened through `devportal.models.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from devportal.errors import DevportalError
-from devportal.manifest.resource import MANIFESTS, PLATFORMS
+from devportal.manifest.reader import ManifestInput, read_manifest
+from devportal.manifest.report import Report
+from devportal.manifest.tables import MANIFESTS, PLATFORMS
+from devportal.manifest.validate import validate_manifest
+from devportal.models import locate_warehouse, open_duckdb
 from devportal.pipeline import DATASET
 
 _HISTORY_SQL = """
@@ -35,8 +42,6 @@ def recorded_platforms(
     warehouse: str | Path, name: str, *, exclude_hash: str | None = None
 ) -> set[str]:
     """Platforms of error-free versions of app NAME in the DuckDB file WAREHOUSE."""
-    from devportal.models import locate_warehouse, open_duckdb
-
     # One-line errors for a path that cannot be a warehouse; the name check is for writers
     # (this reader qualifies every table with its catalog).
     path = locate_warehouse(warehouse, check_name=False)
@@ -72,7 +77,7 @@ def recorded_platforms(
 def pipeline_platforms(pipeline: Any, name: str, *, exclude_hash: str | None = None) -> set[str]:
     """Same as `recorded_platforms`, through the dlt pipeline's own SQL client (any SQL
     destination, not only a DuckDB file)."""
-    from dlt.destinations.exceptions import DatabaseUndefinedRelation
+    from dlt.destinations.exceptions import DatabaseUndefinedRelation  # deferred: dlt is heavy
 
     with pipeline.sql_client() as client:
         sql = _HISTORY_SQL.format(
@@ -86,3 +91,39 @@ def pipeline_platforms(pipeline: Any, name: str, *, exclude_hash: str | None = N
         except DatabaseUndefinedRelation:
             return set()
     return {row[0] for row in rows}
+
+
+def platform_history(
+    manifest: ManifestInput,
+    *,
+    warehouse: str | Path | None = None,
+    pipeline: Any = None,
+) -> set[str] | None:
+    """Platforms recorded for MANIFEST's app by other versions, read through PIPELINE (its
+    destination) or else from the DuckDB file WAREHOUSE. None, the platform-removal check
+    skipped, when neither is given or the manifest has no string name."""
+    name = manifest.document.get("name")
+    if not isinstance(name, str):
+        return None
+    if pipeline is not None:
+        return pipeline_platforms(pipeline, name, exclude_hash=manifest.content_hash)
+    if warehouse is not None:
+        return recorded_platforms(warehouse, name, exclude_hash=manifest.content_hash)
+    return None
+
+
+def validate_with_history(
+    path: str | Path,
+    previous_platforms: Collection[str] | None = None,
+    *,
+    warehouse: str | Path | None = None,
+    pipeline: Any = None,
+) -> Report:
+    """Validate the manifest at PATH; unless PREVIOUS_PLATFORMS is given, check platform
+    removal against the versions recorded through PIPELINE or in WAREHOUSE.
+
+    Raises `ManifestUnreadable` (exit code 2) when PATH is not a readable JSON object."""
+    manifest = read_manifest(path)
+    if previous_platforms is None:
+        previous_platforms = platform_history(manifest, warehouse=warehouse, pipeline=pipeline)
+    return validate_manifest(manifest, previous_platforms)

@@ -1,7 +1,9 @@
 """The warehouse record of manifests: row building, the dlt resources and `load_manifest`.
 
-Tables (dataset `devportal`), every one keyed by `content_hash` (sha256 of the manifest's raw
-bytes) so one distinct manifest content is one record however often it is loaded:
+Recording layer: validates through history.py (which passes the recorded platforms into the
+pure validation of validate.py), then builds the rows and loads them. Tables (dataset
+`devportal`, names in tables.py), every one keyed by `content_hash` (sha256 of the manifest's
+raw bytes) so one distinct manifest content is one record however often it is loaded:
 
     app_manifests                     one row per distinct manifest content (loaded_at: the
                                       latest load of it, when its findings were computed)
@@ -35,35 +37,29 @@ from typing import TYPE_CHECKING, Any
 from devportal.errors import DevportalError
 from devportal.manifest import facts
 from devportal.manifest.bundle import is_file, resolve
+from devportal.manifest.history import validate_with_history
 from devportal.manifest.images import image_size
+from devportal.manifest.reader import read_manifest
 from devportal.manifest.report import ERROR, WARNING, Report, count
 from devportal.manifest.rules import build_path_of, normalise_authorization_url
+from devportal.manifest.tables import (
+    AUTHORIZATION_URLS,
+    CLEAR_MARKER,
+    FINDINGS,
+    MANIFESTS,
+    MEDIA_DOMAINS,
+    PAGES,
+    PERMISSIONS,
+    PLATFORMS,
+    SOURCES,
+    TABLES,
+)
+from devportal.pipeline import load_whole, open_pipeline, warehouse_lock
 
 if TYPE_CHECKING:
     from dlt.extract.resource import DltResource
 
 Row = dict[str, Any]
-
-MANIFESTS = "app_manifests"
-SOURCES = "app_manifest_sources"
-PAGES = "app_manifest_pages"
-PLATFORMS = "app_manifest_platforms"
-PERMISSIONS = "app_manifest_permissions"
-AUTHORIZATION_URLS = "app_manifest_authorization_urls"
-MEDIA_DOMAINS = "app_manifest_media_domains"
-FINDINGS = "manifest_findings"
-TABLES = (
-    MANIFESTS,
-    SOURCES,
-    PAGES,
-    PLATFORMS,
-    PERMISSIONS,
-    AUTHORIZATION_URLS,
-    MEDIA_DOMAINS,
-    FINDINGS,
-)
-
-CLEAR_MARKER = "_clear_previous"
 
 
 def _column(data_type: str, *, nullable: bool = True, **hints: Any) -> dict[str, Any]:
@@ -349,28 +345,8 @@ def manifest_resources(
     history from its destination. Raises `ManifestUnreadable` (exit code 2) on unreadable
     input; a manifest with errors is still recorded, findings included.
     """
-    report = validate_for_load(path, previous_platforms, pipeline=pipeline)
+    report = validate_with_history(path, previous_platforms, pipeline=pipeline)
     return resources_for_report(report)
-
-
-def validate_for_load(
-    path: str | Path,
-    previous_platforms: Collection[str] | None = None,
-    *,
-    pipeline: Any = None,
-) -> Report:
-    from devportal.manifest.history import pipeline_platforms
-    from devportal.manifest.reader import read_manifest
-    from devportal.manifest.validate import validate_path
-
-    if previous_platforms is None and pipeline is not None:
-        manifest = read_manifest(path)
-        name = _str(manifest.document.get("name"))
-        if name is not None:
-            previous_platforms = pipeline_platforms(
-                pipeline, name, exclude_hash=manifest.content_hash
-            )
-    return validate_path(path, previous_platforms)
 
 
 @dataclass
@@ -387,11 +363,7 @@ def load_manifest(path: str | Path, warehouse: str | Path) -> LoadResult:
     version in between. A manifest with errors is recorded too: analysts see broken releases,
     and the caller decides the exit code from `report.ok`.
     """
-    from dlt.pipeline.exceptions import PipelineStepFailed
-
-    from devportal.manifest.reader import read_manifest
-    from devportal.manifest.validate import validate_path
-    from devportal.pipeline import load_whole, open_pipeline, warehouse_lock
+    from dlt.pipeline.exceptions import PipelineStepFailed  # deferred: dlt is heavy
 
     # Fail on unreadable input before touching the warehouse (no lock, no dlt folder).
     read_manifest(path)
@@ -399,7 +371,7 @@ def load_manifest(path: str | Path, warehouse: str | Path) -> LoadResult:
         with warehouse_lock(warehouse):
             # Validate first, then open the pipeline: the read-only DuckDB connection of the
             # history lookup must be closed before dlt opens the file for writing.
-            report = validate_path(path, warehouse=warehouse)
+            report = validate_with_history(path, warehouse=warehouse)
             pipeline = open_pipeline(warehouse)
             if pipeline.list_extracted_load_packages():
                 # never normalized: as in sync, discarded (its run reads its data again)

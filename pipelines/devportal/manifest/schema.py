@@ -13,11 +13,12 @@ import json
 from collections.abc import Iterator
 from functools import cache
 from importlib import resources
-from typing import Any
-
-from jsonschema import Draft202012Validator, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from devportal.manifest.report import ERROR, WARNING, Finding, pointer
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
 
 SCHEMA_FILE = "manifest.schema.json"
 
@@ -42,6 +43,8 @@ def load_schema() -> dict[str, Any]:
 
 @cache
 def validator() -> Draft202012Validator:
+    from jsonschema import Draft202012Validator  # deferred: ~0.1 s, `devportal --help` skips it
+
     return Draft202012Validator(load_schema())
 
 

@@ -1,8 +1,8 @@
 """Validation entry points: a path (file or bundle folder) or an already parsed document.
 
-Validation never needs a warehouse. The one check that depends on history, platform removal,
-takes the platforms of earlier versions as an argument; `validate_path` can look them up in a
-warehouse file for you (read-only, see history.py).
+Validation never touches a warehouse. The one check that depends on history, platform
+removal, takes the platforms of earlier versions as an argument (None: not checked); the
+recording layer (history.py) looks them up and passes them in.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from devportal.manifest.reader import read_manifest
+from devportal.manifest.reader import ManifestInput, read_manifest
 from devportal.manifest.report import Finding, Report, sort_findings
 from devportal.manifest.rules import rule_findings
 from devportal.manifest.schema import schema_findings
@@ -30,27 +30,19 @@ def validate_document(
     return sort_findings(findings)
 
 
-def validate_path(
-    path: str | Path,
-    previous_platforms: Collection[str] | None = None,
-    *,
-    warehouse: str | Path | None = None,
-) -> Report:
+def validate_path(path: str | Path, previous_platforms: Collection[str] | None = None) -> Report:
     """Validate the manifest at PATH (a `manifest.json` or the bundle folder holding it).
 
-    Raises `ManifestUnreadable` (exit code 2) when PATH is not a readable JSON object. When
-    PREVIOUS_PLATFORMS is None and WAREHOUSE is given, the platforms recorded there for the
-    same app name are used for the platform-removal check.
+    Raises `ManifestUnreadable` (exit code 2) when PATH is not a readable JSON object.
+    PREVIOUS_PLATFORMS: platforms of versions already live (None: not checked).
     """
-    manifest = read_manifest(path)
-    if previous_platforms is None and warehouse is not None:
-        name = manifest.document.get("name")
-        if isinstance(name, str):
-            from devportal.manifest.history import recorded_platforms
+    return validate_manifest(read_manifest(path), previous_platforms)
 
-            previous_platforms = recorded_platforms(
-                warehouse, name, exclude_hash=manifest.content_hash
-            )
+
+def validate_manifest(
+    manifest: ManifestInput, previous_platforms: Collection[str] | None = None
+) -> Report:
+    """The report for an already read MANIFEST (see `reader.read_manifest`)."""
     findings = validate_document(
         manifest.document, manifest.bundle, previous_platforms=previous_platforms
     )
