@@ -141,7 +141,10 @@ def test_server_errors_forever_end_within_max_wait_s(
     )
     r, seconds = sync_subscriptions(env)
     line = error_line(r, api.token)
-    assert "503 server error" in line and "retry budget (max_wait_s)" in line
+    # the last attempt gets only what is left of the budget: on a loaded machine it may time
+    # out instead of meeting the 503 again; either way the message says which
+    assert "retry budget (max_wait_s)" in line
+    assert "last: 503 server error" in line or "last: timeout" in line
     assert "max_attempts" not in line  # the budget ended it, and the message says so
     assert 2 < api.hits(SUBSCRIPTIONS) < 1000
     assert seconds < 3 * 1.5

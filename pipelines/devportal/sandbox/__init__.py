@@ -9,10 +9,12 @@ HTTP. `Sandbox` is the entry point::
                      headers={"Authorization": f"Bearer {sb.token}"})
         sb.advance(days=30)          # the simulated clock: cancel, renew, add, expire
 
-Modules: `world` (data, indexes, scripted edits, the clock), `users` (accounts, profiles,
-settings), `clock` (time formats, calendar months, rates), `app` (routing, validation, the
-pagination wrapper), `faults` (fault kinds and their deterministic draw), `server` (HTTP,
-auth, control endpoints, `Sandbox`), `cli` (`devportal sandbox`), `testing` (pytest helpers).
+Modules: `world` (the locked facade: reads, scripted edits, the clock), `store` (rows,
+indexes, cached JSON, page reads), `generate` (the seeded initial subscriptions),
+`transitions` (what the clock does to rows), `users` (accounts, profiles, settings), `clock`
+(time formats, calendar months, rates), `app` (routing, validation, the pagination wrapper),
+`faults` (fault kinds and their deterministic draw), `server` (HTTP, auth, control endpoints,
+`Sandbox`), `cli` (`devportal sandbox`), `testing` (pytest helpers).
 
 Why the stdlib `http.server.ThreadingHTTPServer` (HTTP/1.1, thread per connection) and not an
 ASGI stack: no new dependency, no event loop to host inside test processes, a thread start and

@@ -4,7 +4,9 @@ Everything inside the sandbox counts time as integer seconds since the Unix epoc
 `datetime` objects only appear at the edges (naive, meaning UTC). Integers keep a million rows
 compact (`array('q')`) and make comparisons and heap keys cheap.
 
-This module also owns `Rates`, the per-clock-step hazards that `World.advance` applies.
+This module also owns `Rates`, the per-clock-step hazards; `transitions` applies them when
+`World.advance` moves the clock. It imports nothing from the sandbox: every other module may
+import it.
 """
 
 from __future__ import annotations

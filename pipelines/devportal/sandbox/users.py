@@ -197,6 +197,27 @@ class UserBook:
         return sorted(picked, key=lambda u: u.service_id)
 
 
+def scripted_profiles(user_id: int, name: str, platforms: Sequence[str]) -> dict[str, Any]:
+    """Profiles of an account added by a test: fixed, readable values derived from the id."""
+    profiles: dict[str, Any] = {"primary": platforms[0] if platforms else "twitch"}
+    for p in platforms:
+        if p == "twitch":
+            profiles["twitch"] = {
+                "twitch_id": 10_000_000 + user_id,
+                "display_name": name,
+                "name": name.lower(),
+                "partnered": 0,
+                "icon_url": f"https://static-cdn.jtvnw.net/jtv_user_pictures/{user_id}-profile_image-300x300.png",
+                "profile_background_color": None,
+                "profile_banner_url": None,
+            }
+        elif p == "youtube":
+            profiles["youtube"] = {"id": f"UC{user_id:022d}", "title": f"{name} TV"}
+        else:
+            profiles[p] = {"id": user_id, "name": name}
+    return profiles
+
+
 def generate_users(count: int, rng: random.Random) -> UserBook:
     """`count` users with ascending, gapped service ids; ~2% extra ids are deleted accounts."""
     users: list[User] = []
