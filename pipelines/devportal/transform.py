@@ -187,21 +187,43 @@ def _text_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
-def _column(rows: Sequence[dict[str, Any]], name: str) -> list[Any]:
-    return [row.get(name) for row in rows]
-
-
 # -- subscriptions ---------------------------------------------------------------------------
 
 
-def subscriptions_table(
-    rows: Sequence[dict[str, Any]], is_test: bool, dq: DataQuality
-) -> tuple[pa.Table, np.ndarray]:
-    """One Arrow table for a batch of subscription rows, and the array of their ids.
+class _Batch:
+    """One batch of subscription rows being typed: the rows, their ids, and what was flagged."""
 
-    Rows without a usable `id` cannot be keyed: they are dropped and counted.
-    """
-    raw_ids = _column(rows, "id")
+    def __init__(self, rows: Sequence[dict[str, Any]], ids: pa.Array, dq: DataQuality) -> None:
+        self.rows = rows
+        self.ids = ids
+        self.dq = dq
+        self.n = len(rows)
+        self.flags: list[list[str]] | None = None  # per row, created on the first flag
+        self._id_list: list[int] | None = None
+
+    def column(self, name: str) -> list[Any]:
+        return [row.get(name) for row in self.rows]
+
+    def flag(self, i: int, column: str, problem: str, raw: Any) -> None:
+        """Count row `i`'s problem in the ledger and name it in the row's `dq_flags`."""
+        if self._id_list is None:
+            self._id_list = self.ids.to_pylist()
+        self.dq.add("subscriptions", column, problem, self._id_list[i], raw)
+        if self.flags is None:
+            self.flags = [[] for _ in range(self.n)]
+        self.flags[i].append(problem)
+
+    def flag_column(self) -> pa.Array:
+        if self.flags is None:
+            return pa.nulls(self.n, type=pa.string())
+        return pa.array([",".join(f) or None for f in self.flags], type=pa.string())
+
+
+def _keyed(
+    rows: Sequence[dict[str, Any]], dq: DataQuality
+) -> tuple[list[dict[str, Any]], pa.Array]:
+    """The rows that have a usable `id`, and their ids; the others are dropped and counted."""
+    raw_ids = [row.get("id") for row in rows]
     try:
         ids = pa.array(raw_ids, type=pa.int64())
         keep = None if ids.null_count == 0 else [v is not None for v in ids.to_pylist()]
@@ -209,115 +231,128 @@ def subscriptions_table(
         coerced = [to_int(v) for v in raw_ids]
         keep = [v is not None for v in coerced]
         ids = pa.array(coerced, type=pa.int64())
-    if keep is not None and not all(keep):
-        for row, ok in zip(rows, keep, strict=True):
-            if not ok:
-                dq.add("subscriptions", "id", ID_DROPPED, "?", row)
-        rows = [row for row, ok in zip(rows, keep, strict=True) if ok]
-        ids = pa.array([to_int(row.get("id")) for row in rows], type=pa.int64())
-    n = len(rows)
-    id_list: list[int] | None = None
+    if keep is None or all(keep):
+        return list(rows), ids
+    for row, ok in zip(rows, keep, strict=True):
+        if not ok:
+            dq.add("subscriptions", "id", ID_DROPPED, "?", row)
+    kept = [row for row, ok in zip(rows, keep, strict=True) if ok]
+    return kept, pa.array([to_int(row.get("id")) for row in kept], type=pa.int64())
 
-    def ident(i: int) -> int:
-        nonlocal id_list
-        if id_list is None:
-            id_list = ids.to_pylist()
-        return id_list[i]
 
-    flags: list[list[str]] = [[] for _ in range(n)] if n else []
-    flagged = False
-
-    # service_id
-    raw_service = _column(rows, "service_id")
+def _service_ids(batch: _Batch) -> pa.Array:
+    """`service_id` as BIGINT: a value that is not an integer is NULL and flagged, as is none."""
+    raw = batch.column("service_id")
     try:
-        service = pa.array(raw_service, type=pa.int64())
+        service = pa.array(raw, type=pa.int64())
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-        coerced = [to_int(v) for v in raw_service]
-        for i, (raw, val) in enumerate(zip(raw_service, coerced, strict=True)):
-            if val is None and raw is not None:
-                dq.add("subscriptions", "service_id", "invalid_service_id", ident(i), raw)
-                flags[i].append("invalid_service_id")
-                flagged = True
+        coerced = [to_int(v) for v in raw]
+        for i, (value, typed) in enumerate(zip(raw, coerced, strict=True)):
+            if typed is None and value is not None:
+                batch.flag(i, "service_id", "invalid_service_id", value)
         service = pa.array(coerced, type=pa.int64())
     if service.null_count:
-        for i, raw in enumerate(raw_service):
-            if raw is None:
-                dq.add("subscriptions", "service_id", "missing_service_id", ident(i), raw)
-                flags[i].append("missing_service_id")
-                flagged = True
+        for i, value in enumerate(raw):
+            if value is None:
+                batch.flag(i, "service_id", "missing_service_id", value)
+    return service
 
-    # status: kept verbatim; unknown or missing values are flagged, never dropped
-    raw_status = _column(rows, "status")
+
+def _statuses(batch: _Batch) -> pa.Array:
+    """`status` kept verbatim (JSON for a non-string); unknown or missing values are flagged."""
+    raw = batch.column("status")
     try:
-        status = pa.array(raw_status, type=pa.string())
+        status = pa.array(raw, type=pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        status = pa.array([None if v is None else str(v) for v in raw_status], type=pa.string())
+        status = pa.array([None if v is None else raw_text(v) for v in raw], type=pa.string())
     known = pc.is_in(status, value_set=pa.array(KNOWN_STATUSES))
     if not pc.all(known).as_py():
         for i, ok in enumerate(known.to_pylist()):
             if not ok:
-                dq.add("subscriptions", "status", "unknown_status", ident(i), raw_status[i])
-                flags[i].append("unknown_status")
-                flagged = True
+                batch.flag(i, "status", "unknown_status", raw[i])
+    return status
 
-    # expires_at: strict spec format first (vectorised), lenient ISO second, NULL + raw text last
-    raw_exp = _column(rows, "expires_at")
+
+def _expiries(batch: _Batch) -> tuple[pa.Array, pa.Array | None]:
+    """`expires_at` as TIMESTAMP and, where it could not be read, the raw text beside it.
+
+    The spec format first (vectorised), a strict second chance per value (`parse_timestamp`),
+    else NULL with the raw value kept and flagged.
+    """
+    raw = batch.column("expires_at")
     try:
-        exp_text = pa.array(raw_exp, type=pa.string())
+        text = pa.array(raw, type=pa.string())
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        exp_text = pa.array([None if v is None else str(v) for v in raw_exp], type=pa.string())
-    expires = pc.strptime(exp_text, format=EXPIRES_FORMAT, unit="us", error_is_null=True)
+        text = pa.array([None if v is None else str(v) for v in raw], type=pa.string())
+    expires = pc.strptime(text, format=EXPIRES_FORMAT, unit="us", error_is_null=True)
     # Arrow's strptime rolls impossible dates over (02-30 -> 03-01, :60 -> next minute): a value
-    # counts as parsed only if it prints back as the text it came from.
+    # counts as parsed only if it prints back as the text it came from
     # (cast + slice, not strftime: 20x faster, and strftime prints microseconds for %S)
     printed = pc.utf8_slice_codeunits(pc.cast(expires, pa.string()), 0, len("YYYY-MM-DD HH:MM:SS"))
-    exact = pc.equal(printed, exp_text)
-    if not pc.all(pc.fill_null(exact, True)).as_py():
-        expires = pc.if_else(pc.fill_null(exact, True), expires, pa.scalar(None, expires.type))
-    exp_raw_col: list[str | None] | None = None
-    if expires.null_count:
-        exp_list = expires.to_pylist()
-        exp_raw_col = [None] * n
-        for i, parsed in enumerate(exp_list):
-            if parsed is not None:
-                continue
-            raw = raw_exp[i]
-            lenient = parse_timestamp(raw)
-            if lenient is not None:
-                exp_list[i] = lenient
-                continue
-            exp_raw_col[i] = None if raw is None else raw_text(raw)[:200]
-            problem = "missing_expires_at" if raw in (None, "") else "invalid_expires_at"
-            dq.add("subscriptions", "expires_at", problem, ident(i), raw)
-            flags[i].append(problem)
-            flagged = True
-        expires = pa.array(exp_list, type=pa.timestamp("us"))
+    exact = pc.fill_null(pc.equal(printed, text), True)
+    if not pc.all(exact).as_py():
+        expires = pc.if_else(exact, expires, pa.scalar(None, expires.type))
+    if not expires.null_count:
+        return expires, None
+    parsed = expires.to_pylist()
+    raw_kept: list[str | None] = [None] * batch.n
+    for i, value in enumerate(parsed):
+        if value is not None:
+            continue
+        parsed[i] = parse_timestamp(raw[i])
+        if parsed[i] is not None:
+            continue
+        raw_kept[i] = None if raw[i] is None else raw_text(raw[i])[:200]
+        problem = "missing_expires_at" if raw[i] in (None, "") else "invalid_expires_at"
+        batch.flag(i, "expires_at", problem, raw[i])
+    return pa.array(parsed, type=pa.timestamp("us")), pa.array(raw_kept, type=pa.string())
 
-    # row version over the business columns
+
+def _row_versions(
+    ids: pa.Array,
+    service: pa.Array,
+    status: pa.Array,
+    expires: pa.Array,
+    expires_raw: pa.Array | None,
+    is_test: bool,
+) -> pa.Array:
+    """`_row_version`: splitmix64 over the business columns, vectorised (see module docstring)."""
+    n = len(ids)
     id_np = ids.to_numpy(zero_copy_only=False).astype(np.uint64)
     svc_np = service.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.uint64)
-    status_codes = pc.dictionary_encode(status.fill_null("\x00null"))
-    status_hashes = np.array(
-        [_text_hash(s) for s in status_codes.dictionary.to_pylist()], dtype=np.uint64
-    )
+    codes = pc.dictionary_encode(status.fill_null("\x00null"))
+    hashes = np.array([_text_hash(s) for s in codes.dictionary.to_pylist()], dtype=np.uint64)
     status_np = (
-        status_hashes[status_codes.indices.to_numpy(zero_copy_only=False)]
-        if n
-        else np.zeros(0, np.uint64)
+        hashes[codes.indices.to_numpy(zero_copy_only=False)] if n else np.zeros(0, np.uint64)
     )
     exp_np = (
         pc.cast(expires, pa.int64()).fill_null(-1).to_numpy(zero_copy_only=False).astype(np.uint64)
     )
-    if exp_raw_col is not None:
-        for i, raw in enumerate(exp_raw_col):
-            if raw is not None:
-                exp_np[i] = np.uint64(_text_hash(raw))
+    if expires_raw is not None:  # an unreadable value versions by its text
+        for i, text in enumerate(expires_raw.to_pylist()):
+            if text is not None:
+                exp_np[i] = np.uint64(_text_hash(text))
     h = _mix(id_np)
     for part in (svc_np, status_np, exp_np, np.full(n, 1 if is_test else 0, dtype=np.uint64)):
         h = _mix(h ^ part)
     # from_buffers: pa.array(ndarray) would import pandas (40 MB, 0.4 s) through pyarrow's shim
-    version = pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(h.view(np.int64))])
+    return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(h.view(np.int64))])
 
+
+def subscriptions_table(
+    rows: Sequence[dict[str, Any]], is_test: bool, dq: DataQuality
+) -> tuple[pa.Table, np.ndarray]:
+    """One Arrow table for a batch of subscription rows, and the array of their ids.
+
+    Rows without a usable `id` cannot be keyed: they are dropped and counted. Every other
+    column is typed by its own coercer; a value that does not fit is NULL, flagged and counted.
+    """
+    kept, ids = _keyed(rows, dq)
+    batch = _Batch(kept, ids, dq)
+    service = _service_ids(batch)
+    status = _statuses(batch)
+    expires, expires_raw = _expiries(batch)
+    n = batch.n
     table = pa.Table.from_arrays(
         [
             ids,
@@ -325,15 +360,13 @@ def subscriptions_table(
             status,
             expires,
             pa.array([is_test] * n, type=pa.bool_()),
-            pa.array(exp_raw_col if exp_raw_col is not None else [None] * n, type=pa.string()),
-            pa.array(
-                [",".join(f) or None for f in flags] if flagged else [None] * n, type=pa.string()
-            ),
-            version,
+            expires_raw if expires_raw is not None else pa.nulls(n, type=pa.string()),
+            batch.flag_column(),
+            _row_versions(ids, service, status, expires, expires_raw, is_test),
         ],
         schema=SUBSCRIPTIONS_SCHEMA,
     )
-    return table, id_np.view(np.int64)
+    return table, ids.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
 # -- user settings ---------------------------------------------------------------------------

@@ -193,6 +193,7 @@ def test_impossible_dates_are_null_with_their_raw_text_and_counted(
     api.subscriptions = [subscription(1)] + [
         subscription(i, expires_at=value) for i, value in odd.items()
     ]
+    api.subscriptions.append(subscription(8, status={"state": True}))  # not a string
     args = sync_args("--resources", "subscriptions")
     result = devportal(*args, env=token_env(api))
     assert result.code == 0, result.err
@@ -202,6 +203,7 @@ def test_impossible_dates_are_null_with_their_raw_text_and_counted(
     for i in (2, 3, 4, 5):
         assert rows[i][3] is None and rows[i][4] == odd[i]  # not moved to a neighbouring day
     assert rows[6][3] is None and json.loads(rows[6][4]) == odd[6]  # JSON, not a Python repr
+    assert json.loads(rows[8][2]) == {"state": True}  # status kept as JSON text, flagged
     counted = query(
         warehouse_of(args),
         "SELECT row_count, sample_values FROM devportal.data_quality "
