@@ -18,11 +18,6 @@ COMMAND_MODULES = (
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
+    # A module that fails to import is an error, never a silently missing command.
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name == name:  # feature not built yet
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(name).register(sub)

@@ -52,8 +52,9 @@ def recorded_platforms(
     conn = open_duckdb(path, read_only=True)
     try:
         (catalog,) = conn.execute("select current_database()").fetchone() or ("",)
-        # Three-part names: the default warehouse file is devportal.duckdb, so its catalog and
-        # the dataset schema are both called `devportal` and a two-part name is ambiguous.
+        # Three-part names: DuckDB names the catalog after the file, so a warehouse file called
+        # like the dataset (refused for writing, but a reader may be given one) would make a
+        # two-part `devportal.x` ambiguous.
         manifests, platforms = (
             ".".join(_quote(part) for part in (catalog, DATASET, table))
             for table in (MANIFESTS, PLATFORMS)
