@@ -12,9 +12,9 @@ definitions; lines of that comment starting with `@` are read by this runner:
         does, the model reads an empty relation of these columns in its place
 
 Build order comes from the SQL itself: sqlglot parses every model and each `analytics.<name>`
-it reads is a dependency (topological sort, no hand-kept list). A model reading a raw table that
-does not exist and is not declared optional is skipped with a note, and so is everything built
-on it (`analytics.app_releases` stays absent until a manifest is recorded).
+it reads is a dependency (graphlib's TopologicalSorter, no hand-kept list). A model reading a
+raw table that does not exist and is not declared optional is skipped with a note, and so is
+everything built on it (`analytics.app_releases` stays absent until a manifest is recorded).
 
 Every model is materialised as a TABLE, not a view: its numbers are frozen at build time
 together with `analytics.as_of`, so the report, the notebook and any SQL client agree until the
@@ -32,6 +32,8 @@ history. Each test is a query returning the offending rows; any row fails the te
 
 from __future__ import annotations
 
+import graphlib
+import heapq
 import logging
 import re
 import time
@@ -250,22 +252,39 @@ def load_models(sql_dir: Path | None = None) -> list[Model]:
 
 
 def order_models(models: Sequence[Model]) -> list[Model]:
-    """Dependencies first; ties broken by layer then name, so the order is stable."""
+    """Dependencies first; ties broken by layer then name, so the order is stable.
+
+    graphlib.TopologicalSorter does the sorting; of the models whose dependencies are all
+    placed, the one of lowest (layer, name) goes next. A cycle raises DevportalError naming it.
+    """
     by_name = {m.name: m for m in models}
-    waiting = {m.name: set(m.depends_on) for m in models}
     rank = {m.name: (LAYERS.index(m.layer), m.name) for m in models}
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    for name in sorted(by_name, key=rank.__getitem__):
+        sorter.add(name, *sorted(by_name[name].depends_on, key=rank.__getitem__))
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as err:
+        raise DevportalError(f"the models read each other in a cycle: {_cycle(err)}") from None
+    ready: list[tuple[tuple[int, str], str]] = []
     ordered: list[Model] = []
-    while waiting:
-        ready = sorted((n for n, deps in waiting.items() if not deps), key=rank.__getitem__)
-        if not ready:
-            cycle = ", ".join(sorted(waiting))
-            raise DevportalError(f"the models read each other in a cycle: {cycle}")
-        name = ready[0]
+    while sorter.is_active():
+        for name in sorter.get_ready():
+            heapq.heappush(ready, (rank[name], name))
+        _, name = heapq.heappop(ready)
         ordered.append(by_name[name])
-        del waiting[name]
-        for deps in waiting.values():
-            deps.discard(name)
+        sorter.done(name)
     return ordered
+
+
+def _cycle(err: graphlib.CycleError) -> str:
+    """The models in the cycle ERR found: `a, b, c (a reads b, which reads c, which reads a)`."""
+    # graphlib lists each model before the ones that read it and repeats the first at the end
+    loop: list[str] = list(reversed(err.args[1]))[:-1]
+    start = loop.index(min(loop))
+    loop = loop[start:] + loop[:start]
+    reads = ", which reads ".join([*loop[1:], loop[0]])
+    return f"{', '.join(sorted(loop))} ({loop[0]} reads {reads})"
 
 
 # -- running SQL against the warehouse ----------------------------------------------------------

@@ -1,6 +1,8 @@
 """`devportal report`: the business figures from the `analytics` models, as text or a page.
 
-Figures (live subscriptions only, all relative to `analytics.as_of`, never the wall clock):
+The figures are computed by the model `analytics.report_figures` (sql/marts/report_figures.sql,
+whose header defines each one); this module reads its one row and formats it. They are (live
+subscriptions only, all relative to `analytics.as_of`, never the wall clock):
 
 - usable subscribers now: active, and canceled but usable until `expires_at` (in grace);
 - the last full calendar month: churned, subscribers at its start, churn rate, and whether
@@ -65,45 +67,11 @@ class Report:
         return [m for s in self.sections for m in s.metrics]
 
 
-_USABLE_SQL = """
-    select
-        count(*) filter (where is_usable) as usable,
-        count(*) filter (where is_usable and status = 'active') as active,
-        count(*) filter (where is_usable and status = 'canceled') as canceled
-    from analytics.subscriptions_current
-    where not is_test
-"""
+# The figures are the model sql/marts/report_figures.sql (one row, one column per figure key);
+# the report only reads that row and formats it.
+_FIGURES_SQL = "select * from analytics.report_figures"
 
-_LAST_FULL_MONTH_SQL = """
-    select month, churned, subscribers_at_start, churn_rate, is_estimate
-    from analytics.monthly_churn
-    where is_complete
-    order by month desc
-    limit 1
-"""
-
-_EXPIRING_SQL = """
-    select
-        count(*) filter (where days_left <= 7) as within_7,
-        count(*) filter (where days_left <= 7 and not will_churn) as renewing_7,
-        count(*) filter (where days_left <= 7 and will_churn) as churning_7,
-        count(*) as within_30,
-        count(*) filter (where not will_churn) as renewing_30,
-        count(*) filter (where will_churn) as churning_30
-    from analytics.expiring_soon
-"""
-
-_LAST_30_DAYS_SQL = """
-    select
-        count(*) filter (where event_type = 'new' and not is_initial_load) as new,
-        count(*) filter (where event_type = 'canceled' and not is_initial_load) as canceled,
-        count(*) filter (where event_type = 'expired') as churned
-    from analytics.subscription_events
-    cross join analytics.as_of as clock
-    where event_at > clock.as_of - interval 30 day and event_at <= clock.as_of
-"""
-
-_REQUIRED = ("as_of", "subscriptions_current", "monthly_churn", "expiring_soon")
+_REQUIRED = ("as_of", "subscriptions_current", "monthly_churn", "expiring_soon", "report_figures")
 
 
 class _Reader:
@@ -139,9 +107,13 @@ class _Reader:
                 "run `devportal models` to rebuild them"
             ) from None
 
-    def row(self, sql: str) -> tuple[Any, ...] | None:
-        result: tuple[Any, ...] | None = self._run(sql).fetchone()
-        return result
+    def record(self, sql: str) -> dict[str, Any] | None:
+        """The first row of SQL as {column: value}, or None when it returns no row."""
+        cursor = self._run(sql)
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
 
     def frame(self, sql: str) -> Any:
         return self._run(sql).df()
@@ -154,65 +126,67 @@ def _collect(reader: _Reader) -> Report:
             f"the warehouse has no analytics.{missing[0]}: run `devportal models` "
             "(or a sync) to build the models first"
         )
-    as_of_row = reader.row("select as_of from analytics.as_of")
-    as_of = as_of_row[0] if as_of_row else None
-    usable = reader.row(_USABLE_SQL) or (0, 0, 0)
-    month = reader.row(_LAST_FULL_MONTH_SQL) or (None, None, None, None, None)
-    expiring = reader.row(_EXPIRING_SQL) or (0,) * 6
-    recent = (0, 0, 0)
-    if "subscription_events" in reader.tables:
-        recent = reader.row(_LAST_30_DAYS_SQL) or recent
-    month_label = f"{month[0]:%Y-%m}" if month[0] is not None else "none yet"
-    estimate_note = " (estimated base)" if month[4] else ""
+    figures = reader.record(_FIGURES_SQL)
+    if figures is None:
+        raise DevportalError(
+            "the warehouse's analytics.report_figures has no row: run `devportal models` "
+            "to rebuild it"
+        )
+    as_of = figures["as_of"]
+    month = figures["last_full_month"]
+    month_label = f"{month:%Y-%m}" if month is not None else "none yet"
+    estimate_note = " (estimated base)" if figures["last_full_month_is_estimate"] else ""
+
+    def metric(key: str, label: str, kind: str = "count") -> Metric:
+        return Metric(key, label, figures[key], kind)
+
     return Report(
         as_of=as_of,
         sections=[
             Section(
                 "As of",
-                [Metric("as_of", "latest successful sync (server clock)", as_of, "time")],
+                [metric("as_of", "latest successful sync (server clock)", "time")],
             ),
             Section(
                 "Usable subscribers",
                 [
-                    Metric("usable_subscribers", "usable now", usable[0]),
-                    Metric("usable_active", "active", usable[1]),
-                    Metric("usable_canceled", "canceled, usable until expiry", usable[2]),
+                    metric("usable_subscribers", "usable now"),
+                    metric("usable_active", "active"),
+                    metric("usable_canceled", "canceled, usable until expiry"),
                 ],
             ),
             Section(
                 f"Last full month: {month_label}{estimate_note}",
                 [
-                    Metric("last_full_month", "month", month[0], "month"),
-                    Metric("last_full_month_churned", "churned", month[1]),
-                    Metric(
-                        "last_full_month_subscribers_at_start", "subscribers at start", month[2]
-                    ),
-                    Metric("last_full_month_churn_rate", "churn rate", month[3], "rate"),
-                    Metric("last_full_month_is_estimate", "base is an estimate", month[4], "flag"),
+                    metric("last_full_month", "month", "month"),
+                    metric("last_full_month_churned", "churned"),
+                    metric("last_full_month_subscribers_at_start", "subscribers at start"),
+                    metric("last_full_month_churn_rate", "churn rate", "rate"),
+                    metric("last_full_month_is_estimate", "base is an estimate", "flag"),
                 ],
             ),
             Section(
                 "Expiring within 7 days",
                 [
-                    Metric("expiring_7d", "expiring", expiring[0]),
-                    Metric("expiring_7d_renewing", "renewing (active)", expiring[1]),
-                    Metric("expiring_7d_churning", "churning (canceled)", expiring[2]),
+                    metric("expiring_7d", "expiring"),
+                    metric("expiring_7d_renewing", "renewing (active)"),
+                    metric("expiring_7d_churning", "churning (canceled)"),
                 ],
             ),
             Section(
                 "Expiring within 30 days",
                 [
-                    Metric("expiring_30d", "expiring", expiring[3]),
-                    Metric("expiring_30d_renewing", "renewing (active)", expiring[4]),
-                    Metric("expiring_30d_churning", "churning (canceled)", expiring[5]),
+                    metric("expiring_30d", "expiring"),
+                    metric("expiring_30d_renewing", "renewing (active)"),
+                    metric("expiring_30d_churning", "churning (canceled)"),
                 ],
             ),
             Section(
                 "Last 30 days",
                 [
-                    Metric("new_30d", "new subscriptions", recent[0]),
-                    Metric("canceled_30d", "cancellations", recent[1]),
-                    Metric("churned_30d", "churned (expired)", recent[2]),
+                    metric("new_30d", "new subscriptions"),
+                    metric("canceled_30d", "cancellations"),
+                    metric("churned_30d", "churned (expired)"),
                 ],
             ),
         ],

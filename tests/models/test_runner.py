@@ -148,6 +148,34 @@ def test_model_files_are_checked(tmp_path: Path, files: dict[str, str], message:
         models.load_models(write_models(tmp_path, files))
 
 
+def test_a_cycle_is_one_line_naming_its_models(tmp_path: Path) -> None:
+    sql_dir = write_models(
+        tmp_path,
+        {
+            "staging/s_base.sql": "-- s_base: one row\nselect 1 as n",
+            "marts/m_a.sql": (
+                "-- m_a: x\nselect * from analytics.m_b join analytics.s_base using (n)"
+            ),
+            "marts/m_b.sql": "-- m_b: x\nselect * from analytics.m_c",
+            "marts/m_c.sql": "-- m_c: x\nselect * from analytics.m_a",
+            # reads the cycle without being part of it: not named
+            "marts/m_downstream.sql": "-- m_downstream: x\nselect * from analytics.m_a",
+        },
+    )
+    warehouse = raw_warehouse(tmp_path / "wh" / "toy.duckdb")
+    with pytest.raises(DevportalError) as caught:
+        models.build(warehouse, sql_dir=sql_dir)
+    assert str(caught.value) == (
+        "the models read each other in a cycle: m_a, m_b, m_c "
+        "(m_a reads m_b, which reads m_c, which reads m_a)"
+    )
+    # found before anything ran: the warehouse is as it was
+    assert query(
+        warehouse,
+        "select count(*) from information_schema.schemata where schema_name = 'analytics'",
+    ) == [(0,)]
+
+
 def test_failing_data_tests_are_each_named(tmp_path: Path) -> None:
     sql_dir = write_models(
         tmp_path,

@@ -1,0 +1,93 @@
+-- report_figures: the figures of `devportal report`, live subscriptions, relative to as_of.
+--
+-- Grain: exactly one row; one column per figure, named as the report's keys (JSON, CSV).
+-- `as_of`: as in as_of (the latest successful sync, server clock).
+-- `usable_subscribers`: live subscriptions usable now (subscriptions_current.is_usable);
+--   `usable_active` of them active, `usable_canceled` canceled but usable until `expires_at`.
+-- `last_full_month*`: the latest complete month of monthly_churn (`is_complete`): `month`,
+--   `churned`, `subscribers_at_start`, `churn_rate` and `is_estimate` (its base is an estimate,
+--   the month began before the first sync); all NULL while no month is complete yet.
+-- `expiring_7d*`, `expiring_30d*`: rows of expiring_soon with `days_left` <= 7, and all of
+--   them (<= 30): in total, `_renewing` (active) and `_churning` (canceled, `will_churn`).
+-- `new_30d`, `canceled_30d`: `new` / `canceled` events of subscription_events in the last 30
+--   days, (as_of - 30 days, as_of], backfill of the first sync excluded (`is_initial_load`);
+--   `churned_30d`: the `expired` events of those days (as `churned` in monthly_churn).
+--
+-- @test unique(as_of)
+-- @test not_null(usable_subscribers, usable_active, usable_canceled)
+-- @test not_null(expiring_7d, expiring_7d_renewing, expiring_7d_churning)
+-- @test not_null(expiring_30d, expiring_30d_renewing, expiring_30d_churning)
+-- @test not_null(new_30d, canceled_30d, churned_30d)
+
+with clock as (
+    select as_of
+    from analytics.as_of
+),
+
+usable as (
+    select
+        count(*) filter (where is_usable) as usable_subscribers,
+        count(*) filter (where is_usable and status = 'active') as usable_active,
+        count(*) filter (where is_usable and status = 'canceled') as usable_canceled
+    from analytics.subscriptions_current
+    where not is_test
+),
+
+last_full_month as (
+    select
+        month as last_full_month,
+        churned as last_full_month_churned,
+        subscribers_at_start as last_full_month_subscribers_at_start,
+        churn_rate as last_full_month_churn_rate,
+        is_estimate as last_full_month_is_estimate
+    from analytics.monthly_churn
+    where is_complete
+    order by month desc
+    limit 1
+),
+
+expiring as (
+    select
+        count(*) filter (where days_left <= 7) as expiring_7d,
+        count(*) filter (where days_left <= 7 and not will_churn) as expiring_7d_renewing,
+        count(*) filter (where days_left <= 7 and will_churn) as expiring_7d_churning,
+        count(*) as expiring_30d,
+        count(*) filter (where not will_churn) as expiring_30d_renewing,
+        count(*) filter (where will_churn) as expiring_30d_churning
+    from analytics.expiring_soon
+),
+
+last_30_days as (
+    select
+        count(*) filter (where event_type = 'new' and not is_initial_load) as new_30d,
+        count(*) filter (where event_type = 'canceled' and not is_initial_load) as canceled_30d,
+        count(*) filter (where event_type = 'expired') as churned_30d
+    from analytics.subscription_events
+    cross join clock
+    where event_at > clock.as_of - interval 30 day and event_at <= clock.as_of
+)
+
+select
+    clock.as_of,
+    usable.usable_subscribers,
+    usable.usable_active,
+    usable.usable_canceled,
+    last_full_month.last_full_month,
+    last_full_month.last_full_month_churned,
+    last_full_month.last_full_month_subscribers_at_start,
+    last_full_month.last_full_month_churn_rate,
+    last_full_month.last_full_month_is_estimate,
+    expiring.expiring_7d,
+    expiring.expiring_7d_renewing,
+    expiring.expiring_7d_churning,
+    expiring.expiring_30d,
+    expiring.expiring_30d_renewing,
+    expiring.expiring_30d_churning,
+    last_30_days.new_30d,
+    last_30_days.canceled_30d,
+    last_30_days.churned_30d
+from clock
+cross join usable
+cross join expiring
+cross join last_30_days
+left join last_full_month on true
