@@ -49,6 +49,7 @@ from devportal.pipeline import (
     DUCKDB_MAGIC,
     NO_EXTENSION_AUTOLOAD,
     check_warehouse_path,
+    quote_ident,
     warehouse_lock,
 )
 
@@ -290,10 +291,6 @@ def _cycle(err: graphlib.CycleError) -> str:
 # -- running SQL against the warehouse ----------------------------------------------------------
 
 
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def render(sql: str, catalog: str, stubs: Mapping[str, str] | None = None) -> str:
     """SQL with `devportal.t` / `analytics.t` qualified by CATALOG, and STUBS substituted.
 
@@ -325,9 +322,9 @@ def render(sql: str, catalog: str, stubs: Mapping[str, str] | None = None) -> st
             replacement = stubs[table]
             following = tokens[i + 3] if i + 3 < len(tokens) else None
             if following is None or following.token_type not in (TokenType.ALIAS, TokenType.VAR):
-                replacement += f" as {_quote_ident(table)}"  # keeps `table.column` readable
+                replacement += f" as {quote_ident(table)}"  # keeps `table.column` readable
         else:
-            replacement = ".".join(_quote_ident(p) for p in (catalog, schema, last.text))
+            replacement = ".".join(quote_ident(p) for p in (catalog, schema, last.text))
         pieces.append(sql[position : first.start])
         pieces.append(replacement)
         position = last.end + 1
@@ -336,7 +333,7 @@ def render(sql: str, catalog: str, stubs: Mapping[str, str] | None = None) -> st
 
 
 def _stub(columns: Sequence[tuple[str, str]]) -> str:
-    selected = ", ".join(f"cast(null as {t}) as {_quote_ident(c)}" for c, t in columns)
+    selected = ", ".join(f"cast(null as {t}) as {quote_ident(c)}" for c, t in columns)
     return f"(select {selected} where false)"
 
 
@@ -581,9 +578,9 @@ def build(
         views = _existing_views(con, catalog)
         con.execute("begin transaction")
         try:
-            con.execute(f"create schema if not exists {_quote_ident(catalog)}.{SCHEMA}")
+            con.execute(f"create schema if not exists {quote_ident(catalog)}.{SCHEMA}")
             for model in models:
-                target = ".".join(_quote_ident(p) for p in (catalog, SCHEMA, model.name))
+                target = ".".join(quote_ident(p) for p in (catalog, SCHEMA, model.name))
                 if model.name in views:  # an older build made it a view
                     con.execute(f"drop view {target}")
                 reason = _skip_reason(model, raw_tables, skipped)

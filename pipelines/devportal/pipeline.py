@@ -25,6 +25,11 @@ DUCKDB_MAGIC = b"DUCK"
 NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
 
 
+def quote_ident(name: str) -> str:
+    """A SQL identifier in double quotes (quotes doubled): any table, schema or catalog name."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def is_duckdb_file(header: bytes) -> bool:
     """Whether a file's first bytes are a DuckDB database's (empty: a new file, fine too)."""
     return not header or header[8:12] == DUCKDB_MAGIC

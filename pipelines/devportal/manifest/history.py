@@ -24,7 +24,7 @@ from devportal.manifest.report import Report
 from devportal.manifest.tables import MANIFESTS, PLATFORMS
 from devportal.manifest.validate import validate_manifest
 from devportal.models import locate_warehouse, open_duckdb
-from devportal.pipeline import DATASET
+from devportal.pipeline import DATASET, quote_ident
 
 _HISTORY_SQL = """
 select distinct p.platform
@@ -32,10 +32,6 @@ from {manifests} as m
 join {platforms} as p on p.content_hash = m.content_hash
 where m.name = {param} and m.error_count = 0 and m.content_hash <> {param}
 """
-
-
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
 
 
 def recorded_platforms(
@@ -56,7 +52,7 @@ def recorded_platforms(
         # like the dataset (refused for writing, but a reader may be given one) would make a
         # two-part `devportal.x` ambiguous.
         manifests, platforms = (
-            ".".join(_quote(part) for part in (catalog, DATASET, table))
+            ".".join(quote_ident(part) for part in (catalog, DATASET, table))
             for table in (MANIFESTS, PLATFORMS)
         )
         sql = _HISTORY_SQL.format(manifests=manifests, platforms=platforms, param="?")
