@@ -330,14 +330,19 @@ def test_a_server_clock_far_off_is_ignored_and_never_poisons_later_runs(
 # -- loads that fail: all or nothing, set aside, next sync proceeds ------------------------
 
 
-def test_a_load_that_fails_leaves_the_warehouse_as_before_and_sets_the_package_aside(
-    api: HostileApi, devportal: Cli, sync_args: Args
-) -> None:
+def first_sync(api: HostileApi, devportal: Cli, sync_args: Args) -> tuple[list[str], Path]:
+    """Five subscriptions and one user's settings, synced once into a fresh warehouse."""
     api.subscriptions = [subscription(i) for i in range(1, 6)]
     api.settings = [{"user": {"service": {"id": 1001}}, "settings": {"a": 1}}]
     args = sync_args()
-    warehouse = warehouse_of(args)
     assert devportal(*args, env=token_env(api)).code == 0
+    return args, warehouse_of(args)
+
+
+def test_a_load_that_fails_leaves_the_warehouse_as_before_and_sets_the_package_aside(
+    api: HostileApi, devportal: Cli, sync_args: Args
+) -> None:
+    args, warehouse = first_sync(api, devportal, sync_args)
 
     # the warehouse's owner added a constraint this run's settings break: that load fails,
     # after (or while) other tables of the same run load
@@ -400,11 +405,7 @@ sys.exit(main(sys.argv[1:]))
 def test_an_interrupted_package_that_cannot_load_is_set_aside_and_the_sync_proceeds(
     api: HostileApi, devportal: Cli, sync_args: Args
 ) -> None:
-    api.subscriptions = [subscription(i) for i in range(1, 6)]
-    api.settings = [{"user": {"service": {"id": 1001}}, "settings": {"a": 1}}]
-    args = sync_args()
-    warehouse = warehouse_of(args)
-    assert devportal(*args, env=token_env(api)).code == 0
+    args, warehouse = first_sync(api, devportal, sync_args)
     before = dump(warehouse)
 
     api.subscriptions[1]["status"] = "canceled"
