@@ -46,9 +46,9 @@ from typing import Any
 from devportal.errors import DevportalError, WarehouseBusy
 from devportal.pipeline import (
     DATASET,
-    DUCKDB_MAGIC,
     NO_EXTENSION_AUTOLOAD,
     check_warehouse_path,
+    not_duckdb,
     quote_ident,
     warehouse_lock,
 )
@@ -347,8 +347,6 @@ def _first_line(err: BaseException) -> str:
 # Settings of every DuckDB connection devportal opens itself (models, report, manifest history):
 # never download or load an extension behind the user's back (see pipeline.py).
 DUCKDB_CONFIG: dict[str, Any] = dict(NO_EXTENSION_AUTOLOAD)
-_DUCKDB_MAGIC = DUCKDB_MAGIC
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 _LOCK_CONFLICT = re.compile(r"could not set lock on file|conflicting lock", re.IGNORECASE)
 _LOCK_HOLDER = re.compile(
@@ -366,24 +364,6 @@ def _shown(path: str | Path) -> str:
     """PATH for a one-line message: as typed, quoted when it holds a newline or control."""
     text = str(path)
     return text if text.isprintable() else repr(text)
-
-
-def _what_is(header: bytes) -> str | None:
-    """What a file with these first bytes is, when it is not a DuckDB database (else None)."""
-    if header[8:12] == _DUCKDB_MAGIC:
-        return None
-    if not header:
-        return "an empty file"
-    if header.startswith(_SQLITE_MAGIC):
-        return "an SQLite database"
-    if b"\x00" not in header:
-        try:
-            header.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            return "a text file"
-    return "not DuckDB's file format"
 
 
 def _not_duckdb(path: Path, what: str) -> DevportalError:
@@ -432,7 +412,7 @@ def locate_warehouse(warehouse: str | Path, *, check_name: bool = True) -> Path 
             f"cannot read warehouse {_shown(path)}: {err.strerror or err}; "
             "check the file's permissions"
         ) from None
-    what = _what_is(header)
+    what = not_duckdb(header)
     if what is not None:
         raise _not_duckdb(path, what)
     return path

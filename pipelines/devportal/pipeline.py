@@ -20,6 +20,7 @@ from devportal.errors import ConfigError, DevportalError, WarehouseBusy, first_l
 
 # A DuckDB file starts with an 8-byte checksum, then this magic (every storage version).
 DUCKDB_MAGIC = b"DUCK"
+SQLITE_MAGIC = b"SQLite format 3\x00"
 # Connections devportal opens never fetch or load extensions behind the user's back: a SQLite
 # file at the warehouse path would otherwise make DuckDB try to download `sqlite_scanner`.
 NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
@@ -30,9 +31,22 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def is_duckdb_file(header: bytes) -> bool:
-    """Whether a file's first bytes are a DuckDB database's (empty: a new file, fine too)."""
-    return not header or header[8:12] == DUCKDB_MAGIC
+def not_duckdb(header: bytes) -> str | None:
+    """What a file with these first bytes is when it is not a DuckDB database, else None."""
+    if header[8:12] == DUCKDB_MAGIC:
+        return None
+    if not header:
+        return "an empty file"
+    if header.startswith(SQLITE_MAGIC):
+        return "an SQLite database"
+    if b"\x00" not in header:
+        try:
+            header.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return "a text file"
+    return "not DuckDB's file format"
 
 
 PIPELINE_NAME = "devportal"
@@ -92,9 +106,10 @@ def check_warehouse_path(warehouse: str | Path) -> Path:
                 header = f.read(16)
         except OSError as err:
             raise ConfigError(f"cannot read warehouse {path}: {err.strerror or err}") from None
-        if not is_duckdb_file(header):
+        kind = not_duckdb(header) if header else None  # an empty file becomes a new warehouse
+        if kind is not None:
             raise ConfigError(
-                f"{path} is not a DuckDB database; pass --warehouse a .duckdb file "
+                f"{path} is not a DuckDB database ({kind}); pass --warehouse a .duckdb file "
                 "(a new path creates one)"
             )
     return path
