@@ -6,7 +6,8 @@ session's default headers; it never enters a URL, a log line, an exception or a 
 Bounds: one attempt (connect, headers, the body, same-origin redirects) has one deadline,
 `timeout_s` from its start: connecting and each read wait at most what is left of it, and the
 body is read in chunks against it, so a body dripping one byte a second times out like a
-silent server. (A server dripping its status line and headers is bounded per read only.)
+silent server; a watchdog thread cuts a request still waiting for its status line and headers
+at the deadline (`_HeadersWatchdog`), so dripping headers cannot stretch an attempt either.
 One `get_json()` (all attempts and the sleeps between them) takes at most `max_wait_s`: each
 attempt gets min(`timeout_s`, what is left) and a sleep that does not fit in what is left ends
 the retries at once, with a message that says what happened (attempts, time, the last answer).
@@ -148,7 +149,7 @@ def check_base_url(base_url: str, allow_insecure_remote: bool = False) -> str:
             f"base_url {base_url!r} is not an http(s) URL; set base_url in .dlt/config.toml "
             "or pass --base-url"
         )
-    if parts.scheme == "http" and not allow_insecure_remote and not _is_loopback(parts.hostname):
+    if parts.scheme == "http" and not allow_insecure_remote and not is_loopback(parts.hostname):
         raise ConfigError(
             f"refusing to send the access token over plain http to {parts.hostname}; "
             "use https (or a loopback address for the sandbox)"
@@ -156,7 +157,7 @@ def check_base_url(base_url: str, allow_insecure_remote: bool = False) -> str:
     return base_url.strip().rstrip("/")
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
     try:
@@ -220,7 +221,7 @@ def parse_json(content: bytes, status: int) -> tuple[Any, int]:
     """
     if _LONG_NUMBER.search(content) is not None or _SURROGATE_ESCAPE.search(content) is not None:
         try:
-            body = json.loads(content)
+            body = json.loads(content, parse_constant=_not_json)
         except (ValueError, RecursionError):
             pass
         else:
@@ -231,6 +232,11 @@ def parse_json(content: bytes, status: int) -> tuple[Any, int]:
         pass
     kind = "truncated JSON" if content[:1] in (b"{", b"[") else "a body that is not JSON"
     raise RetryableError(f"{status} with {kind} ({len(content)} bytes)") from None
+
+
+def _not_json(constant: str) -> Any:
+    """NaN and Infinity: the standard library reads them, JSON (and orjson) does not."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _replace_lone_surrogates(body: Any) -> tuple[Any, int]:

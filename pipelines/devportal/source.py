@@ -134,9 +134,7 @@ class RunContext:
     seen_user_ids: set[int] = field(default_factory=set)
     # current (open) subscription ids in the warehouse for a partition (is_test), for the guard
     current_ids: Callable[[bool], np.ndarray] | None = None
-    mass_close_max_share: float = 0.2
-    allow_mass_close: bool = False
-    retire: bool = True  # False once a read cannot prove it saw the whole list
+    retire: bool = True  # False when a read could not prove it saw the whole list
     client_stats: Any = None  # the client's counters (lone surrogates replaced in answers)
     extra: dict[str, Any] = field(default_factory=dict)
     progress_every_s: float | None = None  # None: no page progress lines
@@ -301,14 +299,14 @@ def _yield_spool(spool: _Spool, ctx: RunContext) -> Iterator[pa.Table]:
             yield pa.Table.from_batches([batch], schema=transform.SUBSCRIPTIONS_SCHEMA)
 
 
-def check_mass_close(ctx: RunContext, spools: Sequence[_Spool]) -> None:
+def check_mass_close(ctx: RunContext, spools: Sequence[_Spool], cfg: DevportalConfig) -> None:
     """Refuse a sweep that would close more than `mass_close_max_share` of current rows.
 
     An API that suddenly lists a fraction of what it listed before is far more often broken
     (a wrong filter, an outage answering 200 with an empty list) than a business that lost most
     of its subscribers overnight; closing them would write that outage into the history.
     """
-    if ctx.mode != "sweep" or not ctx.retire or ctx.allow_mass_close or ctx.current_ids is None:
+    if ctx.mode != "sweep" or not ctx.retire or cfg.allow_mass_close or ctx.current_ids is None:
         return
     current_total = closing = 0
     for spool in spools:
@@ -316,11 +314,11 @@ def check_mass_close(ctx: RunContext, spools: Sequence[_Spool]) -> None:
         current_total += int(current.size)
         if current.size:
             closing += int(np.isin(current, spool.ids, invert=True).sum())
-    if current_total and closing > ctx.mass_close_max_share * current_total:
+    if current_total and closing > cfg.mass_close_max_share * current_total:
         share = closing / current_total
         raise IntegrityError(
             f"this sweep would close {closing} of {current_total} current subscriptions "
-            f"({share:.0%}, more than the {ctx.mass_close_max_share:.0%} guard): nothing was "
+            f"({share:.0%}, more than the {cfg.mass_close_max_share:.0%} guard): nothing was "
             "loaded. If the API really dropped them, run again with --allow-mass-close"
         )
 
@@ -370,8 +368,8 @@ def subscriptions_resource(
                 client, ctx, params, is_test, cfg.sweep_attempts, cfg.batch_rows, spool_dir
             )
             spools.append(spool)
-            ctx.retire = ctx.retire and spool.report.verified
-        check_mass_close(ctx, spools)
+        ctx.retire = all(spool.report.verified for spool in spools)
+        check_mass_close(ctx, spools, cfg)
     except BaseException:
         for spool in spools:
             spool.path.unlink(missing_ok=True)

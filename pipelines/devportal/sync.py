@@ -36,7 +36,7 @@ from devportal.client import (
     SUBSCRIPTIONS_PATH,
     USER_SETTINGS_PATH,
     ApiClient,
-    _is_loopback,
+    is_loopback,
     server_time,
 )
 from devportal.errors import ConfigError, DevportalError, devportal_cause, first_line
@@ -165,7 +165,7 @@ def _server_clock(headers: Any, base_url: str, max_skew_hours: float) -> datetim
     told = server_time(headers)
     if told is None or max_skew_hours <= 0:
         return told
-    if headers.get(SIMULATED_CLOCK_HEADER) and _is_loopback(urlsplit(base_url).hostname or ""):
+    if headers.get(SIMULATED_CLOCK_HEADER) and is_loopback(urlsplit(base_url).hostname or ""):
         return told
     local = datetime.now(UTC).replace(tzinfo=None)
     if abs(told - local) > timedelta(hours=max_skew_hours):
@@ -384,8 +384,6 @@ def _run(
         include_test=cfg.include_test,
         resources=resources,
         progress_every_s=PROGRESS_PERIOD.get(progress),
-        mass_close_max_share=cfg.mass_close_max_share,
-        allow_mass_close=cfg.allow_mass_close,
         current_ids=lambda is_test: _current_ids(pipeline, is_test),
         client_stats=client.stats,
     )

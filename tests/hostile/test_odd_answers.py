@@ -176,6 +176,23 @@ def test_big_integers_stay_exact_and_lone_surrogates_are_replaced_and_counted(
     assert counted == [(2,)]
 
 
+def test_nan_beside_a_big_integer_is_refused_as_not_json_in_one_line(
+    api: HostileApi, devportal: Cli, sync_args: Args
+) -> None:
+    page = (
+        b'{"current_page": 1, "data": [{"user": {"service": {"id": 1}}, "settings": '
+        b'{"big": 123456789012345678901234567890, "x": NaN}}], "last_page": 1, "total": 1}'
+    )
+    api.route(SETTINGS, lambda req: Answer(200, page))
+    result = devportal(
+        *sync_args("--resources", "user_settings"),
+        env=token_env(api, backoff_initial_s=0.01, backoff_max_s=0.02),
+    )
+    assert result.code == 1  # refused like any body that is not JSON, never a traceback
+    line = one_line_error(result)
+    assert "still failing after 2 attempts" in line and "JSON (" in line
+
+
 # -- dates, ids ------------------------------------------------------------------------------
 
 
