@@ -139,12 +139,7 @@ def to_int(value: Any) -> int | None:
 
 def raw_text(value: Any) -> str:
     """A value as the API sent it: strings verbatim, anything else as JSON (never a repr)."""
-    if isinstance(value, str):
-        return value
-    try:
-        return orjson.dumps(value).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(value, ensure_ascii=False, default=str)
+    return value if isinstance(value, str) else json_text(value)
 
 
 def parse_timestamp(value: Any) -> datetime | None:
@@ -383,9 +378,7 @@ TWITCH_FIELDS = (
 
 
 def _text_or_none(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json_text(value)
+    return None if value is None else raw_text(value)
 
 
 def json_text(value: Any) -> str:
@@ -396,8 +389,8 @@ def json_text(value: Any) -> str:
     """
     try:
         return orjson.dumps(value).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def pointer_token(key: str) -> str:
