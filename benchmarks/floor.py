@@ -13,16 +13,35 @@ import argparse
 import json
 import os
 import time
+from dataclasses import dataclass, field
 
-from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, ClientConfig
+from devportal.client import SUBSCRIPTIONS_PATH, ApiClient
 
 TOKEN_ENV = "SOURCES__DEVPORTAL__ACCESS_TOKEN"
+
+
+@dataclass(frozen=True)
+class FloorSettings:
+    """devportal's HTTP defaults (`config.DevportalConfig`), spelled out here so the floor does
+    not import dlt's configuration machinery; a test keeps the two equal."""
+
+    base_url: str
+    access_token: str = field(repr=False)
+    workers: int = 8
+    timeout_s: float = 30.0
+    max_attempts: int = 8
+    max_wait_s: float = 120.0
+    backoff_initial_s: float = 0.2
+    backoff_max_s: float = 10.0
+    retry_after_cap_s: float = 30.0
+    allow_insecure_remote: bool = False
 
 
 def fetch_all(base_url: str, token: str, workers: int) -> tuple[int, int]:
     """(rows, pages) of one full read of the list."""
     rows = pages = 0
-    with ApiClient(ClientConfig(base_url=base_url, access_token=token, workers=workers)) as client:
+    settings = FloorSettings(base_url=base_url, access_token=token, workers=workers)
+    with ApiClient(settings) as client:
         for page in client.iter_pages(SUBSCRIPTIONS_PATH):
             rows += len(page.data)
             pages += 1

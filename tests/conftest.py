@@ -11,6 +11,8 @@ import pytest
 
 # dlt reads `.dlt/` from the working directory; tests must not pick up a developer's config.
 os.environ.setdefault("RUNTIME__LOG_LEVEL", "WARNING")
+# no anonymous usage reports to dlt's servers from a test run (and no network beyond loopback)
+os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
 for _key in list(os.environ):
     if _key.startswith("SOURCES__DEVPORTAL__"):
         del os.environ[_key]

@@ -18,6 +18,8 @@ KNOWN_EDGES and left out of the graph, edge by edge, so any new cycle still fail
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
@@ -121,3 +123,35 @@ def test_validation_layer_imports_no_recording_module() -> None:
                 names = [node.module or ""]
             for name in names:
                 assert name.split(".")[0] not in ("dlt", "duckdb"), f"{module} imports {name}"
+
+
+def test_the_layers_import_downwards() -> None:
+    """errors < warehouse < pipeline < features < cli: the warehouse file knows no dlt pipeline,
+    the pipeline (with loader.py, its DuckDB destination) no feature, and only the CLI (and
+    `python -m devportal`) imports the CLI."""
+    graph = import_graph()
+    assert graph["devportal.errors"] == set()
+    assert graph["devportal.warehouse"] <= {"devportal.errors"}
+    assert graph["devportal.config"] <= {"devportal.errors"}
+    allowed = {"devportal.errors", "devportal.warehouse", "devportal.loader", "devportal.config"}
+    assert graph["devportal.pipeline"] <= allowed, sorted(graph["devportal.pipeline"] - allowed)
+    cli = {m for m in graph if m == "devportal.cli" or m.startswith("devportal.cli.")}
+    for module in sorted(set(graph) - cli - {"devportal.__main__"}):
+        assert not graph[module] & cli, f"{module} imports {sorted(graph[module] & cli)}"
+
+
+def test_the_cli_parser_imports_no_heavy_library() -> None:
+    """Building every command's parser (what `devportal --help` does) loads neither dlt, DuckDB,
+    pandas, pyarrow nor the sandbox server: the handlers import them."""
+    script = (
+        "import sys\n"
+        "from devportal.cli import build_parser\n"
+        "build_parser()\n"
+        "heavy = ('dlt', 'duckdb', 'pandas', 'pyarrow', 'numpy', 'sqlglot', 'matplotlib',\n"
+        "         'jsonschema', 'requests', 'devportal.sandbox', 'devportal.sync')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout

@@ -64,32 +64,33 @@ TITLES: dict[str, str] = {
 }
 
 
-def _figure(width: float = 8.0, height: float = 3.4) -> tuple[Figure, Any]:
+def _figure(name: str, frame: pd.DataFrame, height: float = 3.4) -> tuple[Figure, Any]:
+    """The figure of chart NAME and its axes, titled. For an empty FRAME the figure shows the
+    empty state and the axes are None: there is nothing to draw."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), layout="constrained")
-    return fig, fig.add_subplot()
-
-
-def _empty(ax: Any, title: str) -> None:
-    ax.set_title(title)
+    fig = Figure(figsize=(8.0, height), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title(TITLES[name])
+    if not frame.empty:
+        return fig, ax
     ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
+    return fig, None
 
 
-def _integer_axis(ax: Any) -> None:
+def _integer_ticks(axis: Any) -> None:
+    """Whole-number ticks only on AXIS (`ax.xaxis` or `ax.yaxis`): the values are counts."""
     from matplotlib.ticker import MaxNLocator
 
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_major_locator(MaxNLocator(integer=True))
 
 
 def usable_over_time(daily: pd.DataFrame) -> Figure:
     """Stacked area: active and canceled-but-usable subscribers per day."""
-    fig, ax = _figure()
-    title = TITLES["usable_over_time"]
-    if daily.empty:
-        _empty(ax, title)
+    fig, ax = _figure("usable_over_time", daily)
+    if ax is None:
         return fig
     days = daily["day"].astype("datetime64[ns]")
     ax.stackplot(
@@ -100,10 +101,9 @@ def usable_over_time(daily: pd.DataFrame) -> Figure:
         colors=[ACTIVE_COLOR, CANCELED_COLOR],
         alpha=0.9,
     )
-    ax.set_title(title)
     ax.set_ylabel("subscribers")
     ax.set_ylim(bottom=0)
-    _integer_axis(ax)
+    _integer_ticks(ax.yaxis)
     ax.legend(loc="lower left", frameon=False)
     fig.autofmt_xdate()
     return fig
@@ -111,10 +111,8 @@ def usable_over_time(daily: pd.DataFrame) -> Figure:
 
 def monthly_churn(monthly: pd.DataFrame) -> Figure:
     """Bars: churned per month (estimated months hatched); line: churn rate on its own axis."""
-    fig, ax = _figure()
-    title = TITLES["monthly_churn"]
-    if monthly.empty:
-        _empty(ax, title)
+    fig, ax = _figure("monthly_churn", monthly)
+    if ax is None:
         return fig
     labels = [
         f"{m:%Y-%m}" + ("" if complete else " (to date)")
@@ -131,7 +129,7 @@ def monthly_churn(monthly: pd.DataFrame) -> Figure:
             bar.set_alpha(0.6)
     ax.set_xticks(positions, labels, rotation=45, ha="right")
     ax.set_ylabel("churned subscriptions")
-    _integer_axis(ax)
+    _integer_ticks(ax.yaxis)
     rate_ax = ax.twinx()
     rates = monthly["churn_rate"].astype(float) * 100
     rate_ax.plot(positions, rates, color=RATE_COLOR, marker="o", label="churn rate")
@@ -140,7 +138,6 @@ def monthly_churn(monthly: pd.DataFrame) -> Figure:
     ax.set_ylim(0, max(1.0, float(monthly["churned"].max())) * 1.35)
     top_rate = float(rates.max()) if rates.notna().any() else 0.0
     rate_ax.set_ylim(0, max(1.0, top_rate) * 1.35)
-    ax.set_title(title)
     from matplotlib.patches import Patch
 
     handles: list[Any] = [Patch(color=CANCELED_COLOR), *rate_ax.get_lines()]
@@ -156,10 +153,8 @@ def expiry_calendar(expiring: pd.DataFrame, as_of: datetime | None = None) -> Fi
     """Stacked bars per day: usable subscriptions expiring, active (renew) vs canceled (churn)."""
     import pandas as pd
 
-    fig, ax = _figure()
-    title = TITLES["expiry_calendar"]
-    if expiring.empty:
-        _empty(ax, title)
+    fig, ax = _figure("expiry_calendar", expiring)
+    if ax is None:
         return fig
     table = expiring.pivot_table(
         index="day", columns="status", values="subscriptions", aggfunc="sum", fill_value=0
@@ -179,9 +174,8 @@ def expiry_calendar(expiring: pd.DataFrame, as_of: datetime | None = None) -> Fi
         values = table[status].astype(float).tolist()
         ax.bar(x, values, bottom=bottom, color=color, label=label, width=0.8)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    ax.set_title(title)
     ax.set_ylabel("subscriptions expiring")
-    _integer_axis(ax)
+    _integer_ticks(ax.yaxis)
     ax.legend(loc="upper right", frameon=False)
     fig.autofmt_xdate()
     return fig
@@ -189,18 +183,13 @@ def expiry_calendar(expiring: pd.DataFrame, as_of: datetime | None = None) -> Fi
 
 def users_by_platform(platforms: pd.DataFrame) -> Figure:
     """Horizontal bars: users with a profile on each platform (a user may count twice)."""
-    fig, ax = _figure(height=max(2.4, 0.5 * len(platforms) + 1.2))
-    title = TITLES["users_by_platform"]
-    if platforms.empty:
-        _empty(ax, title)
+    fig, ax = _figure("users_by_platform", platforms, height=max(2.4, 0.5 * len(platforms) + 1.2))
+    if ax is None:
         return fig
     ordered = platforms.iloc[::-1]
     ax.barh(ordered["platform"].astype(str), ordered["users"].astype(float), color=ACTIVE_COLOR)
-    ax.set_title(title)
     ax.set_xlabel("users")
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    _integer_ticks(ax.xaxis)
     return fig
 
 

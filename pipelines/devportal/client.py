@@ -42,9 +42,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urljoin, urlsplit
 
 import orjson
@@ -55,6 +55,7 @@ from requests.adapters import HTTPAdapter
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_random_exponential
 
 from devportal.errors import ApiError, ConfigError
+from devportal.values import to_int
 
 log = logging.getLogger("devportal.client")
 
@@ -69,27 +70,21 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 READ_CHUNK = 256 * 1024  # one socket read at most; the deadline is checked between reads
 
 
-@dataclass(frozen=True)
-class ClientConfig:
-    """How to reach the API and how hard to try. Secrets: only `access_token`.
+class HttpSettings(Protocol):
+    """How to reach the API and how hard to try: the fields of `config.DevportalConfig` that
+    this module reads (its defaults and their meaning are there). A protocol, so the client
+    does not import dlt's configuration machinery (the benchmark floor stays honest)."""
 
-    `timeout_s`: one attempt in total (connect, headers, body, same-origin redirects).
-    `max_attempts`, `max_wait_s`: one `get_json()` in total, attempts and sleeps included; a
-    sleep that does not fit in what is left of `max_wait_s` ends the retries at once.
-    `retry_after_cap_s`: the longest sleep on a server's `Retry-After` (a longer ask is
-    shortened to it, then it too must fit in what is left of `max_wait_s`).
-    """
-
-    base_url: str
-    access_token: str = field(repr=False)
-    workers: int = 8
-    timeout_s: float = 30.0
-    max_attempts: int = 8
-    max_wait_s: float = 120.0
-    backoff_initial_s: float = 0.2
-    backoff_max_s: float = 10.0
-    retry_after_cap_s: float = 30.0
-    allow_insecure_remote: bool = False
+    base_url: Any
+    access_token: Any
+    workers: int
+    timeout_s: float
+    max_attempts: int
+    max_wait_s: float
+    backoff_initial_s: float
+    backoff_max_s: float
+    retry_after_cap_s: float
+    allow_insecure_remote: bool
 
 
 class RetryableError(Exception):
@@ -139,6 +134,7 @@ class Page:
     per_page: int | None
     next_page_url: str | None
     server_time: datetime | None
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 def check_base_url(base_url: str, allow_insecure_remote: bool = False) -> str:
@@ -164,19 +160,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _as_int(value: Any) -> int | None:
-    """Wrapper numbers arrive as numbers or, on some deployments, as strings."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
-    return None
 
 
 def _retry_after_seconds(header: str | None) -> float | None:
@@ -316,7 +299,7 @@ def _secs(seconds: float) -> str:
 class _Budget:
     """One `get_json()`: its deadline (`max_wait_s`), its attempts, and why it stopped."""
 
-    def __init__(self, config: ClientConfig) -> None:
+    def __init__(self, config: HttpSettings) -> None:
         self.config = config
         self.started = time.monotonic()
         self.deadline = self.started + config.max_wait_s
@@ -476,10 +459,10 @@ class _Adapter(HTTPAdapter):
 class ApiClient:
     """A Developer API client. Thread-safe for concurrent GETs; close() when done."""
 
-    def __init__(self, config: ClientConfig) -> None:
-        config = replace(config, access_token=clean_token(config.access_token))
+    def __init__(self, config: HttpSettings) -> None:
+        token = clean_token(config.access_token or "")
         self.config = config
-        self.base_url = check_base_url(config.base_url, config.allow_insecure_remote)
+        self.base_url = check_base_url(config.base_url or "", config.allow_insecure_remote)
         self.stats = ClientStats()
         self.session = requests.Session()
         adapter = _Adapter(pool_connections=1, pool_maxsize=max(1, config.workers), max_retries=0)
@@ -487,7 +470,7 @@ class ApiClient:
         self.session.mount("https://", adapter)
         self.session.headers.update(
             {
-                "Authorization": f"Bearer {config.access_token}",
+                "Authorization": f"Bearer {token}",
                 "Accept": "application/json",
                 "Content-Type": "application/json",
                 "User-Agent": "devportal-sync",
@@ -700,10 +683,14 @@ class ApiClient:
         result: Page = self.get_json(path, {**params, "page": page}, _page_parser(page, path))
         return result
 
-    def iter_pages(self, path: str, params: Mapping[str, Any] | None = None) -> Iterator[Page]:
-        """Every page of a list, in page order. Page 1 first, then the rest concurrently."""
+    def iter_pages(
+        self, path: str, params: Mapping[str, Any] | None = None, first: Page | None = None
+    ) -> Iterator[Page]:
+        """Every page of a list, in page order. Page 1 first, then the rest concurrently.
+
+        `first`: page 1 when the caller has already fetched it (it is not fetched again)."""
         params = dict(params or {})
-        first = self.fetch_page(path, params, 1)
+        first = first if first is not None else self.fetch_page(path, params, 1)
         yield first
         last = first.last_page
         if last is None:
@@ -793,12 +780,18 @@ def _read_body(raw: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
 
 def _page_parser(number: int, path: str) -> Callable[[Any, Mapping[str, str]], Page]:
     def parse(body: Any, headers: Mapping[str, str]) -> Page:
-        return parse_page(body, number, server_time(headers), path)
+        return parse_page(body, number, server_time(headers), path, headers)
 
     return parse
 
 
-def parse_page(body: Any, number: int, server_time: datetime | None, path: str) -> Page:
+def parse_page(
+    body: Any,
+    number: int,
+    server_time: datetime | None,
+    path: str,
+    headers: Mapping[str, str] | None = None,
+) -> Page:
     """Check the wrapper shape of one page; a malformed wrapper is an error, not a guess."""
     if not isinstance(body, dict):
         raise RetryableError(
@@ -814,13 +807,14 @@ def parse_page(body: Any, number: int, server_time: datetime | None, path: str) 
         )
     next_url = body.get("next_page_url")
     return Page(
-        number=_as_int(body.get("current_page")) or number,
+        number=to_int(body.get("current_page")) or number,
         data=rows,
-        total=_as_int(body.get("total")),
-        last_page=_as_int(body.get("last_page")),
-        per_page=_as_int(body.get("per_page")),
+        total=to_int(body.get("total")),
+        last_page=to_int(body.get("last_page")),
+        per_page=to_int(body.get("per_page")),
         next_page_url=next_url if isinstance(next_url, str) and next_url else None,
         server_time=server_time,
+        headers=headers if headers is not None else {},
     )
 
 

@@ -22,10 +22,7 @@ from dlt.common.storages.load_storage import ParsedLoadJobFileName
 from dlt.destinations.impl.duckdb.duck import DuckDbClient, DuckDbCopyJob
 from dlt.destinations.impl.duckdb.factory import duckdb as DuckDbFactory
 
-
-def sql_literal(text: str) -> str:
-    """`text` as a SQL string literal (quotes doubled): any path the OS allows."""
-    return "'" + text.replace("'", "''") + "'"
+from devportal.warehouse import sql_literal
 
 
 class ExactCopyJob(DuckDbCopyJob):

@@ -37,19 +37,21 @@ import heapq
 import logging
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import DevportalError, WarehouseBusy
-from devportal.pipeline import (
-    DATASET,
-    NO_EXTENSION_AUTOLOAD,
-    check_warehouse_path,
-    not_duckdb,
+from devportal.errors import DevportalError, first_line
+from devportal.warehouse import (
+    ANALYTICS_SCHEMA,
+    RAW_SCHEMA,
+    catalog_of,
+    connect,
     quote_ident,
+    require_warehouse,
+    sql_literal,
     warehouse_lock,
 )
 
@@ -58,8 +60,7 @@ log = logging.getLogger("devportal.models")
 # package data (a link to the repository's sql/ in a checkout, real files in a wheel)
 SQL_DIR = Path(__file__).parent / "sql"
 LAYERS = ("staging", "marts")
-SCHEMA = "analytics"
-RAW_SCHEMA = DATASET
+SCHEMA = ANALYTICS_SCHEMA
 SAMPLE_ROWS = 3
 
 _DIRECTIVE = re.compile(r"^--\s*@(?P<kind>\w+)\s+(?P<body>.+?)\s*$")
@@ -114,10 +115,6 @@ def _split_args(args: str) -> list[str]:
     return [a.strip() for a in args.split(",") if a.strip()]
 
 
-def _quote_literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _generic_tests(model: str, spec: str, where: str) -> list[DataTest]:
     """DataTests for one `@test` line of model MODEL."""
     match = _CALL.match(spec)
@@ -146,7 +143,7 @@ def _generic_tests(model: str, spec: str, where: str) -> list[DataTest]:
         if not sep or not accepted:
             raise DevportalError(f"{where}: write accepted_values(column: a, b)")
         column = column.strip()
-        listed = ", ".join(_quote_literal(v) for v in accepted)
+        listed = ", ".join(sql_literal(v) for v in accepted)
         sql = (
             f"select {column}, count(*) as row_count from {table} "
             f"where {column} not in ({listed}) group by all"
@@ -337,173 +334,6 @@ def _stub(columns: Sequence[tuple[str, str]]) -> str:
     return f"(select {selected} where false)"
 
 
-def _first_line(err: BaseException) -> str:
-    lines = [line for line in str(err).strip().splitlines() if line.strip()]
-    return lines[0][:300] if lines else type(err).__name__
-
-
-# -- opening the warehouse ---------------------------------------------------------------------
-
-# Settings of every DuckDB connection devportal opens itself (models, report, manifest history):
-# never download or load an extension behind the user's back (see pipeline.py).
-DUCKDB_CONFIG: dict[str, Any] = dict(NO_EXTENSION_AUTOLOAD)
-
-_LOCK_CONFLICT = re.compile(r"could not set lock on file|conflicting lock", re.IGNORECASE)
-_LOCK_HOLDER = re.compile(
-    r"conflicting lock is held in (?P<program>.+?) \(pid (?P<pid>\d+)\)", re.IGNORECASE
-)
-_DAMAGED = re.compile(
-    r"corrupt|checksum|could not read enough bytes|replaying wal|invalid block|"
-    r"serializ|unexpected end",
-    re.IGNORECASE,
-)
-_OTHER_VERSION = re.compile(r"version number|storage version|newer version", re.IGNORECASE)
-
-
-def _shown(path: str | Path) -> str:
-    """PATH for a one-line message: as typed, quoted when it holds a newline or control."""
-    text = str(path)
-    return text if text.isprintable() else repr(text)
-
-
-def _not_duckdb(path: Path, what: str) -> DevportalError:
-    return DevportalError(
-        f"{_shown(path)} is not a DuckDB database ({what}); pass --warehouse the .duckdb file "
-        "`devportal sync` writes, or move this file away and run `devportal sync` to create "
-        "a warehouse there"
-    )
-
-
-def locate_warehouse(warehouse: str | Path, *, check_name: bool = True) -> Path | None:
-    """The resolved path of the DuckDB file WAREHOUSE, or None when nothing is there yet.
-
-    Raises a one-line DevportalError when the path cannot be a warehouse: a folder, a path
-    under a regular file, an unreadable path, or a file that is not a DuckDB database (sniffed
-    from its header before DuckDB sees it, so no extension is ever asked to open it). CHECK_NAME
-    also applies `check_warehouse_path` (file names whose catalog would clash with a schema);
-    readers that qualify every name with the catalog can pass False.
-    """
-    try:
-        path = check_warehouse_path(warehouse) if check_name else Path(warehouse).resolve()
-        exists = path.exists()
-        blocker = None if exists else next((p for p in path.parents if p.exists()), None)
-    except (OSError, RuntimeError, ValueError) as err:  # name too long, symlink loop, NUL
-        reason = getattr(err, "strerror", None) or _first_line(err)
-        raise DevportalError(
-            f"cannot use warehouse path {_shown(warehouse)}: {reason}; "
-            "pass --warehouse the path of a .duckdb file"
-        ) from None
-    if not exists:
-        if blocker is not None and not blocker.is_dir():
-            raise DevportalError(
-                f"warehouse {_shown(warehouse)} cannot exist: {_shown(blocker)} is a file, "
-                "not a folder; pass --warehouse a path in a folder"
-            )
-        return None
-    if not path.is_file():
-        raise DevportalError(
-            f"warehouse {_shown(path)} is not a regular file; pass --warehouse a .duckdb file"
-        )
-    try:
-        with path.open("rb") as f:
-            header = f.read(16)
-    except OSError as err:
-        raise DevportalError(
-            f"cannot read warehouse {_shown(path)}: {err.strerror or err}; "
-            "check the file's permissions"
-        ) from None
-    what = not_duckdb(header)
-    if what is not None:
-        raise _not_duckdb(path, what)
-    return path
-
-
-def _require_file(warehouse: str | Path) -> Path:
-    path = locate_warehouse(warehouse)
-    if path is None:
-        raise DevportalError(
-            f"no warehouse at {_shown(warehouse)}: run `devportal sync` (or `devportal demo`) first"
-        )
-    return path
-
-
-def open_error(path: Path, err: BaseException) -> DevportalError:
-    """DuckDB's refusal to open PATH as one line with the cause and the fix.
-
-    Only a lock conflict says "busy" (WarehouseBusy, exit 3); a file DuckDB cannot read as a
-    database, a damaged one and one from another DuckDB version each say so.
-    """
-    first = _first_line(err)
-    where = _shown(path)
-    # Classify on the message without the path, which could hold any word ("sqlite", "lock").
-    text = first.replace(str(path), "<path>").lower()
-    if _LOCK_CONFLICT.search(text):
-        holder = _LOCK_HOLDER.search(first)
-        who = f"pid {holder['pid']}, {holder['program']}" if holder else "another process"
-        return WarehouseBusy(
-            f"warehouse {where} is busy: {who} has it open for writing; "
-            "wait for it to finish or stop it"
-        )
-    if "not a valid duckdb database" in text or "sqlite" in text:
-        # "sqlite": DuckDB recognised an SQLite file and wanted its extension to open it
-        return _not_duckdb(path, "DuckDB cannot read it as a database")
-    if "extension" in text:
-        return DevportalError(
-            f"cannot open warehouse {where}: it needs a DuckDB extension, and devportal loads "
-            f"none ({first}); pass --warehouse a warehouse written by `devportal sync`"
-        )
-    if "same database file with a different configuration" in text:
-        return DevportalError(
-            f"warehouse {where} is already open in this process with other settings; "
-            "close that connection first"
-        )
-    if _OTHER_VERSION.search(text):
-        return DevportalError(
-            f"cannot open warehouse {where}: it was written by another DuckDB version "
-            f"({first}); open it with that version or rebuild it with `devportal sync`"
-        )
-    if _DAMAGED.search(text):
-        return DevportalError(
-            f"warehouse {where} is damaged ({first}); restore it from a backup, or move it "
-            "away and run `devportal sync` to rebuild it"
-        )
-    if "permission denied" in text:
-        return DevportalError(
-            f"cannot open warehouse {where}: permission denied; check the permissions of the "
-            "file and its folder"
-        )
-    return DevportalError(f"cannot open warehouse {where}: {first}")
-
-
-def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
-    """duckdb.connect for the warehouse file PATH, with DUCKDB_CONFIG; errors as one line.
-
-    The one place devportal's own code (models, report, manifest history) connects to DuckDB.
-    """
-    import duckdb
-
-    try:
-        return duckdb.connect(str(path), read_only=read_only, config=dict(DUCKDB_CONFIG))
-    except duckdb.Error as err:
-        raise open_error(path, err) from None
-
-
-@contextmanager
-def connect(warehouse: str | Path, *, read_only: bool = False) -> Iterator[Any]:
-    """A DuckDB connection to the existing warehouse file; one-line errors when it is missing,
-    not a DuckDB database, busy (a lock conflict) or damaged."""
-    con = open_duckdb(_require_file(warehouse), read_only=read_only)
-    try:
-        yield con
-    finally:
-        con.close()
-
-
-def catalog_of(con: Any) -> str:
-    row = con.execute("select current_database()").fetchone()
-    return str(row[0])
-
-
 def _existing_raw_tables(con: Any, catalog: str) -> set[str]:
     rows = con.execute(
         "select lower(table_name) from information_schema.tables "
@@ -531,6 +361,34 @@ def _skip_reason(model: Model, raw_tables: set[str], skipped: Mapping[str, str])
     return None
 
 
+def _build_model(
+    con: Any, catalog: str, model: Model, raw_tables: set[str], views: set[str]
+) -> None:
+    """Materialise MODEL as `analytics.<name>`, standing in for its missing optional tables."""
+    import duckdb
+
+    target = ".".join(quote_ident(p) for p in (catalog, SCHEMA, model.name))
+    if model.name in views:  # an older build made it a view
+        con.execute(f"drop view {target}")
+    stubs = {
+        table: _stub(columns)
+        for table, columns in model.optional.items()
+        if table not in raw_tables
+    }
+    try:
+        con.execute(f"create or replace table {target} as\n{render(model.sql, catalog, stubs)}\n")
+    except duckdb.Error as err:
+        raise DevportalError(
+            f"model {SCHEMA}.{model.name} ({model.relative_path}) failed: {first_line(err)}"
+        ) from None
+
+
+def _drop_skipped(con: Any, catalog: str, model: Model, views: set[str]) -> None:
+    """Remove what an earlier build left of MODEL, which this build skips."""
+    target = ".".join(quote_ident(p) for p in (catalog, SCHEMA, model.name))
+    con.execute(f"drop {'view' if model.name in views else 'table'} if exists {target}")
+
+
 def build(
     warehouse: str | Path,
     check: bool = False,
@@ -547,12 +405,10 @@ def build(
     """
     started = time.monotonic()
     models = load_models(sql_dir)
-    _require_file(warehouse)  # before the lock, which would create the folder
+    require_warehouse(warehouse)  # before the lock, which would create the folder
     built: list[str] = []
     skipped: dict[str, str] = {}
     with warehouse_lock(warehouse) if lock else nullcontext(), connect(warehouse) as con:
-        import duckdb
-
         catalog = catalog_of(con)
         raw_tables = _existing_raw_tables(con, catalog)
         views = _existing_views(con, catalog)
@@ -560,29 +416,14 @@ def build(
         try:
             con.execute(f"create schema if not exists {quote_ident(catalog)}.{SCHEMA}")
             for model in models:
-                target = ".".join(quote_ident(p) for p in (catalog, SCHEMA, model.name))
-                if model.name in views:  # an older build made it a view
-                    con.execute(f"drop view {target}")
                 reason = _skip_reason(model, raw_tables, skipped)
-                if reason is not None:
+                if reason is None:
+                    _build_model(con, catalog, model, raw_tables, views)
+                    built.append(model.name)
+                else:
                     skipped[model.name] = reason
-                    con.execute(f"drop table if exists {target}")
+                    _drop_skipped(con, catalog, model, views)
                     log.info("skipped %s.%s: %s", SCHEMA, model.name, reason)
-                    continue
-                stubs = {
-                    table: _stub(columns)
-                    for table, columns in model.optional.items()
-                    if table not in raw_tables
-                }
-                sql = render(model.sql, catalog, stubs)
-                try:
-                    con.execute(f"create or replace table {target} as\n{sql}\n")
-                except duckdb.Error as err:
-                    raise DevportalError(
-                        f"model {SCHEMA}.{model.name} ({model.relative_path}) failed: "
-                        f"{_first_line(err)}"
-                    ) from None
-                built.append(model.name)
             con.execute("commit")
         except BaseException:
             con.execute("rollback")
@@ -591,6 +432,17 @@ def build(
     seconds = time.monotonic() - started
     log.info("built %d models in %.2fs, skipped %d", len(built), seconds, len(skipped))
     return {"built": built, "skipped": skipped, "tests": tests_run, "seconds": seconds}
+
+
+def summary_line(summary: Mapping[str, Any]) -> str:
+    """One line for people about a `build`: what was built, what was skipped and why, tests run."""
+    line = f"models ok: {len(summary['built'])} built in {summary['seconds']:.1f}s"
+    if summary["skipped"]:
+        notes = ", ".join(f"{name} ({why})" for name, why in summary["skipped"].items())
+        line += f"; skipped {notes}"
+    if summary["tests"]:
+        line += f"; {summary['tests']} data tests passed"
+    return line
 
 
 # -- data tests --------------------------------------------------------------------------------
@@ -710,7 +562,7 @@ def run_tests(con: Any, catalog: str, models: Sequence[Model], built: set[str]) 
             else:
                 total = 0
         except duckdb.Error as err:
-            failures.append(f"{test.name}: could not run: {_first_line(err)}")
+            failures.append(f"{test.name}: could not run: {first_line(err)}")
             continue
         if total:
             sample = "; ".join(repr(tuple(r)) for r in rows[:SAMPLE_ROWS])

@@ -1,68 +1,31 @@
-"""The dlt pipeline bound to one warehouse: its destination, its working folder and its lock.
+"""The dlt pipeline bound to one warehouse: its destination, its working folder, whole loads.
 
-Every writer (sync, manifest load) goes through `open_pipeline` and holds `warehouse_lock` while
-it runs, so two processes never write one warehouse at once and each warehouse keeps its own dlt
-state next to it (tests and demos may use many warehouses side by side).
+Every writer (sync, manifest load) goes through `open_pipeline` while it holds
+`warehouse.warehouse_lock`, and loads through `load_whole`: a package loads whole or not at
+all (a snapshot of the DuckDB file is put back on failure) and one that cannot load is set
+aside with its files. The warehouse file itself (name rules, folder, lock, opening it with
+DuckDB) is `devportal.warehouse`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import ConfigError, DevportalError, WarehouseBusy, first_line
-
-# A DuckDB file starts with an 8-byte checksum, then this magic (every storage version).
-DUCKDB_MAGIC = b"DUCK"
-SQLITE_MAGIC = b"SQLite format 3\x00"
-# Connections devportal opens never fetch or load extensions behind the user's back: a SQLite
-# file at the warehouse path would otherwise make DuckDB try to download `sqlite_scanner`.
-NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
-
-
-def quote_ident(name: str) -> str:
-    """A SQL identifier in double quotes (quotes doubled): any table, schema or catalog name."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def not_duckdb(header: bytes) -> str | None:
-    """What a file with these first bytes is when it is not a DuckDB database, else None."""
-    if header[8:12] == DUCKDB_MAGIC:
-        return None
-    if not header:
-        return "an empty file"
-    if header.startswith(SQLITE_MAGIC):
-        return "an SQLite database"
-    if b"\x00" not in header:
-        try:
-            header.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            return "a text file"
-    return "not DuckDB's file format"
-
+from devportal.errors import DevportalError, first_line
+from devportal.warehouse import (
+    NO_EXTENSION_AUTOLOAD,
+    RAW_SCHEMA,
+    check_warehouse_path,
+    make_parent,
+    pipelines_dir,
+)
 
 PIPELINE_NAME = "devportal"
-RESOURCES = ("subscriptions", "user_settings", "user_accounts")
-DATASET = "devportal"
-# Not `devportal.duckdb`: DuckDB names the catalog after the file, and a catalog called like the
-# dataset (`devportal`) or the models' schema (`analytics`) makes `devportal.subscriptions`
-# ambiguous for DuckDB's binder, in dlt's own SQL and in every user's query.
-DEFAULT_WAREHOUSE = "warehouse/warehouse.duckdb"
-RESERVED_STEMS = (DATASET, "analytics", "main", "system", "temp")
-
-
-def pipelines_dir(warehouse: str | Path) -> Path:
-    """dlt's working folder for this warehouse: `<dir>/.<file stem>.dlt/`."""
-    path = Path(warehouse).resolve()
-    return path.parent / f".{path.stem}.dlt"
+DATASET = RAW_SCHEMA  # dlt's dataset is the warehouse's raw schema
 
 
 def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any = None) -> Any:
@@ -89,53 +52,6 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
     )
 
 
-def check_warehouse_path(warehouse: str | Path) -> Path:
-    """The resolved warehouse path; refuses file names DuckDB would turn into a clashing catalog."""
-    path = Path(warehouse).resolve()
-    if path.stem.lower() in RESERVED_STEMS:
-        raise ConfigError(
-            f"warehouse file {path.name!r} would make DuckDB's catalog {path.stem!r} clash with the "
-            f"schema of the same name; choose another file name (default {DEFAULT_WAREHOUSE})"
-        )
-    if path.exists() and path.is_dir():
-        raise ConfigError(f"warehouse {path} is a directory; give the path of a .duckdb file")
-    _refuse_file_parents(path)
-    if path.is_file():
-        try:
-            with path.open("rb") as f:
-                header = f.read(16)
-        except OSError as err:
-            raise ConfigError(f"cannot read warehouse {path}: {err.strerror or err}") from None
-        kind = not_duckdb(header) if header else None  # an empty file becomes a new warehouse
-        if kind is not None:
-            raise ConfigError(
-                f"{path} is not a DuckDB database ({kind}); pass --warehouse a .duckdb file "
-                "(a new path creates one)"
-            )
-    return path
-
-
-def _refuse_file_parents(path: Path) -> None:
-    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-    if blocker is not None:
-        raise ConfigError(
-            f"warehouse {path} cannot be created: {blocker} is a file, not a folder; "
-            "choose a --warehouse path in a folder"
-        )
-
-
-def make_parent(path: Path) -> None:
-    """Create the warehouse's folder; a one-line error when the OS refuses."""
-    _refuse_file_parents(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ConfigError(
-            f"cannot create the warehouse folder {path.parent}: {err.strerror or err}; "
-            "choose a writable --warehouse path"
-        ) from None
-
-
 def _duckdb(dlt: Any, path: Path) -> Any:
     """DuckDB at `path`, its load connection tuned for a flat memory profile.
 
@@ -144,38 +60,17 @@ def _duckdb(dlt: Any, path: Path) -> Any:
     nothing to a merge and costs memory. Measured in benchmarks/results: at 1M subscriptions
     the peak went from 381 MB to 339 MB, and the load got faster on 2 cores.
     """
+    from devportal.config import resolve
+    from devportal.loader import warehouse_duckdb
+
+    cfg = resolve(require_api=False)
     settings = {
         **NO_EXTENSION_AUTOLOAD,
         "preserve_insertion_order": False,
-        "threads": dlt.config.get("sources.devportal.duckdb_threads") or 1,
-        "memory_limit": dlt.config.get("sources.devportal.duckdb_memory_limit") or "256MB",
+        "threads": cfg.duckdb_threads,
+        "memory_limit": cfg.duckdb_memory_limit,
     }
-    from devportal.loader import warehouse_duckdb
-
     return warehouse_duckdb({"database": str(path), "global_config": settings})
-
-
-@contextmanager
-def warehouse_lock(warehouse: str | Path) -> Iterator[None]:
-    """Exclusive advisory lock on `<warehouse>.lock`; the OS drops it if the process dies."""
-    path = Path(warehouse).resolve()
-    make_parent(path)
-    lock_path = path.with_name(path.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-            raise WarehouseBusy(
-                f"warehouse {path} is busy: a sync (pid {holder}) is running; "
-                "wait for it to finish or stop it"
-            ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
-    finally:
-        os.close(fd)
 
 
 class Snapshot:
@@ -246,6 +141,18 @@ def _wal(path: Path) -> Path:
 
 def set_aside_dir(warehouse: str | Path) -> Path:
     return pipelines_dir(warehouse) / "set_aside"
+
+
+def set_aside_packages(warehouse: str | Path) -> list[Path]:
+    """The folders of the packages set aside for WAREHOUSE, by load id."""
+    folder = set_aside_dir(warehouse)
+    return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def set_aside_reason(package: Path) -> str:
+    """Why PACKAGE (a folder of `set_aside_packages`) was set aside."""
+    note = package / "SET_ASIDE.txt"
+    return note.read_text(encoding="utf-8").strip() if note.exists() else "(no reason recorded)"
 
 
 def set_aside(pipeline: Any, warehouse: str | Path, load_id: str, reason: str) -> Path:

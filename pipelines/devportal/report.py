@@ -1,4 +1,4 @@
-"""`devportal report`: the business figures from the `analytics` models, as text or a page.
+"""The business report: the figures of the `analytics` models, as text or a page.
 
 The figures are computed by the model `analytics.report_figures` (sql/marts/report_figures.sql,
 whose header defines each one); this module reads its one row and formats it. They are (live
@@ -13,12 +13,11 @@ subscriptions only, all relative to `analytics.as_of`, never the wall clock):
 
 Formats: an aligned text table, JSON (one flat object), CSV (metric,label,value) and Markdown.
 `--html PATH` also writes one self-contained page: the figures and the charts of
-`devportal.charts` as inline PNG images.
+`devportal.charts` as inline PNG images. The `devportal report` command is devportal.cli.report.
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import csv
 import html as html_lib
@@ -33,8 +32,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import DevportalError
-from devportal.pipeline import DEFAULT_WAREHOUSE
+from devportal.errors import DevportalError, first_line
+from devportal.models import render as qualify
+from devportal.warehouse import catalog_of, connect
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -78,8 +78,6 @@ class _Reader:
     """Runs analytics queries on a read-only connection, qualified for its catalog."""
 
     def __init__(self, con: Any) -> None:
-        from devportal.models import catalog_of
-
         self.con = con
         self.catalog = catalog_of(con)
         rows = con.execute(
@@ -90,9 +88,7 @@ class _Reader:
         self.tables = {r[0] for r in rows}
 
     def sql(self, sql: str) -> str:
-        from devportal.models import render
-
-        return render(sql, self.catalog)
+        return qualify(sql, self.catalog)
 
     def _run(self, sql: str) -> Any:
         import duckdb
@@ -100,10 +96,8 @@ class _Reader:
         try:
             return self.con.execute(self.sql(sql))
         except duckdb.Error as err:
-            from devportal.models import _first_line
-
             raise DevportalError(
-                f"the warehouse's analytics tables do not answer the report ({_first_line(err)}); "
+                f"the warehouse's analytics tables do not answer the report ({first_line(err)}); "
                 "run `devportal models` to rebuild them"
             ) from None
 
@@ -119,7 +113,56 @@ class _Reader:
         return self._run(sql).df()
 
 
-def _collect(reader: _Reader) -> Report:
+# How the figures are grouped and labelled: (section title, ((key, label, kind), ...)).
+_LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
+    ("As of", (("as_of", "latest successful sync (server clock)", "time"),)),
+    (
+        "Usable subscribers",
+        (
+            ("usable_subscribers", "usable now", "count"),
+            ("usable_active", "active", "count"),
+            ("usable_canceled", "canceled, usable until expiry", "count"),
+        ),
+    ),
+    (
+        "Last full month: {month}",
+        (
+            ("last_full_month", "month", "month"),
+            ("last_full_month_churned", "churned", "count"),
+            ("last_full_month_subscribers_at_start", "subscribers at start", "count"),
+            ("last_full_month_churn_rate", "churn rate", "rate"),
+            ("last_full_month_is_estimate", "base is an estimate", "flag"),
+        ),
+    ),
+    (
+        "Expiring within 7 days",
+        (
+            ("expiring_7d", "expiring", "count"),
+            ("expiring_7d_renewing", "renewing (active)", "count"),
+            ("expiring_7d_churning", "churning (canceled)", "count"),
+        ),
+    ),
+    (
+        "Expiring within 30 days",
+        (
+            ("expiring_30d", "expiring", "count"),
+            ("expiring_30d_renewing", "renewing (active)", "count"),
+            ("expiring_30d_churning", "churning (canceled)", "count"),
+        ),
+    ),
+    (
+        "Last 30 days",
+        (
+            ("new_30d", "new subscriptions", "count"),
+            ("canceled_30d", "cancellations", "count"),
+            ("churned_30d", "churned (expired)", "count"),
+        ),
+    ),
+)
+
+
+def _figures(reader: _Reader) -> dict[str, Any]:
+    """The one row of analytics.report_figures; one-line errors when the models are not built."""
     missing = [t for t in _REQUIRED if t not in reader.tables]
     if missing:
         raise DevportalError(
@@ -132,76 +175,32 @@ def _collect(reader: _Reader) -> Report:
             "the warehouse's analytics.report_figures has no row: run `devportal models` "
             "to rebuild it"
         )
-    as_of = figures["as_of"]
+    return figures
+
+
+def _collect(reader: _Reader) -> Report:
+    figures = _figures(reader)
     month = figures["last_full_month"]
     month_label = f"{month:%Y-%m}" if month is not None else "none yet"
-    estimate_note = " (estimated base)" if figures["last_full_month_is_estimate"] else ""
-
-    def metric(key: str, label: str, kind: str = "count") -> Metric:
-        return Metric(key, label, figures[key], kind)
-
-    return Report(
-        as_of=as_of,
-        sections=[
-            Section(
-                "As of",
-                [metric("as_of", "latest successful sync (server clock)", "time")],
-            ),
-            Section(
-                "Usable subscribers",
-                [
-                    metric("usable_subscribers", "usable now"),
-                    metric("usable_active", "active"),
-                    metric("usable_canceled", "canceled, usable until expiry"),
-                ],
-            ),
-            Section(
-                f"Last full month: {month_label}{estimate_note}",
-                [
-                    metric("last_full_month", "month", "month"),
-                    metric("last_full_month_churned", "churned"),
-                    metric("last_full_month_subscribers_at_start", "subscribers at start"),
-                    metric("last_full_month_churn_rate", "churn rate", "rate"),
-                    metric("last_full_month_is_estimate", "base is an estimate", "flag"),
-                ],
-            ),
-            Section(
-                "Expiring within 7 days",
-                [
-                    metric("expiring_7d", "expiring"),
-                    metric("expiring_7d_renewing", "renewing (active)"),
-                    metric("expiring_7d_churning", "churning (canceled)"),
-                ],
-            ),
-            Section(
-                "Expiring within 30 days",
-                [
-                    metric("expiring_30d", "expiring"),
-                    metric("expiring_30d_renewing", "renewing (active)"),
-                    metric("expiring_30d_churning", "churning (canceled)"),
-                ],
-            ),
-            Section(
-                "Last 30 days",
-                [
-                    metric("new_30d", "new subscriptions"),
-                    metric("canceled_30d", "cancellations"),
-                    metric("churned_30d", "churned (expired)"),
-                ],
-            ),
-        ],
-    )
+    if figures["last_full_month_is_estimate"]:
+        month_label += " (estimated base)"
+    sections = [
+        Section(
+            title.format(month=month_label),
+            [Metric(key, label, figures[key], kind) for key, label, kind in metrics],
+        )
+        for title, metrics in _LAYOUT
+    ]
+    return Report(as_of=figures["as_of"], sections=sections)
 
 
 def collect(warehouse: str | Path) -> Report:
     """The report's figures, read from the warehouse (read-only).
 
-    The warehouse is opened by `devportal.models.connect`, like every DuckDB connection of the
-    models and the report: no extension autoload, one-line errors (missing, not a DuckDB
+    The warehouse is opened by `devportal.warehouse.connect`, like every DuckDB connection of
+    the models and the report: no extension autoload, one-line errors (missing, not a DuckDB
     database, busy, damaged).
     """
-    from devportal.models import connect
-
     with connect(warehouse, read_only=True) as con:
         return _collect(_Reader(con))
 
@@ -366,8 +365,6 @@ def format_html(report: Report, images: Sequence[tuple[str, bytes]]) -> str:
 
 def write_html(warehouse: str | Path, path: str | Path) -> Path:
     """Write the self-contained HTML page (figures and charts) to PATH."""
-    from devportal.models import connect
-
     with connect(warehouse, read_only=True) as con:
         reader = _Reader(con)
         report = _collect(reader)
@@ -390,26 +387,3 @@ def print_report(warehouse: str | Path, fmt: str = "table", html: str | Path | N
         target = write_html(warehouse, html)
         # stdout stays one document for json/csv; the note goes with the logs
         print(f"wrote {target}", file=sys.stderr if fmt in ("json", "csv") else sys.stdout)
-
-
-def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(
-        "report",
-        help="print the subscription report (usable, churn, expiring, last 30 days)",
-        description=(
-            "Print the business figures from the analytics models, as of the latest successful "
-            "sync: usable subscribers, churn of the last full month, subscriptions expiring "
-            "within 7 and 30 days, new and canceled in the last 30 days."
-        ),
-    )
-    p.add_argument(
-        "--warehouse", default=DEFAULT_WAREHOUSE, help="DuckDB file (default %(default)s)"
-    )
-    p.add_argument("--format", choices=FORMATS, default="table", help="output format")
-    p.add_argument("--html", metavar="PATH", help="also write a self-contained HTML page")
-    p.set_defaults(func=run_report)
-
-
-def run_report(args: argparse.Namespace) -> int:
-    print_report(args.warehouse, fmt=args.format, html=args.html)
-    return 0

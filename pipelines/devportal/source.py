@@ -1,6 +1,9 @@
-"""The dlt source `devportal` and its resources.
+"""`devportal_source`: the Developer API as one dlt source, the unit of work of every sync.
 
-Tables written (dataset `devportal`):
+    pipeline = dlt.pipeline(destination="duckdb", dataset_name="devportal")
+    pipeline.run(devportal_source())  # settings from [sources.devportal] / SOURCES__DEVPORTAL__*
+
+Tables written:
 
 - `subscriptions`: SCD2 history keyed on `id` (`_dlt_valid_from`/`_dlt_valid_to`, NULL = current),
   versioned by `_row_version` (hash of service_id, status, expires_at, is_test).
@@ -8,452 +11,317 @@ Tables written (dataset `devportal`):
 - `user_accounts` and `user_account_profiles` (merge on `user_id`; 404 -> status `missing`).
 - `sync_runs` (one row per run) and `data_quality` (one row per problem kind per run).
 
-A *sweep* reads the whole list and is checked before anything reaches dlt: every page must
-report the same `total`, and the unique ids read plus the rows set aside for lacking an id must
-equal it. Rows are spooled to a local Arrow file while paging (memory stays flat); if the list
-moved while paging, the sweep is read again, and after `sweep_attempts` the run fails having
-loaded nothing. A verified sweep retires (closes) the versions of ids the list no longer holds,
-within the partitions it read (live, and test with `include_test`), unless that would close more
-than `mass_close_max_share` of the current rows (refused unless allowed). A sweep whose pages
-carry no `total` cannot be verified: its rows load, nothing is retired. A *window* read
-(`start`/`end`) only ever closes versions of ids it read.
+Calling the source reads the API (see `reading.py`): every list is read and verified before a
+single resource exists, so a list that does not add up, or a sweep that would close most of the
+history, fails the call and nothing is extracted; and each resource's write disposition is
+decided on what was read. A verified sweep retires (closes) the versions of ids the list no
+longer holds, within the partitions it read (live, and test with `include_test`); a window read,
+or a read that cannot prove it saw the whole list, only ever closes versions of ids it read.
+The resources then only hand over what was read: they share nothing and may be extracted in any
+order. History is stamped with the API server's clock (its `Date` header), never earlier than the
+last run's.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import tempfile
-import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from urllib.parse import urlsplit
 
 import dlt
-import numpy as np
-import pyarrow as pa
-from dlt.common.configuration import configspec
-from dlt.common.configuration.specs import BaseConfiguration
 from dlt.common.typing import TSecretStrValue
 
 from devportal import transform
 from devportal.client import (
     SUBSCRIPTIONS_PATH,
-    USER_ACCOUNTS_PATH,
     USER_SETTINGS_PATH,
     ApiClient,
-    ClientConfig,
-    NotFound,
     Page,
+    is_loopback,
 )
-from devportal.errors import IntegrityError
-from devportal.pipeline import RESOURCES
+from devportal.config import RESOURCES, SECTION, DevportalConfig, require_endpoint
+from devportal.destination import Destination
+from devportal.errors import ConfigError
+from devportal.reading import (
+    AccountsRead,
+    Progress,
+    SettingsRead,
+    SubscriptionsRead,
+    check_mass_close,
+    partitions,
+    read_accounts,
+    read_settings,
+    read_subscriptions,
+    window_bounds,
+)
 
 log = logging.getLogger("devportal.source")
 
-SECTION = "devportal"
-API_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+# The source's name is its dlt schema's and state's name; it predates this module's shape, and
+# existing warehouses keep their schema and window cursor under it.
+SOURCE_NAME = "devportal_sync"
+# The sandbox marks its `Date` as a simulated clock; believed only from a loopback address.
+SIMULATED_CLOCK_HEADER = "X-Sandbox-Clock"
 
 
-@configspec
-class DevportalConfig(BaseConfiguration):
-    """`[sources.devportal]` in .dlt/config.toml; the token in secrets.toml or the environment."""
+@dlt.source(name=SOURCE_NAME, section=SECTION, max_table_nesting=0, spec=DevportalConfig)
+def devportal_source(
+    base_url: str = dlt.config.value,
+    access_token: TSecretStrValue = dlt.secrets.value,
+    resources: Sequence[str] = RESOURCES,
+    since: datetime | None = None,
+    window: bool = False,
+    progress_every_s: float | None = None,
+    config: DevportalConfig = None,  # type: ignore[assignment]
+) -> list[Any]:
+    """Every resource of one run, read and verified.
 
-    base_url: str | None = None
-    access_token: TSecretStrValue | None = None
-    # HTTP settings: their defaults live in ClientConfig, the one place that uses them
-    workers: int = ClientConfig.workers
-    timeout_s: float = ClientConfig.timeout_s
-    max_attempts: int = ClientConfig.max_attempts
-    max_wait_s: float = ClientConfig.max_wait_s
-    backoff_initial_s: float = ClientConfig.backoff_initial_s
-    backoff_max_s: float = ClientConfig.backoff_max_s
-    retry_after_cap_s: float = ClientConfig.retry_after_cap_s
-    include_test: bool = False
-    lookback_hours: float = 48.0
-    window_horizon_days: float = 366.0
-    accounts_ttl_days: float = 7.0
-    sweep_attempts: int = 3
-    # a sweep that would close more than this share of current subscriptions is refused
-    mass_close_max_share: float = 0.2
-    allow_mass_close: bool = False
-    # a server `Date` further than this from this machine's clock is ignored (0: never check)
-    max_clock_skew_hours: float = 24.0
-    batch_rows: int = 20_000
-    manifest_path: str | None = None
-
-    def client_config(self) -> ClientConfig:
-        """The HTTP settings of this configuration (every ClientConfig field it has)."""
-        shared = {
-            f.name: getattr(self, f.name) for f in fields(ClientConfig) if hasattr(self, f.name)
-        }
-        return ClientConfig(
-            **{**shared, "base_url": self.base_url or "", "access_token": self.access_token or ""}
-        )
-
-
-@dataclass
-class SweepReport:
-    """What one list read saw; goes into `sync_runs.sweeps`.
-
-    `verified`: the pages reported a `total` and the rows read add up to it (unique ids plus
-    rows set aside for lacking an id). Only a verified sweep may retire history.
+    Settings arrive from `[sources.devportal]` (every field of `DevportalConfig`), or pass a
+    resolved `config`. `resources` picks what to read (default all); `since` or `window` read a
+    `start`/`end` window instead of a full sweep (`window`: from the last run's clock minus
+    `lookback_hours`). `progress_every_s` prints a line while lists are paged.
     """
-
-    endpoint: str
-    params: dict[str, str]
-    total: int | None = None
-    rows: int = 0
-    unique_ids: int = 0
-    dropped: int = 0
-    pages: int = 0
-    attempts: int = 0
-    complete: bool = False
-    verified: bool = False
-    note: str | None = None
+    cfg = require_endpoint(config)
+    unknown = set(resources) - set(RESOURCES)
+    if unknown:
+        raise ConfigError(
+            f"unknown resources {sorted(unknown)}; choose from {', '.join(RESOURCES)}"
+        )
+    pipeline = _active_pipeline()
+    # the window cursor: the clock of the last run this pipeline loaded
+    cursor = dlt.current.source_state().get("window_cursor") if pipeline is not None else None
+    with ApiClient(cfg) as client, Destination(pipeline) as dest:
+        run = _Run.start(client, cfg, dest, tuple(resources), since, window, cursor)
+        return _read(run, client, cfg, dest, Progress(progress_every_s), _spool_dir(pipeline))
 
 
 @dataclass
-class RunContext:
-    """State of one sync run shared by its resources (counts, data quality, clock)."""
+class _Run:
+    """Who, when and what of one run: fixed before the lists are read."""
 
-    mode: Literal["sweep", "window"] = "sweep"
-    include_test: bool = False
-    window_start: datetime | None = None
-    window_end: datetime | None = None
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    started_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(tzinfo=None))
-    observed_at: datetime | None = None
-    dq: transform.DataQuality = field(default_factory=transform.DataQuality)
-    rows: dict[str, int] = field(default_factory=dict)
-    sweeps: list[SweepReport] = field(default_factory=list)
-    resources: tuple[str, ...] = RESOURCES
-    seen_user_ids: set[int] = field(default_factory=set)
-    # current (open) subscription ids in the warehouse for a partition (is_test), for the guard
-    current_ids: Callable[[bool], np.ndarray] | None = None
-    retire: bool = True  # False when a read could not prove it saw the whole list
-    client_stats: Any = None  # the client's counters (lone surrogates replaced in answers)
-    extra: dict[str, Any] = field(default_factory=dict)
-    progress_every_s: float | None = None  # None: no page progress lines
-    _last_progress: float = 0.0
+    run_id: str
+    started_at: datetime
+    observed_at: datetime  # the history boundary: the server's clock, after the last run's
+    clock_source: str  # `server` (its Date header) or `machine` (the header was too far off)
+    mode: str  # `sweep` or `window`
+    include_test: bool
+    resources: tuple[str, ...]
+    window: tuple[datetime, datetime] | None
+    first_page: Page | None  # page 1 of the first list to read, when the clock came from it
 
-    def page_progress(self, what: str, page: Page, report: SweepReport, rows: int) -> None:
-        """A line on stderr every `progress_every_s` while a list is paged (dlt sees rows only
-        once a read is verified, so its own progress would stay silent meanwhile)."""
-        if self.progress_every_s is None:
-            return
-        now = time.monotonic()
-        if now - self._last_progress < self.progress_every_s:
-            return
-        self._last_progress = now
-        last = page.last_page or "?"
-        print(
-            f"progress: {what} page {report.pages}/{last}, {rows} rows read"
-            + (f" (read {report.attempts})" if report.attempts > 1 else ""),
-            file=sys.stderr,
-            flush=True,
+    @classmethod
+    def start(
+        cls,
+        client: ApiClient,
+        cfg: DevportalConfig,
+        dest: Destination,
+        resources: tuple[str, ...],
+        since: datetime | None,
+        window: bool,
+        cursor: str | None,
+    ) -> _Run:
+        mode = "window" if (window or since is not None) else "sweep"
+        first, reusable = _clock_page(client, resources, mode)
+        clock = _server_clock(first, client.base_url, cfg.max_clock_skew_hours)
+        started_at = datetime.now(UTC).replace(tzinfo=None)
+        last = dest.last_observed()
+        observed_at = clock or started_at
+        if last is not None and observed_at <= last:
+            observed_at = last + timedelta(seconds=1)
+        bounds = None
+        if mode == "window":
+            last_run = datetime.fromisoformat(cursor) if cursor else None
+            bounds = window_bounds(since, last_run, observed_at, cfg)
+        return cls(
+            run_id=uuid.uuid4().hex,
+            started_at=started_at,
+            observed_at=observed_at,
+            clock_source="server" if clock is not None else "machine",
+            mode=mode,
+            include_test=cfg.include_test,
+            resources=resources,
+            window=bounds,
+            first_page=first if reusable else None,
         )
 
-    def count(self, table: str, n: int) -> None:
-        self.rows[table] = self.rows.get(table, 0) + n
 
-
-# -- list reading with integrity ----------------------------------------------------------
-
-
-class ListMoved(Exception):
-    """The list changed while it was paged; the read is not a snapshot of anything."""
-
-
-def _check_pages(pages: Iterator[Page], report: SweepReport) -> Iterator[Page]:
-    """Pass pages through, failing as soon as they disagree about the list's size."""
-    first_total: int | None = None
-    first_last: int | None = None
-    report.pages = 0
-    for page in pages:
-        report.pages += 1
-        if report.pages == 1:
-            first_total, first_last = page.total, page.last_page
-            report.total = page.total
-        elif page.total != first_total or (first_last is not None and page.last_page != first_last):
-            raise ListMoved(f"total went from {first_total} to {page.total} while paging")
-        if not page.data and page.next_page_url:
-            report.note = f"page {page.number} was empty but pointed to a next page"
-        yield page
-
-
-def _verify_ids(ids: np.ndarray, report: SweepReport, dropped: int = 0) -> None:
-    """Check the ids of one read against the wrapper's `total`.
-
-    Rows set aside for lacking a usable id (`dropped`, counted as data quality) are part of the
-    total: a list with such a row adds up, and re-reading it would not change anything.
-    """
-    unique = int(np.unique(ids).size) if ids.size else 0
-    report.rows, report.unique_ids, report.dropped = int(ids.size), unique, dropped
-    if unique != ids.size:
-        raise ListMoved(f"{ids.size - unique} ids appeared twice while paging")
-    if report.total is None:
-        report.verified = False
-        report.note = report.note or "the pages carry no total to check the rows against"
-        return
-    if unique + dropped != report.total:
-        extra = f" and {dropped} rows without a usable id" if dropped else ""
-        raise ListMoved(
-            f"read {unique} unique rows{extra} but the API reports total {report.total}"
-        )
-    report.verified = True
-
-
-@dataclass
-class _Spool:
-    """One verified read of a partition, on disk until it is handed to dlt."""
-
-    path: Path
-    ids: np.ndarray
-    is_test: bool
-    report: SweepReport
-
-
-def _read_verified(
+def _read(
+    run: _Run,
     client: ApiClient,
-    ctx: RunContext,
-    params: dict[str, str],
-    is_test: bool,
-    attempts: int,
-    batch_rows: int,
+    cfg: DevportalConfig,
+    dest: Destination,
+    progress: Progress,
     spool_dir: Path,
-) -> _Spool:
-    """Read one partition of the subscription list into a spool file until it adds up."""
-    report = SweepReport(endpoint=SUBSCRIPTIONS_PATH, params=params)
-    ctx.sweeps.append(report)
-    last_error = ""
-    for attempt in range(1, attempts + 1):
-        report.attempts = attempt
-        report.note = None
-        dq = transform.DataQuality()
-        spool_path = spool_dir / f"{ctx.run_id}-{int(is_test)}-{attempt}.arrow"
-        id_chunks: list[np.ndarray] = []
-        rows_read = 0
-        try:
-            with (
-                pa.OSFile(str(spool_path), "wb") as sink,
-                pa.ipc.new_stream(sink, transform.SUBSCRIPTIONS_SCHEMA) as writer,
-            ):
-                buffer: list[dict[str, Any]] = []
-                for page in _check_pages(client.iter_pages(SUBSCRIPTIONS_PATH, params), report):
-                    buffer.extend(page.data)
-                    ctx.page_progress("subscriptions", page, report, rows_read + len(buffer))
-                    if len(buffer) >= batch_rows:
-                        table, ids = transform.subscriptions_table(buffer, is_test, dq)
-                        writer.write_table(table)
-                        id_chunks.append(ids)
-                        rows_read += len(buffer)
-                        buffer = []
-                if buffer:
-                    table, ids = transform.subscriptions_table(buffer, is_test, dq)
-                    writer.write_table(table)
-                    id_chunks.append(ids)
-            all_ids = np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)
-            _verify_ids(all_ids, report, dq.count("subscriptions", "id", transform.ID_DROPPED))
-        except ListMoved as moved:
-            spool_path.unlink(missing_ok=True)
-            last_error = str(moved)
-            log.warning(
-                "subscription list did not add up (%s); reading it again (%d/%d)",
-                moved,
-                attempt,
-                attempts,
-            )
-            continue
-        except BaseException:
-            spool_path.unlink(missing_ok=True)
-            raise
-        report.complete = True
-        ctx.dq.merge(dq)
-        ctx.count("subscriptions", report.unique_ids)
-        if not report.verified:
-            log.warning(
-                "subscriptions%s: %s; its rows are loaded but no subscription is closed "
-                "(only a list that adds up to its total may retire history)",
-                " (is_test)" if is_test else "",
-                report.note,
-            )
-        return _Spool(spool_path, all_ids, is_test, report)
-    raise IntegrityError(
-        f"the subscription list kept changing or did not add up in {attempts} reads "
-        f"({last_error}); nothing was loaded: run the sync again later, and if it keeps "
-        "failing the API's pages disagree with their own `total`"
-    )
-
-
-def _yield_spool(spool: _Spool, ctx: RunContext) -> Iterator[pa.Table]:
-    # a plain read, not a memory map: mapped pages would count as resident memory
-    with pa.OSFile(str(spool.path), "rb") as source:
-        reader = pa.ipc.open_stream(source)
-        for batch in reader:
-            services = batch.column("service_id").drop_null().unique()
-            ctx.seen_user_ids.update(services.to_pylist())
-            yield pa.Table.from_batches([batch], schema=transform.SUBSCRIPTIONS_SCHEMA)
-
-
-def check_mass_close(ctx: RunContext, spools: Sequence[_Spool], cfg: DevportalConfig) -> None:
-    """Refuse a sweep that would close more than `mass_close_max_share` of current rows.
-
-    An API that suddenly lists a fraction of what it listed before is far more often broken
-    (a wrong filter, an outage answering 200 with an empty list) than a business that lost most
-    of its subscribers overnight; closing them would write that outage into the history.
-    """
-    if ctx.mode != "sweep" or not ctx.retire or cfg.allow_mass_close or ctx.current_ids is None:
-        return
-    current_total = closing = 0
-    for spool in spools:
-        current = ctx.current_ids(spool.is_test)
-        current_total += int(current.size)
-        if current.size:
-            closing += int(np.isin(current, spool.ids, invert=True).sum())
-    if current_total and closing > cfg.mass_close_max_share * current_total:
-        share = closing / current_total
-        raise IntegrityError(
-            f"this sweep would close {closing} of {current_total} current subscriptions "
-            f"({share:.0%}, more than the {cfg.mass_close_max_share:.0%} guard): nothing was "
-            "loaded. If the API really dropped them, run again with --allow-mass-close"
+) -> list[Any]:
+    """Read every list the run wants, then hand each result to its resources."""
+    data: list[Any] = []
+    dq = transform.DataQuality()
+    rows: dict[str, int] = {}
+    sweeps: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    first = run.first_page
+    if "subscriptions" in run.resources:
+        subs = read_subscriptions(
+            client, partitions(run.include_test, run.window), cfg, spool_dir, progress, first
         )
+        first = None
+        if run.mode == "sweep":
+            check_mass_close(subs, dest.current_ids, cfg)
+        data.append(_subscriptions_resource(subs, run))
+        dq.merge(subs.dq)
+        rows["subscriptions"] = subs.rows
+        sweeps.extend(vars(spool.report) for spool in subs.spools)
+        seen.update(subs.user_ids)
+    if "user_settings" in run.resources:
+        settings = read_settings(client, cfg, run.observed_at, progress, first)
+        data.extend(_settings_resources(settings))
+        dq.merge(settings.dq)
+        rows.update(user_settings=len(settings.users), user_setting_values=len(settings.values))
+        sweeps.append(vars(settings.report))
+        seen.update(user["user_id"] for user in settings.users)
+    if "user_accounts" in run.resources:
+        due = dest.accounts_due(seen, run.observed_at, cfg.accounts_ttl_days)
+        accounts = read_accounts(client, due, run.observed_at)
+        data.extend(_accounts_resources(accounts))
+        dq.merge(accounts.dq)
+        rows.update(user_accounts=len(accounts.accounts))
+        rows.update(user_account_profiles=len(accounts.profiles))
+    if client.stats.replaced_surrogates:
+        dq.add_count(
+            "api", "text", "lone_surrogate_replaced", client.stats.replaced_surrogates, "U+FFFD"
+        )
+    record = _run_record(run, rows, sweeps, dq, client)
+    return [*data, *_run_resources(record, dq.records(run.run_id), run.observed_at)]
 
 
-def _api_time(value: datetime) -> str:
-    return value.strftime(API_TIME_FORMAT)
+def _clock_page(client: ApiClient, resources: tuple[str, ...], mode: str) -> tuple[Page, bool]:
+    """A first page whose `Date` header tells the server's clock, and whether it is page 1 of
+    the first list the run reads (then it is not fetched again). A window run asks for an empty
+    window: its bounds depend on the clock."""
+    if "subscriptions" not in resources:
+        return client.fetch_page(USER_SETTINGS_PATH, {}, 1), True
+    if mode == "sweep":
+        return client.fetch_page(SUBSCRIPTIONS_PATH, {}, 1), True
+    replaced = client.stats.replaced_surrogates
+    page = client.fetch_page(SUBSCRIPTIONS_PATH, {"start": "1970-01-01", "end": "1970-01-02"}, 1)
+    client.stats.replaced_surrogates = replaced  # nothing of this page is kept
+    return page, False
 
 
-# -- resources ------------------------------------------------------------------------------
+def _server_clock(page: Page, base_url: str, max_skew_hours: float) -> datetime | None:
+    """The API's clock from its `Date` header, or None to use this machine's.
 
-
-def subscriptions_resource(
-    client: ApiClient, ctx: RunContext, cfg: DevportalConfig, spool_dir: Path
-) -> Any:
-    """SCD2 history of subscriptions.
-
-    Every partition is read and verified (spooled to disk) when this function is called, before
-    the resource exists, so its write disposition (which rows a sweep may retire) is decided on
-    what was read, and a refused read never starts a load package: a verified sweep
-    retires absent ids of the partitions it read; a window, or a read that cannot prove it saw
-    the whole list, only ever closes versions of ids it read.
+    A clock far from this machine's (a misconfigured server, a proxy's cached answer) would
+    stamp the run's history in another year, and every later run after it: it is ignored with
+    a warning. The sandbox's simulated clock is believed when it says so from loopback.
     """
+    told = page.server_time
+    if told is None or max_skew_hours <= 0:
+        return told
+    if page.headers.get(SIMULATED_CLOCK_HEADER) and is_loopback(urlsplit(base_url).hostname or ""):
+        return told
+    local = datetime.now(UTC).replace(tzinfo=None)
+    if abs(told - local) > timedelta(hours=max_skew_hours):
+        log.warning(
+            "the API's clock says %s, %.1f hours from this machine's (%s); the run is stamped "
+            "with this machine's clock (max_clock_skew_hours = %g)",
+            f"{told:%Y-%m-%d %H:%M:%S}",
+            (told - local).total_seconds() / 3600,
+            f"{local:%Y-%m-%d %H:%M:%S}",
+            max_skew_hours,
+        )
+        return None
+    return told
 
-    def disposition() -> dict[str, Any]:
-        hints: dict[str, Any] = {
-            "disposition": "merge",
-            "strategy": "scd2",
-            "row_version_column_name": "_row_version",
-        }
-        if ctx.observed_at is not None:  # history follows the server's clock
-            hints["boundary_timestamp"] = ctx.observed_at
-        if ctx.mode == "window" or not ctx.retire:
-            hints["destination_scope"] = "{table}.id IN (SELECT id FROM {staging_table})"
-        elif not ctx.include_test:
-            hints["destination_scope"] = "{table}.is_test = false"  # live sweep: test rows stay
-        return hints
 
-    # Read (and verify) before the resource exists: its disposition depends on what was read.
-    spools: list[_Spool] = []
-    try:
-        for is_test in [False, True] if ctx.include_test else [False]:
-            params: dict[str, str] = {"is_test": "true"} if is_test else {}
-            if ctx.mode == "window":
-                assert ctx.window_start is not None and ctx.window_end is not None
-                params.update(start=_api_time(ctx.window_start), end=_api_time(ctx.window_end))
-            spool = _read_verified(
-                client, ctx, params, is_test, cfg.sweep_attempts, cfg.batch_rows, spool_dir
-            )
-            spools.append(spool)
-        ctx.retire = all(spool.report.verified for spool in spools)
-        check_mass_close(ctx, spools, cfg)
-    except BaseException:
-        for spool in spools:
-            spool.path.unlink(missing_ok=True)
-        raise
+def _active_pipeline() -> Any | None:
+    """The pipeline this source is created for (the last one made or attached), if any."""
+    from dlt.common.configuration.container import Container
+    from dlt.common.pipeline import PipelineContext
 
-    def rows() -> Iterator[pa.Table]:
+    context = Container()[PipelineContext]
+    return context.pipeline() if context.is_active() else None
+
+
+def _spool_dir(pipeline: Any | None) -> Path:
+    """Where subscription reads are spooled: the pipeline's working folder (stale files of a
+    killed run are removed), else a temporary folder."""
+    if pipeline is None:
+        return Path(tempfile.mkdtemp(prefix="devportal-spool-"))
+    spool = Path(pipeline.working_dir) / "spool"
+    spool.mkdir(parents=True, exist_ok=True)
+    for stale in spool.glob("*.arrow"):
+        stale.unlink(missing_ok=True)
+    return spool
+
+
+# -- resources: each hands over one read result -------------------------------------------------
+
+
+def _subscriptions_resource(read: SubscriptionsRead, run: _Run) -> Any:
+    """SCD2 history of subscriptions, its scope decided by what was read."""
+    disposition: dict[str, Any] = {
+        "disposition": "merge",
+        "strategy": "scd2",
+        "row_version_column_name": "_row_version",
+        "boundary_timestamp": run.observed_at,  # history follows the server's clock
+    }
+    if run.mode == "window" or not read.verified:
+        disposition["destination_scope"] = "{table}.id IN (SELECT id FROM {staging_table})"
+    elif not run.include_test:
+        disposition["destination_scope"] = "{table}.is_test = false"  # live sweep: test rows stay
+
+    def rows() -> Iterator[Any]:
         try:
-            for spool in spools:
-                yield from _yield_spool(spool, ctx)
+            for spool in read.spools:
+                yield from spool.batches()
         finally:
-            for spool in spools:
-                spool.path.unlink(missing_ok=True)
+            read.discard()
 
     return dlt.resource(  # type: ignore[call-overload]
         rows(),
         name="subscriptions",
-        write_disposition=disposition(),
+        write_disposition=disposition,
         columns=transform.SUBSCRIPTIONS_COLUMNS,
         primary_key="id",
     )
 
 
-def user_settings_resources(client: ApiClient, ctx: RunContext, cfg: DevportalConfig) -> list[Any]:
+def _settings_resources(read: SettingsRead) -> list[Any]:
     """`user_settings` (one row per user) and `user_setting_values` (one row per leaf key)."""
-    values: list[dict[str, Any]] = []
-
-    def settings_rows() -> Iterator[list[dict[str, Any]]]:
-        report = SweepReport(endpoint=USER_SETTINGS_PATH, params={})
-        ctx.sweeps.append(report)
-        last_error = ""
-        for attempt in range(1, cfg.sweep_attempts + 1):
-            report.attempts = attempt
-            users: list[dict[str, Any]] = []
-            values.clear()
-            dq = transform.DataQuality()
-            try:
-                for page in _check_pages(client.iter_pages(USER_SETTINGS_PATH), report):
-                    if ctx.observed_at is None and page.server_time is not None:
-                        ctx.observed_at = page.server_time
-                    seen_at = ctx.observed_at or ctx.started_at
-                    page_users, page_values = transform.user_settings_records(
-                        page.data, dq, seen_at
-                    )
-                    users.extend(page_users)
-                    values.extend(page_values)
-                _verify_ids(
-                    np.array([u["user_id"] for u in users], dtype=np.int64),
-                    report,
-                    dq.count("user_settings", "user_id", transform.USER_ID_DROPPED),
-                )
-            except ListMoved as moved:
-                last_error = str(moved)
-                log.warning("user settings list moved while paging (%s); reading it again", moved)
-                continue
-            report.complete = True
-            ctx.dq.merge(dq)
-            ctx.seen_user_ids.update(u["user_id"] for u in users)
-            ctx.count("user_settings", len(users))
-            ctx.count("user_setting_values", len(values))
-            yield users
-            return
-        raise IntegrityError(
-            f"the user settings list kept changing while it was read ({last_error}); "
-            "nothing was loaded: run the sync again"
-        )
-
-    def value_rows() -> Iterator[list[dict[str, Any]]]:
-        yield values
-
     return _per_user_tables(
-        settings_rows(),
+        read.users,
         "user_settings",
         transform.USER_SETTINGS_COLUMNS,
-        value_rows(),
+        read.values,
         "user_setting_values",
         transform.USER_SETTING_VALUES_COLUMNS,
     )
 
 
+def _accounts_resources(read: AccountsRead) -> list[Any]:
+    """`user_accounts` (one row per user due) and `user_account_profiles` (linked platforms)."""
+    return _per_user_tables(
+        read.accounts,
+        "user_accounts",
+        transform.USER_ACCOUNTS_COLUMNS,
+        read.profiles,
+        "user_account_profiles",
+        transform.USER_ACCOUNT_PROFILES_COLUMNS,
+    )
+
+
 def _per_user_tables(
-    rows: Iterator[Any],
+    rows: list[dict[str, Any]],
     name: str,
     columns: dict[str, Any],
-    child_rows: Iterator[Any],
+    child_rows: list[dict[str, Any]],
     child_name: str,
     child_columns: dict[str, Any],
 ) -> list[Any]:
@@ -465,7 +333,7 @@ def _per_user_tables(
     """
     return [
         dlt.resource(
-            rows,
+            [rows],
             name=name,
             file_format="jsonl",
             write_disposition={"disposition": "merge", "strategy": "upsert"},
@@ -473,7 +341,7 @@ def _per_user_tables(
             primary_key="user_id",
         ),
         dlt.resource(
-            child_rows,
+            [child_rows],
             name=child_name,
             file_format="jsonl",
             write_disposition={"disposition": "merge", "strategy": "delete-insert"},
@@ -483,52 +351,7 @@ def _per_user_tables(
     ]
 
 
-def user_accounts_resources(
-    client: ApiClient, ctx: RunContext, due: Callable[[], Sequence[int]]
-) -> list[Any]:
-    """Profiles of the users `due()` names, fetched with bounded concurrency.
-
-    `due` runs when the resource is extracted, after subscriptions and settings (fifo), so it
-    sees the users this run found. A 404 is recorded as status `missing`, not raised.
-    """
-    profile_rows: list[dict[str, Any]] = []
-
-    def fetch(user_id: int) -> Any:
-        try:
-            body, _ = client.get_json(USER_ACCOUNTS_PATH.format(user_id=user_id))
-        except NotFound:
-            return None
-        return body
-
-    def account_rows() -> Iterator[list[dict[str, Any]]]:
-        fetched_at = ctx.observed_at or ctx.started_at
-        batch: list[dict[str, Any]] = []
-        user_ids = list(due())
-        ctx.extra["accounts_due"] = len(user_ids)
-        for user_id, body in client.map_concurrent(fetch, user_ids):
-            account, profiles = transform.account_records(user_id, body, fetched_at, ctx.dq)
-            batch.append(account)
-            profile_rows.extend(profiles)
-            if len(batch) >= 1000:
-                ctx.count("user_accounts", len(batch))
-                yield batch
-                batch = []
-        ctx.count("user_accounts", len(batch))
-        yield batch
-
-    def profile_rows_gen() -> Iterator[list[dict[str, Any]]]:
-        ctx.count("user_account_profiles", len(profile_rows))
-        yield profile_rows
-
-    return _per_user_tables(
-        account_rows(),
-        "user_accounts",
-        transform.USER_ACCOUNTS_COLUMNS,
-        profile_rows_gen(),
-        "user_account_profiles",
-        transform.USER_ACCOUNT_PROFILES_COLUMNS,
-    )
-
+# -- the run's own records --------------------------------------------------------------------
 
 SYNC_RUNS_COLUMNS: dict[str, dict[str, Any]] = {
     "run_id": {"data_type": "text", "nullable": False, "primary_key": True},
@@ -544,6 +367,8 @@ SYNC_RUNS_COLUMNS: dict[str, dict[str, Any]] = {
     "data_quality_problems": {"data_type": "bigint"},
     # whose clock stamped the run: `server` (its Date header) or `machine` (it was too far off)
     "clock_source": {"data_type": "text"},
+    "requests": {"data_type": "bigint"},  # HTTP requests made, retries included
+    "retries": {"data_type": "bigint"},
 }
 
 DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {
@@ -557,8 +382,35 @@ DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {
 }
 
 
-def run_record_resources(ctx: RunContext) -> list[Any]:
-    """`sync_runs` and `data_quality`; extracted last (fifo), after every data resource.
+def _run_record(
+    run: _Run,
+    rows: dict[str, int],
+    sweeps: list[dict[str, Any]],
+    dq: transform.DataQuality,
+    client: ApiClient,
+) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "mode": run.mode,
+        "include_test": run.include_test,
+        "resources": ",".join(run.resources),
+        "started_at": run.started_at,
+        "observed_at": run.observed_at,
+        "window_start": run.window[0] if run.window else None,
+        "window_end": run.window[1] if run.window else None,
+        "rows_read": rows,
+        "sweeps": sweeps,
+        "data_quality_problems": dq.total(),
+        "clock_source": run.clock_source,
+        "requests": client.stats.requests,
+        "retries": client.stats.retries,
+    }
+
+
+def _run_resources(
+    record: dict[str, Any], problems: list[dict[str, Any]], observed_at: datetime
+) -> list[Any]:
+    """`sync_runs` and `data_quality`, in the same package as the data they describe.
 
     Dict resources load as jsonl: DuckDB's default `insert_values` for dicts costs several
     times the memory and time (measured in benchmarks/results/profile-*.md).
@@ -566,34 +418,12 @@ def run_record_resources(ctx: RunContext) -> list[Any]:
 
     def run_rows() -> Iterator[dict[str, Any]]:
         # the window cursor travels in the same package as the data it describes
-        dlt.current.source_state()["window_cursor"] = (
-            ctx.observed_at or ctx.started_at
-        ).isoformat()
-        yield {
-            "run_id": ctx.run_id,
-            "mode": ctx.mode,
-            "include_test": ctx.include_test,
-            "resources": ",".join(ctx.resources),
-            "started_at": ctx.started_at,
-            "observed_at": ctx.observed_at or ctx.started_at,
-            "window_start": ctx.window_start,
-            "window_end": ctx.window_end,
-            "rows_read": dict(ctx.rows),
-            "sweeps": [vars(s) for s in ctx.sweeps],
-            "data_quality_problems": ctx.dq.total(),
-            "clock_source": ctx.extra.get("clock"),
-        }
-
-    def dq_rows() -> Iterator[list[dict[str, Any]]]:
-        # extracted after every data resource (fifo): the client's counts are final here
-        replaced = getattr(ctx.client_stats, "replaced_surrogates", 0)
-        if replaced:
-            ctx.dq.add_count("api", "text", "lone_surrogate_replaced", replaced, "U+FFFD")
-        yield ctx.dq.records(ctx.run_id)
+        dlt.current.source_state()["window_cursor"] = observed_at.isoformat()
+        yield record
 
     return [
         dlt.resource(
-            dq_rows(),
+            [problems],
             name="data_quality",
             file_format="jsonl",
             write_disposition="append",
@@ -606,45 +436,4 @@ def run_record_resources(ctx: RunContext) -> list[Any]:
             write_disposition="append",
             columns=SYNC_RUNS_COLUMNS,
         ),
-    ]
-
-
-def window_bounds(
-    since: datetime | None, cursor: datetime | None, now: datetime, cfg: DevportalConfig
-) -> tuple[datetime, datetime]:
-    """`start`/`end` for window mode: `--since`, else the last run's start minus the lookback.
-
-    `end` lies far ahead: which timestamp the API filters on is not documented, and a generous
-    end can only include more rows, never fewer.
-    """
-    if since is not None:
-        start = since
-    elif cursor is not None:
-        start = cursor - timedelta(hours=cfg.lookback_hours)
-    else:
-        start = now - timedelta(hours=cfg.lookback_hours)
-    return start, now + timedelta(days=cfg.window_horizon_days)
-
-
-@dlt.source(name="devportal", section=SECTION, max_table_nesting=0)
-def devportal_source(
-    base_url: str = dlt.config.value,
-    access_token: TSecretStrValue = dlt.secrets.value,
-    include_test: bool = False,
-    workers: int = 8,
-) -> list[Any]:
-    """The Developer API as a plain dlt source (full sweep of subscriptions and user settings).
-
-    For use in your own dlt pipelines; `devportal sync` adds locking, window mode, user accounts,
-    run records and models around the same resources.
-    """
-    cfg = DevportalConfig(
-        base_url=base_url, access_token=access_token, include_test=include_test, workers=workers
-    )
-    client = ApiClient(cfg.client_config())
-    ctx = RunContext(include_test=include_test)
-    spool = Path(tempfile.mkdtemp(prefix="devportal-spool-"))
-    return [
-        subscriptions_resource(client, ctx, cfg, spool),
-        *user_settings_resources(client, ctx, cfg),
     ]

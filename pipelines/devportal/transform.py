@@ -25,6 +25,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from devportal.values import to_int
+
 KNOWN_STATUSES = ("active", "canceled")
 # the data-quality problem of a row that has no usable key: set aside, counted, never loaded
 ID_DROPPED = "missing_or_invalid_id_row_dropped"
@@ -120,21 +122,6 @@ class DataQuality:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def to_int(value: Any) -> int | None:
-    """An integer from an int, an integral float or a digit string; None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.lstrip("-").isdigit() and len(text) < 20:
-            return int(text)
-    return None
 
 
 def raw_text(value: Any) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from devportal import models
+from devportal import warehouse as wh
 from tests.hostile.conftest import CliResult
 from tests.manifest.manifest_helpers import FIXTURES, set_at
 
@@ -89,18 +89,18 @@ def test_sqlite_warehouse_is_refused_without_fetching_an_extension(
 
 
 def test_duckdb_itself_fetches_nothing_for_sqlite_with_our_settings(tmp_path: Path) -> None:
-    """Past the header sniff: DuckDB given the SQLite file with DUCKDB_CONFIG neither downloads
+    """Past the header sniff: DuckDB given the SQLite file with NO_EXTENSION_AUTOLOAD neither downloads
     nor loads the sqlite extension (an empty extension folder proves no download happened), and
     its refusal is classified as "not a DuckDB database", not as a lock."""
     warehouse = make_sqlite(tmp_path / "lite.duckdb")
     extensions = tmp_path / "extensions"
     extensions.mkdir()
-    config = {**models.DUCKDB_CONFIG, "extension_directory": str(extensions)}
+    config = {**wh.NO_EXTENSION_AUTOLOAD, "extension_directory": str(extensions)}
     with pytest.raises(duckdb.Error) as caught:
         duckdb.connect(str(warehouse), read_only=True, config=config)
     assert "download" not in str(caught.value).lower()
     assert list(extensions.rglob("*")) == []
-    message = str(models.open_error(warehouse, caught.value))
+    message = str(wh.open_error(warehouse, caught.value))
     assert "not a DuckDB database" in message and "busy" not in message
 
 
@@ -135,7 +135,7 @@ def test_every_duckdb_connection_disables_extension_autoload(
 
 
 def test_extension_settings_exist_in_installed_duckdb() -> None:
-    with duckdb.connect(config=models.DUCKDB_CONFIG) as con:
+    with duckdb.connect(config=wh.NO_EXTENSION_AUTOLOAD) as con:
         rows = dict(
             con.execute(
                 "select name, value from duckdb_settings() where name in "

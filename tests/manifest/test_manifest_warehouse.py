@@ -18,7 +18,8 @@ import pytest
 from devportal.cli import main
 from devportal.manifest import manifest_resources, recorded_platforms
 from devportal.manifest.resource import TABLES
-from devportal.pipeline import open_pipeline, warehouse_lock
+from devportal.pipeline import open_pipeline
+from devportal.warehouse import warehouse_lock
 from tests.manifest.manifest_helpers import Bundle
 
 

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from devportal.errors import DevportalError
-from devportal.pipeline import pipelines_dir
-from devportal.sync import sync
+from devportal.sync import SyncResult, sync
+from devportal.warehouse import pipelines_dir
 from tests.helpers import WRAPPER_FIELDS, current_rows, query, truth_rows
 
 EXAMPLES = int(os.environ.get("DEVPORTAL_FUZZ_EXAMPLES", "20"))
@@ -70,6 +70,18 @@ def mutate(body: dict[str, Any], kind: str, key: str, value: Any) -> dict[str, A
     return body
 
 
+def sync_subscriptions(sb: Any, warehouse: Path, **options: Any) -> SyncResult:
+    """Sync only the subscriptions from the sandbox SB into WAREHOUSE, no models."""
+    return sync(
+        warehouse,
+        base_url=sb.base_url,
+        access_token=sb.token,
+        resources=["subscriptions"],
+        build_models=False,
+        **options,
+    )
+
+
 @pytest.fixture(scope="module")
 def fuzz_sandbox() -> Any:
     from devportal.sandbox import Sandbox
@@ -102,12 +114,9 @@ def test_fuzzed_page_loads_with_problem_recorded_or_fails_in_one_line(
 
     sb.set_page_override(override)
     try:
-        result = sync(
+        result = sync_subscriptions(
+            sb,
             warehouse,
-            base_url=sb.base_url,
-            access_token=sb.token,
-            resources=["subscriptions"],
-            build_models=False,
             max_attempts=2,
             sweep_attempts=1,
             backoff_initial_s=0.001,
@@ -128,13 +137,7 @@ def test_fuzzed_page_loads_with_problem_recorded_or_fails_in_one_line(
     finally:
         sb.set_page_override(None)
     # whatever happened, the table is sound: a clean sync converges to the truth
-    sync(
-        warehouse,
-        base_url=sb.base_url,
-        access_token=sb.token,
-        resources=["subscriptions"],
-        build_models=False,
-    )
+    sync_subscriptions(sb, warehouse)
     assert current_rows(warehouse) == truth_rows(sb), outcome
     shutil.rmtree(pipelines_dir(warehouse), ignore_errors=True)
 
@@ -144,14 +147,6 @@ def test_a_page_that_is_not_an_object_fails_in_one_line(fuzz_sandbox: Any, wareh
     sb.set_page_override(lambda endpoint, number, body: b"[1, 2, 3]" if number == 2 else None)
     try:
         with pytest.raises(DevportalError, match="expected a JSON object"):
-            sync(
-                warehouse,
-                base_url=sb.base_url,
-                access_token=sb.token,
-                resources=["subscriptions"],
-                build_models=False,
-                max_attempts=2,
-                backoff_initial_s=0.001,
-            )
+            sync_subscriptions(sb, warehouse, max_attempts=2, backoff_initial_s=0.001)
     finally:
         sb.set_page_override(None)

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from devportal.errors import DevportalError
-from devportal.pipeline import pipelines_dir
 from devportal.sync import sync
+from devportal.warehouse import pipelines_dir
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "sEcReT-t0ken-" + "q" * 24

@@ -9,7 +9,8 @@ from typing import Any
 import dlt
 import pytest
 
-from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, ClientConfig, NotFound
+from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, NotFound
+from devportal.config import DevportalConfig
 from devportal.errors import ApiError, ConfigError
 from devportal.source import devportal_source
 from devportal.sync import sync
@@ -19,7 +20,7 @@ from tests.helpers import current_rows, query, truth_rows
 def client_for(sb: Any, **kwargs: Any) -> ApiClient:
     kwargs.setdefault("backoff_initial_s", 0.001)
     kwargs.setdefault("backoff_max_s", 0.01)
-    return ApiClient(ClientConfig(base_url=sb.base_url, access_token=sb.token, **kwargs))
+    return ApiClient(DevportalConfig(base_url=sb.base_url, access_token=sb.token, **kwargs))
 
 
 def test_pages_concurrently_in_order(sandbox_factory: Any) -> None:
@@ -87,7 +88,7 @@ def test_answers_are_not_retried(
 def test_bad_token_is_not_retried(sandbox_factory: Any) -> None:
     sb = sandbox_factory(subscriptions=10, users=5, seed=65)
     before = sb.stats["unauthorized"]
-    config = ClientConfig(base_url=sb.base_url, access_token="nope")
+    config = DevportalConfig(base_url=sb.base_url, access_token="nope")
     with ApiClient(config) as client, pytest.raises(ApiError, match="access token rejected"):
         client.get_json(SUBSCRIPTIONS_PATH)
     assert sb.stats["unauthorized"] - before == 1
@@ -109,9 +110,9 @@ def test_retry_after_is_honoured_up_to_the_cap(sandbox_factory: Any, caplog: Any
 
 def test_plain_http_to_a_remote_host_is_refused() -> None:
     with pytest.raises(ConfigError, match="plain http"):
-        ApiClient(ClientConfig(base_url="http://example.com", access_token="t"))
+        ApiClient(DevportalConfig(base_url="http://example.com", access_token="t"))
     with pytest.raises(ConfigError, match="no access token"):
-        ApiClient(ClientConfig(base_url="https://example.com", access_token=""))
+        ApiClient(DevportalConfig(base_url="https://example.com", access_token=""))
 
 
 def test_devportal_source_in_a_users_own_pipeline(sandbox_factory: Any, tmp_path: Path) -> None:
@@ -127,3 +128,15 @@ def test_devportal_source_in_a_users_own_pipeline(sandbox_factory: Any, tmp_path
     assert rows == [(len(sb.truth()),)]
     users = query(tmp_path / "mine.duckdb", "SELECT count(*) FROM portal.user_settings")
     assert users == [(len(sb.truth_users()),)]
+
+
+def test_the_benchmark_floor_uses_devportals_http_defaults() -> None:
+    from dataclasses import fields
+
+    from benchmarks.floor import FloorSettings
+
+    floor = FloorSettings(base_url="http://127.0.0.1:1", access_token="t")
+    defaults = DevportalConfig()
+    for f in fields(FloorSettings):
+        if f.name not in ("base_url", "access_token"):
+            assert getattr(floor, f.name) == getattr(defaults, f.name), f.name

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from devportal.pipeline import PIPELINE_NAME, pipelines_dir
+from devportal.pipeline import PIPELINE_NAME
+from devportal.warehouse import pipelines_dir
 from tests.helpers import current_rows, query, truth_rows
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ import pytest
 
 from devportal.cli import main
 from devportal.errors import ApiError, WarehouseBusy
-from devportal.pipeline import warehouse_lock
 from devportal.sync import sync
+from devportal.warehouse import warehouse_lock
 from tests.helpers import current_rows, query, truth_rows
 
 

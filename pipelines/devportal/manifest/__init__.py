@@ -3,15 +3,16 @@
 This package owns everything about the manifest an app bundle ships (spec part 2.5): the JSON
 Schema file shipped beside this module (`manifest.schema.json`), the rules the schema cannot
 express (files in the bundle, sizes, URLs, icon, platform history), the dlt resources that
-record each distinct manifest in the `devportal` dataset, and the `devportal manifest`
-sub-command.
+record each distinct manifest in the `devportal` dataset, and how findings are printed (the
+`devportal manifest` sub-command itself is devportal.cli.manifest).
 
 Two layers, imports running one way (recording -> validation, never back):
 
     validation  reader, schema, rules, report, facts, bundle, images, validate: pure, no
                 warehouse, no dlt, no duckdb; history comes in as `previous_platforms`
     recording   tables (table names), history (reads the recorded platforms, validates
-                against them), resource (rows, dlt resources, load_manifest), cli
+                against them), resource (rows, dlt resources, load_manifest), output (findings
+                as text or JSON, load_and_report)
 
 Public entry points:
     validate_path(path, previous_platforms=None) -> Report

@@ -60,6 +60,11 @@ def escape_problem(value: str) -> str | None:
     return None
 
 
+def climbs_out(relative: str) -> bool:
+    """Whether RELATIVE, a normalised "/"-separated path, climbs above the bundle folder."""
+    return relative == ".." or relative.startswith("../")
+
+
 def normalise_build_path(build_path: str | None) -> str:
     """buildPath as a bundle-relative folder ("" when unset, empty or ".")."""
     if build_path is None:
@@ -74,7 +79,7 @@ def resolve(bundle: Path, build_path: str, value: str) -> Resolved:
     if problem is not None:
         return Resolved(relative=_normalise(value), path=None, problem=problem)
     joined = posixpath.normpath(posixpath.join(build_path, _normalise(value)))
-    if joined == ".." or joined.startswith("../"):
+    if climbs_out(joined):
         where = f" (under buildPath {build_path!r})" if build_path else ""
         return Resolved(
             relative=joined,

@@ -8,7 +8,7 @@ not lock the app in. The version being validated is excluded by its content hash
 the same manifest never reports against itself.
 
 Reading is optional and read-only: a warehouse that does not exist yet, or has no manifest
-tables yet, simply has no history. The file is opened through `devportal.models.open_duckdb`
+tables yet, simply has no history. The file is opened through `devportal.warehouse.open_duckdb`
 (no extension autoload, one-line errors: not a DuckDB database, busy, damaged).
 """
 
@@ -23,8 +23,8 @@ from devportal.manifest.reader import ManifestInput, read_manifest
 from devportal.manifest.report import Report
 from devportal.manifest.tables import MANIFESTS, PLATFORMS
 from devportal.manifest.validate import validate_manifest
-from devportal.models import locate_warehouse, open_duckdb
-from devportal.pipeline import DATASET, quote_ident
+from devportal.pipeline import DATASET
+from devportal.warehouse import locate_warehouse, open_duckdb, quote_ident
 
 _HISTORY_SQL = """
 select distinct p.platform

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from devportal.errors import DevportalError
-from devportal.manifest.report import WARNING, Finding, pointer
+from devportal.manifest.report import TYPE_NAMES, WARNING, Finding, json_type, pointer
 
 MANIFEST_NAME = "manifest.json"
 # The spec sets no size; 1 MiB is far above any real manifest (a few KiB) and bounds the memory
@@ -167,7 +167,8 @@ def parse(text: str, manifest_path: Path) -> tuple[dict[str, Any], list[Finding]
             f"{manifest_path} is not valid JSON: {err}; use a plain JSON number"
         ) from None
     if not isinstance(document, dict):
-        kind = _json_kind(document)
+        # "a boolean" here, where the schema's "true or false" would read oddly.
+        kind = "a boolean" if isinstance(document, bool) else TYPE_NAMES[json_type(document)]
         raise ManifestUnreadable(
             f"{manifest_path} holds {kind} at the top level; a manifest is a JSON object {{...}}"
         )
@@ -207,18 +208,6 @@ def _repeated_key_findings(
             )
         )
     return findings
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return "a number"
 
 
 def read_manifest(path: str | Path) -> ManifestInput:

@@ -3,6 +3,8 @@
 A finding is `{severity, pointer, rule, message}`: `pointer` is an RFC 6901 JSON pointer into
 the manifest ("" is the whole document), `rule` a stable id (`schema.<keyword>` for JSON Schema
 keywords, a kebab-case name for the rules in rules.py) that tests, tables and scripts can key on.
+The helpers every check writes its findings with live here too: `pointer`, `quoted` (a value
+in a message) and `json_type` / `TYPE_NAMES` (how a message names a JSON type).
 """
 
 from __future__ import annotations
@@ -38,6 +40,38 @@ class Finding:
 def pointer(parts: Iterable[str | int]) -> str:
     """RFC 6901 pointer from path parts (`~` and `/` escaped as the RFC requires)."""
     return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def quoted(text: str, limit: int) -> str:
+    """TEXT in quotes for a message, cut to LIMIT characters (ending "...") when longer."""
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def json_type(value: Any) -> str:
+    """The JSON type of a parsed VALUE: object, array, string, number, boolean or null."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+# How messages name a JSON type (schema type names; `integer` is a schema type, not a value's).
+TYPE_NAMES = {
+    "object": "an object",
+    "array": "an array",
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "true or false",
+    "null": "null",
+}
 
 
 def _pointer_key(ptr: str) -> tuple[tuple[int, int, str], ...]:

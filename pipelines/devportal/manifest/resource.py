@@ -28,7 +28,7 @@ widening the column types.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,7 +54,8 @@ from devportal.manifest.tables import (
     SOURCES,
     TABLES,
 )
-from devportal.pipeline import load_whole, open_pipeline, warehouse_lock
+from devportal.pipeline import load_whole, open_pipeline
+from devportal.warehouse import warehouse_lock
 
 if TYPE_CHECKING:
     from dlt.extract.resource import DltResource
@@ -164,12 +165,75 @@ def build_rows(report: Report, loaded_at: datetime | None = None) -> dict[str, l
     """Rows for every table, keyed by table name (pure: no warehouse access)."""
     doc = report.document
     key = report.content_hash
-    loaded_at = loaded_at or datetime.now(UTC)
+    return {
+        MANIFESTS: [_manifest_row(report, loaded_at or datetime.now(UTC))],
+        SOURCES: _object_rows(key, doc.get("sources"), _source_row),
+        PAGES: _object_rows(key, doc.get("pages"), _page_row),
+        PLATFORMS: _string_rows(key, doc.get("supportedPlatforms"), platform=str),
+        PERMISSIONS: _string_rows(
+            key,
+            doc.get("permissions"),
+            permission=str,
+            is_known=lambda p: p in facts.KNOWN_PERMISSIONS,
+        ),
+        AUTHORIZATION_URLS: _string_rows(
+            key,
+            doc.get("authorizationUrls"),
+            url=str,
+            normalised_url=normalise_authorization_url,
+        ),
+        MEDIA_DOMAINS: _string_rows(
+            key, doc.get("mediaDomains"), media_domain=lambda d: d.strip().lower()
+        ),
+        FINDINGS: _finding_rows(report),
+    }
 
+
+def _child_row(key: str, ordinal: int, values: Row) -> Row:
+    """A row of a child table: the manifest's hash, the element's index, then VALUES."""
+    return {"content_hash": key, "ordinal": ordinal, **values}
+
+
+def _object_rows(key: str, elements: Any, build: Callable[[dict[str, Any]], Row]) -> list[Row]:
+    """One row per object of a manifest array. An element that is not an object (a schema
+    error) has nothing to record; ordinals keep the manifest's indexes, so the gap shows
+    where it was."""
+    return [
+        _child_row(key, i, build(element))
+        for i, element in enumerate(_list(elements))
+        if isinstance(element, dict)
+    ]
+
+
+def _string_rows(key: str, elements: Any, /, **columns: Callable[[str], Any]) -> list[Row]:
+    """One row per element of a manifest array of strings: each of COLUMNS is its function of
+    the element, NULL for an element that is not a string (a schema error)."""
+    return [
+        _child_row(
+            key,
+            i,
+            {
+                name: convert(element) if isinstance(element, str) else None
+                for name, convert in columns.items()
+            },
+        )
+        for i, element in enumerate(_list(elements))
+    ]
+
+
+def _finding_rows(report: Report) -> list[Row]:
+    key = report.content_hash
+    # The tombstone: ordinal -1 never collides with a real finding.
+    tombstone = _child_row(key, -1, {CLEAR_MARKER: True})
+    return [tombstone] + [_child_row(key, i, f.to_dict()) for i, f in enumerate(report.findings)]
+
+
+def _manifest_row(report: Report, loaded_at: datetime) -> Row:
+    doc = report.document
     icon = _str(doc.get("icon"))
     icon_size = _icon_size(report, icon)
-    manifest: Row = {
-        "content_hash": key,
+    return {
+        "content_hash": report.content_hash,
         "name": _str(doc.get("name")),
         "version": _str(doc.get("version")),
         "build_path": _str(doc.get("buildPath")),
@@ -184,64 +248,6 @@ def build_rows(report: Report, loaded_at: datetime | None = None) -> dict[str, l
         "document": doc,
     }
 
-    # A source or page that is not an object (a schema error) has nothing to record; ordinals
-    # keep the manifest's indexes, so the gap shows where it was.
-    sources = [
-        _source_row(key, i, s)
-        for i, s in enumerate(_list(doc.get("sources")))
-        if isinstance(s, dict)
-    ]
-    pages = [
-        _page_row(key, i, p) for i, p in enumerate(_list(doc.get("pages"))) if isinstance(p, dict)
-    ]
-    platforms = [
-        {"content_hash": key, "ordinal": i, "platform": _str(p)}
-        for i, p in enumerate(_list(doc.get("supportedPlatforms")))
-    ]
-    permissions = [
-        {
-            "content_hash": key,
-            "ordinal": i,
-            "permission": _str(p),
-            "is_known": p in facts.KNOWN_PERMISSIONS if isinstance(p, str) else None,
-        }
-        for i, p in enumerate(_list(doc.get("permissions")))
-    ]
-    urls = [
-        {
-            "content_hash": key,
-            "ordinal": i,
-            "url": _str(u),
-            "normalised_url": normalise_authorization_url(u) if isinstance(u, str) else None,
-        }
-        for i, u in enumerate(_list(doc.get("authorizationUrls")))
-    ]
-    domains = [
-        {
-            "content_hash": key,
-            "ordinal": i,
-            "media_domain": d.strip().lower() if isinstance(d, str) else None,
-        }
-        for i, d in enumerate(_list(doc.get("mediaDomains")))
-    ]
-    findings: list[Row] = [
-        # The tombstone: ordinal -1 never collides with a real finding.
-        {"content_hash": key, "ordinal": -1, CLEAR_MARKER: True},
-    ]
-    findings += [
-        {"content_hash": key, "ordinal": i, **f.to_dict()} for i, f in enumerate(report.findings)
-    ]
-    return {
-        MANIFESTS: [manifest],
-        SOURCES: sources,
-        PAGES: pages,
-        PLATFORMS: platforms,
-        PERMISSIONS: permissions,
-        AUTHORIZATION_URLS: urls,
-        MEDIA_DOMAINS: domains,
-        FINDINGS: findings,
-    }
-
 
 def _icon_size(report: Report, icon: str | None) -> tuple[int, int] | None:
     build_path = build_path_of(report.document)
@@ -253,7 +259,7 @@ def _icon_size(report: Report, icon: str | None) -> tuple[int, int] | None:
     return image_size(resolved.path)
 
 
-def _source_row(key: str, ordinal: int, source: dict[str, Any]) -> Row:
+def _source_row(source: dict[str, Any]) -> Row:
     about = _obj(source.get("about"))
     bullets = about.get("bullets")
     size = source.get("initialSize")
@@ -265,8 +271,6 @@ def _source_row(key: str, ordinal: int, source: dict[str, Any]) -> Row:
         size_type = facts.DEFAULT_INITIAL_SIZE_TYPE
         width, height = facts.DEFAULT_INITIAL_WIDTH, facts.DEFAULT_INITIAL_HEIGHT
     return {
-        "content_hash": key,
-        "ordinal": ordinal,
         "source_id": _str(source.get("id")),
         "source_type": _str(source.get("type")),
         "name": _str(source.get("name")),
@@ -284,15 +288,13 @@ def _source_row(key: str, ordinal: int, source: dict[str, Any]) -> Row:
     }
 
 
-def _page_row(key: str, ordinal: int, page: dict[str, Any]) -> Row:
+def _page_row(page: dict[str, Any]) -> Row:
     size = _obj(page.get("popOutSize"))
 
     def dim(name: str, default: int) -> float | None:
         return _num(size[name]) if name in size else float(default)
 
     return {
-        "content_hash": key,
-        "ordinal": ordinal,
         "slot": _str(page.get("slot")),
         "file": _str(page.get("file")),
         "persistent": _bool(page.get("persistent"), facts.DEFAULT_PERSISTENT),

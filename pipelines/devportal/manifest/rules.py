@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import math
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeGuard
 from urllib.parse import SplitResult, urlsplit, urlunsplit
@@ -23,7 +23,7 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 from devportal.manifest import bundle as bundle_paths
 from devportal.manifest import facts
 from devportal.manifest.images import image_size
-from devportal.manifest.report import ERROR, WARNING, Finding, pointer
+from devportal.manifest.report import ERROR, WARNING, Finding, pointer, quoted
 
 _PERMISSION_FORM = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+$")
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -43,6 +43,28 @@ def _objects(document: dict[str, Any], key: str) -> list[tuple[int, dict[str, An
     return [(i, v) for i, v in _items(document, key) if isinstance(v, dict)]
 
 
+def _strings(document: dict[str, Any], key: str) -> list[tuple[int, str]]:
+    return [(i, v) for i, v in _items(document, key) if isinstance(v, str)]
+
+
+def _string_fields(document: dict[str, Any], key: str, field: str) -> list[tuple[int, str]]:
+    """(index, value) of the string FIELD of each object in the array KEY."""
+    return [(i, v[field]) for i, v in _objects(document, key) if isinstance(v.get(field), str)]
+
+
+def _repeats(
+    entries: Iterable[tuple[int, str]], key: Callable[[str], Hashable] = lambda value: value
+) -> Iterator[tuple[int, str, int]]:
+    """(index, value, index of the first entry with the same key) for each later entry."""
+    first: dict[Hashable, int] = {}
+    for index, value in entries:
+        seen = key(value)
+        if seen in first:
+            yield index, value, first[seen]
+        else:
+            first[seen] = index
+
+
 def _known(values: Collection[str]) -> str:
     return ", ".join(values)
 
@@ -51,45 +73,30 @@ def _known(values: Collection[str]) -> str:
 
 
 def unique_source_ids(document: dict[str, Any]) -> Iterator[Finding]:
-    first: dict[str, int] = {}
-    for index, source in _objects(document, "sources"):
-        source_id = source.get("id")
-        if not isinstance(source_id, str):
-            continue
-        if source_id in first:
-            yield Finding(
-                ERROR,
-                pointer(["sources", index, "id"]),
-                "unique-source-id",
-                f"source id {source_id!r} is already used by /sources/{first[source_id]}/id; "
-                "give each source its own id",
-            )
-        else:
-            first[source_id] = index
+    for index, source_id, first in _repeats(_string_fields(document, "sources", "id")):
+        yield Finding(
+            ERROR,
+            pointer(["sources", index, "id"]),
+            "unique-source-id",
+            f"source id {source_id!r} is already used by /sources/{first}/id; "
+            "give each source its own id",
+        )
 
 
 def one_page_per_slot(document: dict[str, Any]) -> Iterator[Finding]:
-    first: dict[str, int] = {}
-    for index, page in _objects(document, "pages"):
-        slot = page.get("slot")
-        if not isinstance(slot, str):
-            continue
-        if slot in first:
-            yield Finding(
-                ERROR,
-                pointer(["pages", index, "slot"]),
-                "one-page-per-slot",
-                f"slot {slot!r} already holds the page /pages/{first[slot]}; "
-                "the client allows one page per slot",
-            )
-        else:
-            first[slot] = index
+    for index, slot, first in _repeats(_string_fields(document, "pages", "slot")):
+        yield Finding(
+            ERROR,
+            pointer(["pages", index, "slot"]),
+            "one-page-per-slot",
+            f"slot {slot!r} already holds the page /pages/{first}; "
+            "the client allows one page per slot",
+        )
 
 
 def known_values(document: dict[str, Any]) -> Iterator[Finding]:
-    for index, source in _objects(document, "sources"):
-        kind = source.get("type")
-        if isinstance(kind, str) and kind and kind not in facts.KNOWN_SOURCE_TYPES:
+    for index, kind in _string_fields(document, "sources", "type"):
+        if kind and kind not in facts.KNOWN_SOURCE_TYPES:
             yield Finding(
                 WARNING,
                 pointer(["sources", index, "type"]),
@@ -97,9 +104,8 @@ def known_values(document: dict[str, Any]) -> Iterator[Finding]:
                 f"source type {kind!r} is not known to the desktop client; "
                 f"known types: {_known(facts.KNOWN_SOURCE_TYPES)}",
             )
-    for index, page in _objects(document, "pages"):
-        slot = page.get("slot")
-        if isinstance(slot, str) and slot and slot not in facts.KNOWN_SLOTS:
+    for index, slot in _string_fields(document, "pages", "slot"):
+        if slot and slot not in facts.KNOWN_SLOTS:
             yield Finding(
                 WARNING,
                 pointer(["pages", index, "slot"]),
@@ -107,13 +113,9 @@ def known_values(document: dict[str, Any]) -> Iterator[Finding]:
                 f"slot {slot!r} is not known to the desktop client; "
                 f"known slots: {_known(facts.KNOWN_SLOTS)}",
             )
-    for index, permission in _items(document, "permissions"):
+    for index, permission in _strings(document, "permissions"):
         # A malformed name is already a schema error; only well-formed unknown names warn here.
-        if (
-            isinstance(permission, str)
-            and _PERMISSION_FORM.match(permission)
-            and permission not in facts.KNOWN_PERMISSIONS
-        ):
+        if _PERMISSION_FORM.match(permission) and permission not in facts.KNOWN_PERMISSIONS:
             yield Finding(
                 WARNING,
                 pointer(["permissions", index]),
@@ -137,9 +139,7 @@ def client_requirements(document: dict[str, Any]) -> Iterator[Finding]:
 
 def redirect_needs_top_nav(document: dict[str, Any]) -> Iterator[Finding]:
     # Only string slots: a list or object there is a schema error (and unhashable).
-    slots = {
-        p.get("slot") for _, p in _objects(document, "pages") if isinstance(p.get("slot"), str)
-    }
+    slots = {slot for _, slot in _string_fields(document, "pages", "slot")}
     if facts.TOP_NAV_SLOT in slots:
         return
     for index, source in _objects(document, "sources"):
@@ -175,12 +175,17 @@ def build_path_of(document: dict[str, Any]) -> str | None:
     raw = document.get("buildPath")
     if not isinstance(raw, str):
         return "" if raw is None else None
-    if bundle_paths.escape_problem(raw) is not None:
+    if _build_path_problem(raw) is not None:
         return None
-    build_path = bundle_paths.normalise_build_path(raw)
-    if build_path == ".." or build_path.startswith("../"):
-        return None
-    return build_path
+    return bundle_paths.normalise_build_path(raw)
+
+
+def _build_path_problem(raw: str) -> str | None:
+    """Why the buildPath RAW leads outside the bundle, or None."""
+    problem = bundle_paths.escape_problem(raw)
+    if problem is None and bundle_paths.climbs_out(bundle_paths.normalise_build_path(raw)):
+        problem = "climbs out of the bundle folder"
+    return problem
 
 
 def files(document: dict[str, Any], bundle: Path) -> Iterator[Finding]:
@@ -207,13 +212,11 @@ def files(document: dict[str, Any], bundle: Path) -> Iterator[Finding]:
 
 
 def _check_build_path(raw: str, bundle: Path) -> Iterator[Finding]:
-    problem = bundle_paths.escape_problem(raw)
-    build_path = bundle_paths.normalise_build_path(raw)
-    if problem is None and (build_path == ".." or build_path.startswith("../")):
-        problem = "climbs out of the bundle folder"
+    problem = _build_path_problem(raw)
     if problem is not None:
         yield Finding(ERROR, "/buildPath", "path-escapes-bundle", f"buildPath {raw!r} {problem}")
         return
+    build_path = bundle_paths.normalise_build_path(raw)
     if build_path and not bundle_paths.is_dir(bundle / build_path):
         yield Finding(
             ERROR,
@@ -377,30 +380,25 @@ def _split_http_url(url: str) -> SplitResult | None:
 
 
 def authorization_urls(document: dict[str, Any]) -> Iterator[Finding]:
-    seen: dict[str, int] = {}
-    for index, url in _items(document, "authorizationUrls"):
-        if not isinstance(url, str):
-            continue
-        here = pointer(["authorizationUrls", index])
-        normalised = normalise_authorization_url(url)
-        if normalised is None:
+    valid: list[tuple[int, str]] = []
+    for index, url in _strings(document, "authorizationUrls"):
+        if normalise_authorization_url(url) is None:
             yield Finding(
                 ERROR,
-                here,
+                pointer(["authorizationUrls", index]),
                 "authorization-url",
                 f"{_short(url)} is not an absolute http(s) URL; write it as https://host/path",
             )
-            continue
-        if normalised in seen:
-            yield Finding(
-                WARNING,
-                here,
-                "duplicate-entry",
-                f"{_short(url)} matches the same URL as /authorizationUrls/{seen[normalised]} "
-                "(the query is ignored when matching); remove one",
-            )
         else:
-            seen[normalised] = index
+            valid.append((index, url))
+    for index, url, first in _repeats(valid, key=normalise_authorization_url):
+        yield Finding(
+            WARNING,
+            pointer(["authorizationUrls", index]),
+            "duplicate-entry",
+            f"{_short(url)} matches the same URL as /authorizationUrls/{first} "
+            "(the query is ignored when matching); remove one",
+        )
 
 
 def media_domain_problem(value: str) -> str | None:
@@ -434,46 +432,39 @@ def media_domain_problem(value: str) -> str | None:
 
 
 def media_domains(document: dict[str, Any]) -> Iterator[Finding]:
-    seen: dict[str, int] = {}
-    for index, domain in _items(document, "mediaDomains"):
-        if not isinstance(domain, str):
-            continue
-        here = pointer(["mediaDomains", index])
+    valid: list[tuple[int, str]] = []
+    for index, domain in _strings(document, "mediaDomains"):
         problem = media_domain_problem(domain)
         if problem is not None:
-            yield Finding(ERROR, here, "media-domain", f"{_short(domain)} {problem}")
-            continue
-        if domain.lower() in seen:
             yield Finding(
-                WARNING,
-                here,
-                "duplicate-entry",
-                f"{_short(domain)} is already listed at /mediaDomains/{seen[domain.lower()]}; "
-                "remove one",
+                ERROR,
+                pointer(["mediaDomains", index]),
+                "media-domain",
+                f"{_short(domain)} {problem}",
             )
         else:
-            seen[domain.lower()] = index
+            valid.append((index, domain))
+    for index, domain, first in _repeats(valid, key=str.lower):
+        yield Finding(
+            WARNING,
+            pointer(["mediaDomains", index]),
+            "duplicate-entry",
+            f"{_short(domain)} is already listed at /mediaDomains/{first}; remove one",
+        )
 
 
 def duplicate_permissions(document: dict[str, Any]) -> Iterator[Finding]:
-    seen: dict[str, int] = {}
-    for index, permission in _items(document, "permissions"):
-        if not isinstance(permission, str):
-            continue
-        if permission in seen:
-            yield Finding(
-                WARNING,
-                pointer(["permissions", index]),
-                "duplicate-entry",
-                f"permission {permission!r} is already listed at /permissions/{seen[permission]}; "
-                "remove one",
-            )
-        else:
-            seen[permission] = index
+    for index, permission, first in _repeats(_strings(document, "permissions")):
+        yield Finding(
+            WARNING,
+            pointer(["permissions", index]),
+            "duplicate-entry",
+            f"permission {permission!r} is already listed at /permissions/{first}; remove one",
+        )
 
 
 def _short(value: str) -> str:
-    return repr(value if len(value) <= 80 else value[:77] + "...")
+    return quoted(value, 80)
 
 
 # --- history ----------------------------------------------------------------------------------

@@ -15,7 +15,15 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from devportal.manifest.report import ERROR, WARNING, Finding, pointer
+from devportal.manifest.report import (
+    ERROR,
+    TYPE_NAMES,
+    WARNING,
+    Finding,
+    json_type,
+    pointer,
+    quoted,
+)
 
 if TYPE_CHECKING:
     from jsonschema import Draft202012Validator, ValidationError
@@ -27,10 +35,6 @@ _PATTERN_NAMES = {
     "^[A-Za-z0-9_-]+\\.[A-Za-z0-9_.-]+$": "a permission name of the form <namespace>.<name> "
     "(e.g. slobs.streaming)",
 }
-
-_JSON_TYPES = {"object": "an object", "array": "an array", "string": "a string"}
-_JSON_TYPES |= {"number": "a number", "integer": "an integer", "boolean": "true or false"}
-_JSON_TYPES |= {"null": "null"}
 
 
 @cache
@@ -64,31 +68,11 @@ def schema_findings(document: Any) -> list[Finding]:
 
 
 def _describe(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "null"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
     if isinstance(value, str):
-        return repr(value if len(value) <= 60 else value[:57] + "...")
-    return json.dumps(value)
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
+        return quoted(value, 60)
+    if isinstance(value, dict | list):
+        return TYPE_NAMES[json_type(value)]
+    return json.dumps(value)  # true, false, null or a number
 
 
 def _translate(error: ValidationError) -> Iterator[Finding]:
@@ -98,56 +82,66 @@ def _translate(error: ValidationError) -> Iterator[Finding]:
     value: Any = error.validator_value
     instance: Any = error.instance
     schema: Any = error.schema
-    here = pointer(path)
-
     if keyword == "required":
-        present = instance if isinstance(instance, dict) else {}
-        for name in value:
-            if name not in present:
-                yield Finding(
-                    ERROR,
-                    pointer([*path, name]),
-                    "schema.required",
-                    f"required property {name!r} is missing",
-                )
-        return
-    if keyword == "additionalProperties":
-        known = set(schema.get("properties", {}))
-        for name in instance:
-            if name not in known:
-                yield Finding(
-                    WARNING,
-                    pointer([*path, name]),
-                    "unknown-property",
-                    f"unknown property {name!r} is ignored by the desktop client; "
-                    f"known properties here: {', '.join(sorted(known))}",
-                )
-        return
+        yield from _missing_properties(path, value, instance)
+    elif keyword == "additionalProperties":
+        yield from _unknown_properties(path, set(schema.get("properties", {})), instance)
+    else:
+        message = _message(keyword, value, instance) or error.message
+        yield Finding(ERROR, pointer(path), f"schema.{keyword}", message)
 
-    message: str
+
+def _missing_properties(
+    path: list[str | int], required: list[str], instance: Any
+) -> Iterator[Finding]:
+    present = instance if isinstance(instance, dict) else {}
+    for name in required:
+        if name not in present:
+            yield Finding(
+                ERROR,
+                pointer([*path, name]),
+                "schema.required",
+                f"required property {name!r} is missing",
+            )
+
+
+def _unknown_properties(
+    path: list[str | int], known: set[str], instance: dict[str, Any]
+) -> Iterator[Finding]:
+    for name in instance:
+        if name not in known:
+            yield Finding(
+                WARNING,
+                pointer([*path, name]),
+                "unknown-property",
+                f"unknown property {name!r} is ignored by the desktop client; "
+                f"known properties here: {', '.join(sorted(known))}",
+            )
+
+
+def _message(keyword: str, value: Any, instance: Any) -> str | None:
+    """The plain message for a failed KEYWORD (schema value VALUE, offending INSTANCE), or None
+    for a keyword without one (jsonschema's own message is used)."""
     if keyword == "type":
         wanted = [value] if isinstance(value, str) else list(value)
-        names = " or ".join(_JSON_TYPES.get(t, t) for t in wanted)
-        message = f"must be {names}, not {_JSON_TYPES[_json_type(instance)]}"
-    elif keyword == "minLength":
+        names = " or ".join(TYPE_NAMES.get(t, t) for t in wanted)
+        return f"must be {names}, not {TYPE_NAMES[json_type(instance)]}"
+    if keyword == "minLength":
         if value == 1:
-            message = "must not be empty"
-        else:
-            message = (
-                f"{_describe(instance)} is {len(instance)} characters long; "
-                f"at least {value} are required"
-            )
-    elif keyword == "minItems":
-        message = f"must list at least {value} element{'s' if value != 1 else ''}"
-    elif keyword == "uniqueItems":
+            return "must not be empty"
+        return (
+            f"{_describe(instance)} is {len(instance)} characters long; "
+            f"at least {value} are required"
+        )
+    if keyword == "minItems":
+        return f"must list at least {value} element{'s' if value != 1 else ''}"
+    if keyword == "uniqueItems":
         repeats = sorted({_describe(v) for v in instance if instance.count(v) > 1})
-        message = f"lists {', '.join(repeats)} more than once; list each value once"
-    elif keyword == "enum":
+        return f"lists {', '.join(repeats)} more than once; list each value once"
+    if keyword == "enum":
         allowed = ", ".join(str(v) for v in value)
-        message = f"{_describe(instance)} is not allowed; allowed values: {allowed}"
-    elif keyword == "pattern":
+        return f"{_describe(instance)} is not allowed; allowed values: {allowed}"
+    if keyword == "pattern":
         wanted_form = _PATTERN_NAMES.get(value, f"a string matching {value}")
-        message = f"{_describe(instance)} is not {wanted_form}"
-    else:
-        message = error.message
-    yield Finding(ERROR, here, f"schema.{keyword}", message)
+        return f"{_describe(instance)} is not {wanted_form}"
+    return None

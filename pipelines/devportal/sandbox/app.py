@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from devportal.sandbox.clock import parse_bound
+from devportal.sandbox.store import SubscriptionFilter
 from devportal.sandbox.world import World
 
 API_PREFIX = "/api/v1/developer"
@@ -46,6 +47,8 @@ _TRUE = {"1", "true"}
 _FALSE = {"0", "false"}
 
 PageHook = Callable[[World, str, int], None]
+# Reads one page of a list from the world: (offset, limit) -> (rows, total).
+PageRead = Callable[[int, int], tuple[list[bytes], int]]
 PageOverride = Callable[[str, int, dict[str, Any]], "dict[str, Any] | bytes | None"]
 
 
@@ -158,20 +161,14 @@ class Api:
         if errors:
             return validation_error(errors)
 
-        page = parse_page(params.get("page"))
-        if self.page_hook is not None:
-            self.page_hook(self.world, ENDPOINT_SUBSCRIPTIONS, page)
-        per_page = SUBSCRIPTIONS_PER_PAGE
-        rows, total = self.world.subscription_page(
-            test=test,
-            user_id=user_id,
-            start=start,
-            end=end,
-            offset=(page - 1) * per_page,
-            limit=per_page,
+        where = SubscriptionFilter(test=test, user_id=user_id, start=start, end=end)
+        return self._list_page(
+            ENDPOINT_SUBSCRIPTIONS,
+            SUBSCRIPTIONS_PER_PAGE,
+            params,
+            host,
+            lambda offset, limit: self.world.subscription_page(where, offset, limit),
         )
-        body = paginate(rows, total, page, per_page, f"http://{host}{SUBSCRIPTIONS_PATH}", params)
-        return self._page(ENDPOINT_SUBSCRIPTIONS, page, body)
 
     def settings(self, params: dict[str, str], host: str) -> Response:
         q = {k: v for k, v in params.items() if v.strip() != ""}
@@ -187,18 +184,18 @@ class Api:
                     }
                 )
         platform = q.get("platform")
-        page = parse_page(params.get("page"))
-        if self.page_hook is not None:
-            self.page_hook(self.world, ENDPOINT_SETTINGS, page)
-        per_page = SETTINGS_PER_PAGE
-        rows, total = self.world.settings_page(
-            usernames=usernames,
-            platform=platform.strip() if platform is not None else None,
-            offset=(page - 1) * per_page,
-            limit=per_page,
+        return self._list_page(
+            ENDPOINT_SETTINGS,
+            SETTINGS_PER_PAGE,
+            params,
+            host,
+            lambda offset, limit: self.world.settings_page(
+                usernames=usernames,
+                platform=platform.strip() if platform is not None else None,
+                offset=offset,
+                limit=limit,
+            ),
         )
-        body = paginate(rows, total, page, per_page, f"http://{host}{SETTINGS_PATH}", params)
-        return self._page(ENDPOINT_SETTINGS, page, body)
 
     def user(self, rest: str) -> Response:
         rest = rest.rstrip("/")
@@ -208,6 +205,18 @@ class Api:
         if body is None:
             return message(404, "User not found.")
         return Response(200, body, endpoint=ENDPOINT_USER)
+
+    def _list_page(
+        self, endpoint: str, per_page: int, params: dict[str, str], host: str, read: PageRead
+    ) -> Response:
+        """The requested page of the list at ENDPOINT (its request path): the page hook runs
+        first, then READ, then the pagination wrapper and any page override."""
+        page = parse_page(params.get("page"))
+        if self.page_hook is not None:
+            self.page_hook(self.world, endpoint, page)
+        rows, total = read((page - 1) * per_page, per_page)
+        body = paginate(rows, total, page, per_page, f"http://{host}{endpoint}", params)
+        return self._page(endpoint, page, body)
 
     def _page(self, endpoint: str, page: int, body: bytes) -> Response:
         override = self.page_override

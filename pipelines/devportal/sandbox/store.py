@@ -25,6 +25,7 @@ import heapq
 import json
 from array import array
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from devportal.sandbox.clock import fmt
@@ -48,6 +49,17 @@ class Drop:
 
 
 DROP = Drop()
+
+
+@dataclass(frozen=True)
+class SubscriptionFilter:
+    """Which rows a list read covers: test or live ones, optionally one user's, optionally
+    created within [start, end] (epoch seconds, both inclusive; None: unbounded)."""
+
+    test: bool = False
+    user_id: int | None = None
+    start: int | None = None
+    end: int | None = None
 
 
 class SubscriptionStore:
@@ -253,18 +265,10 @@ class SubscriptionStore:
 
     # ------------------------------------------------------------------ reads
 
-    def page(
-        self,
-        *,
-        test: bool,
-        user_id: int | None,
-        start: int | None,
-        end: int | None,
-        offset: int,
-        limit: int,
-    ) -> tuple[list[bytes], int]:
+    def page(self, where: SubscriptionFilter, offset: int, limit: int) -> tuple[list[bytes], int]:
         """One page of the filtered list (id ascending) and the filtered total."""
-        c = TESTC if test else LIVE
+        c = TESTC if where.test else LIVE
+        user_id, start, end = where.user_id, where.start, where.end
         windowed = start is not None or end is not None
         lo = start if start is not None else -(1 << 62)
         hi = end if end is not None else 1 << 62

@@ -25,7 +25,7 @@ from typing import Any
 
 from devportal.sandbox.clock import Rates, add_months, from_epoch, to_epoch
 from devportal.sandbox.generate import ServicePicker, gc_paused, generate_subscriptions
-from devportal.sandbox.store import DROP, STATUS, SubscriptionStore
+from devportal.sandbox.store import DROP, STATUS, SubscriptionFilter, SubscriptionStore
 from devportal.sandbox.transitions import Transitions
 from devportal.sandbox.users import User, UserBook, generate_users, scripted_profiles
 
@@ -120,20 +120,11 @@ class World:
             return None if idx is None else self._store.row_bytes(idx)
 
     def subscription_page(
-        self,
-        *,
-        test: bool,
-        user_id: int | None,
-        start: int | None,
-        end: int | None,
-        offset: int,
-        limit: int,
+        self, where: SubscriptionFilter, offset: int, limit: int
     ) -> tuple[list[bytes], int]:
         """One page of the filtered list (id ascending) and the filtered total, consistently."""
         with self.lock:
-            return self._store.page(
-                test=test, user_id=user_id, start=start, end=end, offset=offset, limit=limit
-            )
+            return self._store.page(where, offset, limit)
 
     def truth(self, is_test: bool = False) -> list[dict[str, Any]]:
         """Every row of one class exactly as served, plus `is_test`; id ascending."""

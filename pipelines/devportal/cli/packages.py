@@ -1,19 +1,18 @@
 """`devportal packages`: the load packages a sync set aside because they could not load.
 
 A run whose load fails is put back out of the warehouse (all or nothing) and its package is
-kept in `<dlt folder>/set_aside/<load_id>/` with the reason, so nothing read is lost and later
-syncs proceed. This command lists them and discards them once looked at.
+kept in `<dlt folder>/set_aside/<load_id>/` with the reason (devportal.pipeline), so nothing
+read is lost and later syncs proceed. This command lists them and discards them once looked at.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-from pathlib import Path
 from typing import Any
 
+from devportal.cli import options
 from devportal.errors import ConfigError
-from devportal.pipeline import DEFAULT_WAREHOUSE, set_aside_dir
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -29,30 +28,20 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("action", nargs="?", choices=("list", "discard"), default="list")
     p.add_argument("load_id", nargs="?", help="the package to discard")
     p.add_argument("--all", action="store_true", help="discard every set-aside package")
-    p.add_argument(
-        "--warehouse", default=DEFAULT_WAREHOUSE, help="DuckDB file (default %(default)s)"
-    )
-    p.set_defaults(func=run_packages)
+    options.add_warehouse(p)
+    p.set_defaults(func=run)
 
 
-def _packages(warehouse: str) -> list[Path]:
-    folder = set_aside_dir(warehouse)
-    return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+def run(args: argparse.Namespace) -> int:
+    from devportal.pipeline import set_aside_packages, set_aside_reason
 
-
-def _reason(package: Path) -> str:
-    note = package / "SET_ASIDE.txt"
-    return note.read_text(encoding="utf-8").strip() if note.exists() else "(no reason recorded)"
-
-
-def run_packages(args: argparse.Namespace) -> int:
-    packages = _packages(args.warehouse)
+    packages = set_aside_packages(args.warehouse)
     if args.action == "list":
         if not packages:
             print(f"no packages set aside for {args.warehouse}")
         for package in packages:
             files = sum(1 for f in package.rglob("*") if f.is_file())
-            print(f"{package.name}  {files} files  {package}\n    {_reason(package)}")
+            print(f"{package.name}  {files} files  {package}\n    {set_aside_reason(package)}")
         return 0
     if args.all:
         chosen = packages

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from devportal.pipeline import DEFAULT_WAREHOUSE
+from devportal.cli import options
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -19,27 +19,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
             "not-null keys, accepted values, reconciliations) and exits 1 naming each failure."
         ),
     )
-    p.add_argument(
-        "--warehouse", default=DEFAULT_WAREHOUSE, help="DuckDB file (default %(default)s)"
-    )
+    options.add_warehouse(p)
     p.add_argument("--check", action="store_true", help="run the data tests after building")
-    p.set_defaults(func=run_models)
+    p.set_defaults(func=run)
 
 
-def summary_line(summary: dict[str, Any]) -> str:
-    """One line for people: what was built, what was skipped and why, tests run."""
-    line = f"models ok: {len(summary['built'])} built in {summary['seconds']:.1f}s"
-    if summary["skipped"]:
-        notes = ", ".join(f"{name} ({why})" for name, why in summary["skipped"].items())
-        line += f"; skipped {notes}"
-    if summary["tests"]:
-        line += f"; {summary['tests']} data tests passed"
-    return line
-
-
-def run_models(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from devportal import models
 
-    summary = models.build(args.warehouse, check=args.check)
-    print(summary_line(summary))
+    print(models.summary_line(models.build(args.warehouse, check=args.check)))
     return 0

@@ -1,8 +1,10 @@
-"""Command-line interface: `devportal sync | demo | models | report | manifest | sandbox`.
+"""Command-line interface: `devportal sync | demo | models | packages | report | manifest | sandbox`.
 
-Each feature module contributes its sub-command through `register(subparsers)`; the handler
-returns the exit code. Expected failures (`DevportalError`) print one line, without a traceback
-unless `--debug`.
+One module per command (`devportal.cli.<command>`), each exposing `register(subparsers)` and
+its handler, which parses nothing more, calls the feature, prints, and returns the exit code;
+`options` holds what several commands share. Heavy libraries (dlt, duckdb, pandas, pyarrow, the
+sandbox server) are imported by the handlers only, so `devportal --help` stays fast. Expected
+failures (`DevportalError`) print one line, without a traceback unless `--debug`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,11 @@ import sys
 from collections.abc import Sequence
 
 from devportal import __version__
+from devportal.cli import demo, manifest, models, packages, report, sandbox, sync
 from devportal.errors import DevportalError
+
+# the order of `devportal --help`
+COMMANDS = (sync, demo, models, packages, report, manifest, sandbox)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,11 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"devportal {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    # Imported here so `devportal --help` stays fast and one broken module names itself.
-    from devportal import commands
-
-    commands.register(sub)
+    for command in COMMANDS:
+        command.register(sub)
     return parser
 
 

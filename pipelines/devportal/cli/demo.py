@@ -1,0 +1,81 @@
+"""`devportal demo`: sandbox -> sync -> clock advance -> sync -> models -> report, in-process."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from devportal.cli import options
+
+DEMO_WAREHOUSE = "warehouse/demo.duckdb"
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    d = sub.add_parser(
+        "demo",
+        help="sandbox -> sync -> clock advance -> sync -> models -> report",
+        description=(
+            "Start the sandbox in-process, sync, advance its clock, sync again (so history "
+            "exists), build the models and print the report. Recreates --warehouse."
+        ),
+    )
+    options.add_warehouse(d, default=DEMO_WAREHOUSE)
+    d.add_argument("--subscriptions", type=int, default=20_000)
+    d.add_argument("--users", type=int, default=2_000)
+    d.add_argument("--seed", type=int, default=42)
+    d.add_argument("--syncs", type=int, default=3, help="syncs to run (clock advances between)")
+    d.add_argument("--advance-days", type=float, default=30.0, help="days between syncs")
+    d.add_argument("--fault-rate", type=float, default=0.0, help="share of requests that fail")
+    d.add_argument("--html", help="also write the HTML report here")
+    d.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from devportal import demo, report
+    from devportal.sandbox import Sandbox
+    from devportal.sync import sync
+    from devportal.warehouse import delete_warehouse
+
+    delete_warehouse(args.warehouse)
+    start = demo.clock_start(args.advance_days, args.syncs)
+    print(
+        f"demo: sandbox with {args.subscriptions} subscriptions and {args.users} users, "
+        f"clock at {start:%Y-%m-%d}; warehouse {args.warehouse} (recreated)"
+    )
+    with Sandbox(
+        subscriptions=args.subscriptions,
+        users=args.users,
+        seed=args.seed,
+        start=start.strftime("%Y-%m-%d %H:%M:%S"),
+    ) as sb:
+        if args.fault_rate:
+            sb.set_faults(rate=args.fault_rate, seed=args.seed, retry_after=0)
+        for n in range(1, args.syncs + 1):
+            if n > 1:
+                changes = sb.advance(days=args.advance_days)
+                print(
+                    f"demo: clock +{args.advance_days:g} days -> {sb.now:%Y-%m-%d}: "
+                    + ", ".join(f"{k} {v}" for k, v in changes.items())
+                )
+            result = sync(
+                args.warehouse,
+                base_url=sb.base_url,
+                access_token=sb.token,
+                build_models=False,
+                progress="off",
+            )
+            print(f"demo: sync {n}/{args.syncs}: {result.summary()}")
+            if n == 1 or n == args.syncs:
+                release = demo.record_release(args.warehouse, first=n == 1)
+                print(
+                    f"demo: manifest {release.name} {release.version} recorded "
+                    f"({len(release.errors)} errors, {len(release.warnings)} warnings)"
+                )
+    options.build_models(args.warehouse, None)
+    print()
+    report.print_report(args.warehouse, fmt="table", html=args.html)
+    print(
+        f"\nnext: make report WAREHOUSE={args.warehouse} ARGS='--html report.html'  "
+        f"(charts), make notebook (pandas), or any DuckDB client on {args.warehouse}"
+    )
+    return 0

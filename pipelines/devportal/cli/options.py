@@ -1,0 +1,66 @@
+"""The options and argument types several commands share, written once.
+
+`--warehouse` (every command that reads or writes the warehouse), `--destination` and the rule
+that goes with it (the SQL models are DuckDB SQL: they run only on the DuckDB warehouse), and
+the argument types for dates and resource lists. Nothing heavy is imported here.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from typing import Any
+
+from devportal.warehouse import DEFAULT_WAREHOUSE
+
+
+def add_warehouse(
+    parser: argparse.ArgumentParser,
+    *,
+    default: str | None = DEFAULT_WAREHOUSE,
+    help: str = "DuckDB file (default %(default)s)",
+    **kwargs: Any,
+) -> None:
+    """`--warehouse PATH`: the DuckDB file the command works on."""
+    parser.add_argument("--warehouse", default=default, help=help, **kwargs)
+
+
+def add_destination(parser: argparse.ArgumentParser) -> None:
+    """`--destination NAME`: load somewhere else than the DuckDB warehouse (no SQL models)."""
+    parser.add_argument(
+        "--destination",
+        help="a dlt destination name (postgres, motherduck, ...) configured in .dlt/; "
+        "default: DuckDB at --warehouse",
+    )
+
+
+def build_models(warehouse: str, destination: str | None) -> None:
+    """Build the SQL models after a load and print the summary line, or say why not: the
+    models are DuckDB SQL, built only into the DuckDB warehouse (no --destination)."""
+    if destination is not None:
+        print("models: skipped (they are built for the DuckDB destination)")
+        return
+    from devportal import models
+
+    print(models.summary_line(models.build(warehouse)))
+
+
+def date(text: str) -> datetime:
+    """`YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS`."""
+    for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d"):
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    raise argparse.ArgumentTypeError(f"{text!r} is not YYYY-MM-DD or 'YYYY-MM-DD HH:MM:SS'")
+
+
+def resources(text: str) -> list[str]:
+    """A comma list of names from `devportal.config.RESOURCES`."""
+    from devportal.config import RESOURCES  # dlt: only when --resources is given
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in RESOURCES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"choose from {', '.join(RESOURCES)} (comma separated)")
+    return names

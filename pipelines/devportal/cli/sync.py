@@ -1,0 +1,86 @@
+"""`devportal sync`: read the Developer API into the warehouse, then the manifest and models."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from devportal.cli import options
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser(
+        "sync",
+        help="sync the Developer API into the warehouse",
+        description=(
+            "Read subscriptions, user settings and user accounts into the warehouse "
+            "(SCD2 history for subscriptions), then rebuild the SQL models. Default: a full "
+            "sweep. --since/--window read only a start/end window (see README: Sync modes)."
+        ),
+    )
+    p.add_argument("--base-url", help="API base URL (else [sources.devportal] base_url)")
+    options.add_warehouse(p)
+    options.add_destination(p)
+    p.add_argument(
+        "--resources",
+        type=options.resources,
+        default=None,
+        help="comma list of resources to read, e.g. subscriptions,user_settings "
+        "(default: all; an unknown name lists them)",
+    )
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--since", type=options.date, help="window mode from this date (YYYY-MM-DD)")
+    mode.add_argument(
+        "--window",
+        action="store_true",
+        help="window mode from the last run's cursor minus the lookback",
+    )
+    p.add_argument(
+        "--include-test", action="store_true", default=None, help="also load is_test=true rows"
+    )
+    p.add_argument(
+        "--workers", type=int, help="concurrent requests (default 8, [sources.devportal] workers)"
+    )
+    p.add_argument(
+        "--allow-mass-close",
+        action="store_true",
+        default=None,
+        help="accept a sweep that closes more than mass_close_max_share (20%%) of current "
+        "subscriptions (refused by default: an API outage looks like mass churn)",
+    )
+    p.add_argument("--manifest", help="also validate and record this manifest.json or bundle")
+    p.add_argument("--no-models", action="store_true", help="do not rebuild the SQL models")
+    p.add_argument(
+        "--progress", choices=("auto", "on", "off"), default="auto", help="progress log on stderr"
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from devportal.config import RESOURCES, resolve
+    from devportal.sync import sync
+
+    result = sync(
+        args.warehouse,
+        base_url=args.base_url,
+        resources=args.resources or list(RESOURCES),
+        since=args.since,
+        window=args.window,
+        include_test=args.include_test,
+        destination=args.destination,
+        progress=args.progress,
+        build_models=False,
+        allow_mass_close=args.allow_mass_close,
+        **({"workers": args.workers} if args.workers else {}),
+    )
+    print(result.summary())
+    code = 0
+    manifest = args.manifest or resolve(require_api=False).manifest_path
+    if manifest:
+        from devportal.manifest.output import load_and_report
+
+        # a manifest with errors is recorded with its findings; exit 1 so a scheduler notices
+        code = load_and_report(manifest, args.warehouse)
+    if not args.no_models:
+        options.build_models(args.warehouse, args.destination)
+    return code

@@ -1,0 +1,114 @@
+"""Every setting under `[sources.devportal]`: one configspec, resolved by dlt.
+
+dlt looks each field up in the environment (`SOURCES__DEVPORTAL__<FIELD>`), `.dlt/secrets.toml`
+and `.dlt/config.toml`, in that order; `devportal_source(...)` receives them as arguments and
+`resolve()` turns what is missing or malformed into a one-line `ConfigError`. The only secret is
+`access_token`: it reaches the HTTP session's headers and nothing else.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlt.common.configuration import configspec
+from dlt.common.configuration.specs import BaseConfiguration
+from dlt.common.typing import TSecretStrValue
+
+from devportal.errors import ConfigError
+
+SECTION = "devportal"
+SECTIONS = ("sources", SECTION)
+# what a sync can read, in the order it reads them
+RESOURCES = ("subscriptions", "user_settings", "user_accounts")
+
+
+@configspec
+class DevportalConfig(BaseConfiguration):
+    """`[sources.devportal]`; the token in secrets.toml or the environment.
+
+    HTTP (read by `client.ApiClient`):
+    `timeout_s` bounds one attempt in total (connect, headers, body, same-origin redirects);
+    `max_attempts` and `max_wait_s` bound one request in total, attempts and sleeps included;
+    `retry_after_cap_s` is the longest sleep on a server's `Retry-After`.
+    """
+
+    base_url: str | None = None
+    access_token: TSecretStrValue | None = None
+    # -- HTTP
+    workers: int = 8
+    timeout_s: float = 30.0
+    max_attempts: int = 8
+    max_wait_s: float = 120.0
+    backoff_initial_s: float = 0.2
+    backoff_max_s: float = 10.0
+    retry_after_cap_s: float = 30.0
+    allow_insecure_remote: bool = False  # a token over plain http to a remote host
+    # -- what a run reads
+    include_test: bool = False
+    lookback_hours: float = 48.0  # window mode: start this long before the last run
+    window_horizon_days: float = 366.0  # window mode: `end` this far ahead
+    accounts_ttl_days: float = 7.0  # a user account older than this is fetched again
+    sweep_attempts: int = 3  # reads of a list that does not add up before giving up
+    batch_rows: int = 20_000  # rows per Arrow batch spooled and handed to dlt
+    # -- guards
+    # a sweep that would close more than this share of current subscriptions is refused
+    mass_close_max_share: float = 0.2
+    allow_mass_close: bool = False
+    # a server `Date` further than this from this machine's clock is ignored (0: never check)
+    max_clock_skew_hours: float = 24.0
+    # -- the DuckDB warehouse's load connection
+    duckdb_threads: int = 1
+    duckdb_memory_limit: str = "256MB"
+    # -- `devportal sync` records this app manifest with every run when set
+    manifest_path: str | None = None
+
+
+def resolve(*, require_api: bool = True, **explicit: Any) -> DevportalConfig:
+    """`[sources.devportal]` from env/secrets/config, with the non-None `explicit` on top.
+
+    `require_api`: fail unless a base URL and a token are set (what reading the API needs)."""
+    from dlt.common.configuration.exceptions import (
+        ConfigFieldMissingException,
+        ConfigValueCannotBeCoercedException,
+    )
+    from dlt.common.configuration.resolve import resolve_configuration
+
+    given = {k: v for k, v in explicit.items() if v is not None}
+    try:
+        cfg = resolve_configuration(
+            DevportalConfig(), sections=SECTIONS, explicit_value=given or None
+        )
+    except ConfigFieldMissingException as err:
+        raise ConfigError(
+            f"missing configuration {err.fields}: see README 'Configuration'"
+        ) from None
+    except ConfigValueCannotBeCoercedException as err:
+        raise ConfigError(bad_value(err.field_name, err.field_value, err.hint)) from None
+    return require_endpoint(cfg) if require_api else cfg
+
+
+def require_endpoint(cfg: DevportalConfig) -> DevportalConfig:
+    """The settings without which nothing can be read: a base URL and a token."""
+    if not cfg.base_url:
+        raise ConfigError(
+            "no base_url: set [sources.devportal] base_url in .dlt/config.toml, "
+            "SOURCES__DEVPORTAL__BASE_URL, or pass --base-url"
+        )
+    if not cfg.access_token:
+        raise ConfigError(
+            "no access token: set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token under "
+            "[sources.devportal] in .dlt/secrets.toml"
+        )
+    return cfg
+
+
+def bad_value(name: str, value: Any, hint: Any) -> str:
+    """One line for a setting dlt could not coerce; a token's value is never shown."""
+    kind = {int: "a whole number", float: "a number", bool: "true or false"}.get(
+        hint, getattr(hint, "__name__", str(hint))
+    )
+    shown = "the value given" if "token" in name else repr(value)
+    return (
+        f"configuration {name} = {shown} is not {kind}: fix [sources.devportal] {name} in "
+        f".dlt/config.toml or SOURCES__DEVPORTAL__{name.upper()}"
+    )

@@ -1,0 +1,136 @@
+"""What the destination already holds that a run needs to know, read through dlt's SQL client.
+
+The source asks before it reads the API: the clock of the last run (history never goes back in
+time), the open subscription versions (for the mass-close guard), and which users' accounts are
+fresh. `sync` asks for the history counts before and after, and for the run record it loaded.
+Tables are named through the pipeline's own dataset, so a user's pipeline with another dataset
+name works the same; a destination without the tables yet (a first run) answers "nothing".
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+# what `sync` reads back of its run (names of `sync_runs` columns)
+RUN_RECORD_FIELDS = (
+    "run_id",
+    "mode",
+    "observed_at",
+    "rows_read",
+    "sweeps",
+    "data_quality_problems",
+    "clock_source",
+    "requests",
+    "retries",
+)
+
+
+class Destination:
+    """One session on a pipeline's dataset for a few bookkeeping queries (None: no pipeline)."""
+
+    def __init__(self, pipeline: Any | None) -> None:
+        self._pipeline = pipeline
+        self._client: Any = None
+
+    def __enter__(self) -> Destination:
+        if self._pipeline is not None:
+            try:
+                self._client = self._pipeline.sql_client()
+                self._client.open_connection()
+            except Exception:  # no destination or dataset yet: every query answers "nothing"
+                self._client = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._client is not None:
+            self._client.close_connection()
+            self._client = None
+
+    def table(self, name: str) -> str:
+        return str(self._client.make_qualified_table_name(name))
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]] | None:
+        """Rows of `sql` (`{name}` placeholders are tables of the dataset), or None when a
+        table does not exist yet; a real failure shows in the load."""
+        if self._client is None:
+            return None
+        try:
+            return list(self._client.execute_sql(self._qualified(sql), *params) or [])
+        except Exception:
+            return None
+
+    def int_column(self, sql: str, *params: Any) -> np.ndarray:
+        """The first column as an int64 array (DuckDB's numpy fetch: a million ids in ms)."""
+        empty = np.zeros(0, dtype=np.int64)
+        if self._client is None:
+            return empty
+        try:
+            with self._client.execute_query(self._qualified(sql), *params) as cursor:
+                native: Any = getattr(cursor, "native_cursor", None)
+                if hasattr(native, "fetchnumpy"):
+                    columns = native.fetchnumpy()
+                    return np.asarray(next(iter(columns.values()), empty), dtype=np.int64)
+                return np.array([r[0] for r in cursor.fetchall()], dtype=np.int64)
+        except Exception:  # no table yet: nothing is current
+            return empty
+
+    def _qualified(self, sql: str) -> str:
+        names = ("subscriptions", "sync_runs", "user_accounts", "user_settings")
+        return sql.format(**{n: self.table(n) for n in names if "{" + n + "}" in sql})
+
+    # -- the questions a run asks ----------------------------------------------------------
+
+    def last_observed(self) -> datetime | None:
+        """The clock of the last run loaded (`sync_runs.observed_at`)."""
+        rows = self.query("SELECT max(observed_at) FROM {sync_runs}")
+        last = rows[0][0] if rows else None
+        return last.replace(tzinfo=None) if last is not None else None
+
+    def current_ids(self, is_test: bool) -> np.ndarray:
+        """Ids of the open subscription versions of one partition."""
+        return self.int_column(
+            "SELECT id FROM {subscriptions} WHERE _dlt_valid_to IS NULL AND is_test = %s", is_test
+        )
+
+    def accounts_due(self, seen: set[int], as_of: datetime, ttl_days: float) -> list[int]:
+        """Users seen now or before whose accounts are missing or older than the TTL."""
+        everyone = set(seen)
+        fresh_rows = self.query(
+            "SELECT user_id FROM {user_accounts} WHERE fetched_at > %s",
+            as_of - timedelta(days=ttl_days),
+        )
+        # each table on its own: either may not exist yet
+        for known in (
+            self.query(
+                "SELECT DISTINCT service_id FROM {subscriptions} WHERE service_id IS NOT NULL"
+            ),
+            self.query("SELECT user_id FROM {user_settings}"),
+        ):
+            everyone.update(int(r[0]) for r in known or ())
+        fresh = {int(r[0]) for r in fresh_rows or ()}
+        return sorted(everyone - fresh)
+
+    def history_counts(self) -> tuple[int, int]:
+        """(all subscription versions, open ones)."""
+        rows = self.query(
+            "SELECT count(*), count(*) FILTER (WHERE _dlt_valid_to IS NULL) FROM {subscriptions}"
+        )
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+
+    def run_record(self, load_id: str) -> dict[str, Any] | None:
+        """The `sync_runs` row a load wrote, JSON columns decoded."""
+        names = RUN_RECORD_FIELDS
+        rows = self.query(
+            f"SELECT {', '.join(names)} FROM {{sync_runs}} WHERE _dlt_load_id = %s", load_id
+        )
+        if not rows:
+            return None
+        record = dict(zip(names, rows[0], strict=True))
+        for name in ("rows_read", "sweeps"):
+            if isinstance(record[name], str):
+                record[name] = json.loads(record[name])
+        return record

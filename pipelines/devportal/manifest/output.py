@@ -1,0 +1,71 @@
+"""How a manifest's findings are shown to people: text grouped by severity, or a JSON list, and
+the summary line of a load (recording layer: `load_and_report` records through resource.py).
+
+Used by `devportal manifest validate | load` and `devportal sync --manifest`
+(devportal.cli.manifest, devportal.cli.sync).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from devportal.manifest.report import Finding, Report
+
+
+def load_and_report(path: str | Path, warehouse: str | Path, *, as_json: bool = False) -> int:
+    """Load PATH into WAREHOUSE and print the findings and a summary line (also used by
+    `devportal sync --manifest`). Returns the exit code: 0 recorded valid, 1 recorded with
+    errors; unreadable input raises `ManifestUnreadable` (exit 2) before anything is written."""
+    from devportal.manifest.resource import load_manifest  # dlt: only when recording
+
+    result = load_manifest(path, warehouse)
+    report = result.report
+    print_report(report, as_json=as_json)
+    # The summary goes to stderr under --json so stdout stays one JSON document.
+    out = sys.stderr if as_json else sys.stdout
+    print(
+        f"recorded {_title(report)} in {result.warehouse} "
+        f"(content_hash {report.content_hash[:12]})",
+        file=out,
+    )
+    return 0 if report.ok else 1
+
+
+def _title(report: Report) -> str:
+    name = report.name if report.name is not None else "(no name)"
+    version = report.version if report.version is not None else "(no version)"
+    return f"{name} {version}"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _line(finding: Finding) -> str:
+    where = finding.pointer or "(document)"
+    return f"  {where}: {finding.message} [{finding.rule}]"
+
+
+def format_report(report: Report) -> str:
+    """Human-readable findings grouped by severity, errors first."""
+    lines = [f"{report.manifest_path}: {_title(report)}"]
+    for heading, group in (("errors", report.errors), ("warnings", report.warnings)):
+        if group:
+            lines.append(f"{heading} ({len(group)}):")
+            lines += [_line(f) for f in group]
+    verdict = "valid" if report.ok else "invalid"
+    counts = f"{_plural(len(report.errors), 'error')}, {_plural(len(report.warnings), 'warning')}"
+    lines.append(f"{verdict}: {counts}")
+    return "\n".join(lines)
+
+
+def print_report(report: Report, *, as_json: bool, out: TextIO | None = None) -> None:
+    stream = out or sys.stdout
+    if as_json:
+        json.dump(report.as_list(), stream, indent=2, ensure_ascii=False)
+        stream.write("\n")
+    else:
+        print(format_report(report), file=stream)
