@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +24,13 @@ pipeline = dlt.pipeline(
     destination=dlt.destinations.duckdb(sys.argv[2]),
     dataset_name="portal",
 )
-info = pipeline.run(devportal_source())
+window = sys.argv[3:] == ["window"]
+info = pipeline.run(devportal_source(window=window))
 print(json.dumps({"loads": len(info.loads_ids), "failed": info.has_failed_jobs}))
 """
 
 
-def run_script(tmp_path: Path, sb: Any, **env: str) -> dict[str, Any]:
+def run_script(tmp_path: Path, sb: Any, *args: str, **env: str) -> dict[str, Any]:
     script = tmp_path / "my_pipeline.py"
     script.write_text(SCRIPT)
     environ = {
@@ -38,7 +40,7 @@ def run_script(tmp_path: Path, sb: Any, **env: str) -> dict[str, Any]:
         **env,
     }
     done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path / "dlt"), str(tmp_path / "mine.duckdb")],
+        [sys.executable, str(script), str(tmp_path / "dlt"), str(tmp_path / "mine.duckdb"), *args],
         env=environ,
         cwd=tmp_path,  # no .dlt/ of this repository: the environment is all it has
         capture_output=True,
@@ -75,10 +77,22 @@ def test_a_users_own_script_runs_the_source_with_settings_from_the_environment(
     assert set(current) == {(r["id"], r["status"]) for r in sb.truth()}
     closed = query(db, "SELECT count(*) FROM portal.subscriptions WHERE _dlt_valid_to IS NOT NULL")
     assert closed[0][0] >= changes["canceled"]
+
+    # and a window run reads from the last run's clock (the cursor in the user's pipeline state)
+    known = {r["id"] for r in sb.truth()}
+    sb.advance(days=1)
+    run_script(tmp_path, sb, "window")
+    new_ids = {r["id"] for r in sb.truth()} - known
+    current = query(db, "SELECT id FROM portal.subscriptions WHERE _dlt_valid_to IS NULL")
+    assert new_ids and new_ids <= {r[0] for r in current}
     runs = query(
-        db, "SELECT mode, clock_source, requests > 0 FROM portal.sync_runs ORDER BY started_at"
+        db,
+        "SELECT mode, clock_source, requests > 0, window_start FROM portal.sync_runs "
+        "ORDER BY started_at",
     )
-    assert runs == [("sweep", "server", True), ("sweep", "server", True)]
+    assert [r[:3] for r in runs] == [("sweep", "server", True)] * 2 + [("window", "server", True)]
+    second_clock = query(db, "SELECT observed_at FROM portal.sync_runs ORDER BY started_at")[1][0]
+    assert runs[2][3] == second_clock - timedelta(hours=48)
 
 
 def test_a_users_own_script_without_a_token_fails_with_one_clear_line(
