@@ -389,6 +389,12 @@ def _drop_skipped(con: Any, catalog: str, model: Model, views: set[str]) -> None
     con.execute(f"drop {'view' if model.name in views else 'table'} if exists {target}")
 
 
+def build_after_load(warehouse: str | Path, destination: Any) -> dict[str, Any] | None:
+    """The models after a load: built into the DuckDB warehouse; None for any other destination
+    (the models are DuckDB SQL), the one place that rule is written."""
+    return build(warehouse) if destination is None else None
+
+
 def build(
     warehouse: str | Path,
     check: bool = False,

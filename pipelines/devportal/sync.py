@@ -116,10 +116,10 @@ def sync(
     result.resumed_packages = len(set_aside.resumed)
     if set_aside.ids:
         result.extra["set_aside"] = set_aside.ids
-    if build_models and destination is None:  # the models are DuckDB SQL
+    if build_models:
         from devportal import models
 
-        result.extra["models"] = models.build(warehouse)
+        result.extra["models"] = models.build_after_load(warehouse, destination)
     result.seconds = time.monotonic() - started
     return result
 

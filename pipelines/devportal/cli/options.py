@@ -37,12 +37,13 @@ def add_destination(parser: argparse.ArgumentParser) -> None:
 def build_models(warehouse: str, destination: str | None) -> None:
     """Build the SQL models after a load and print the summary line, or say why not: the
     models are DuckDB SQL, built only into the DuckDB warehouse (no --destination)."""
-    if destination is not None:
-        print("models: skipped (they are built for the DuckDB destination)")
-        return
     from devportal import models
 
-    print(models.summary_line(models.build(warehouse)))
+    summary = models.build_after_load(warehouse, destination)
+    if summary is None:
+        print("models: skipped (they are built for the DuckDB destination)")
+    else:
+        print(models.summary_line(summary))
 
 
 def date(text: str) -> datetime:

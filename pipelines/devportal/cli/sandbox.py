@@ -40,6 +40,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port; 0 picks a free one (default 8765)")
+    _add_world_options(p)
+    _add_fault_options(p)
+    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
+    p.set_defaults(func=run)
+
+
+def _add_world_options(p: argparse.ArgumentParser) -> None:
+    """What the simulated world holds and how it answers."""
     p.add_argument(
         "--subscriptions",
         type=int,
@@ -77,6 +85,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="X",
         help="delay per API request (default 0)",
     )
+
+
+def _add_fault_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fault-rate",
         type=float,
@@ -103,11 +114,44 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="S",
         help="Retry-After seconds of 429s (default 1)",
     )
-    p.add_argument("--verbose", action="store_true", help="log every request to stderr")
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    sandbox, banner = _sandbox(args)
+    try:
+        sandbox.start()
+    except OSError as err:
+        raise ConfigError(
+            f"sandbox: cannot listen on {args.host}:{args.port} ({err.strerror}); "
+            "pick another --port or use --port 0"
+        ) from None
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    url = sandbox.base_url
+    lines = (
+        f"devportal sandbox serving {url} ({banner})",
+        f"export DEVPORTAL_TOKEN={sandbox.token}",
+        f'curl -s -H "Authorization: Bearer $DEVPORTAL_TOKEN" "{url}/api/v1/developer/subscriptions?page=1"',
+        "Ctrl-C stops; control endpoints under /__sandbox/ (see --help)",
+    )
+    print("\n".join(lines), flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        sandbox.stop()
+    print("devportal sandbox stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def _sandbox(args: argparse.Namespace) -> tuple[Any, str]:
+    """The sandbox the arguments describe (not started), and the banner's description of it."""
     from devportal.sandbox import DEFAULT_KINDS, FaultConfig, Sandbox
 
     users = args.users if args.users is not None else max(10, args.subscriptions // 5)
@@ -137,35 +181,8 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as err:
         raise ConfigError(f"sandbox: {err}; see `devportal sandbox --help`") from None
-    try:
-        sandbox.start()
-    except OSError as err:
-        raise ConfigError(
-            f"sandbox: cannot listen on {args.host}:{args.port} ({err.strerror}); "
-            "pick another --port or use --port 0"
-        ) from None
-
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    url = sandbox.base_url
     fault_note = f", faults {args.fault_rate:g} of {fault_kinds}" if faults else ""
-    lines = (
-        f"devportal sandbox serving {url} ({args.subscriptions} subscriptions, {users} users, "
-        f"seed {args.seed}, clock {sandbox.world.now:%Y-%m-%d %H:%M:%S}{fault_note})",
-        f"export DEVPORTAL_TOKEN={sandbox.token}",
-        f'curl -s -H "Authorization: Bearer $DEVPORTAL_TOKEN" "{url}/api/v1/developer/subscriptions?page=1"',
-        "Ctrl-C stops; control endpoints under /__sandbox/ (see --help)",
+    return sandbox, (
+        f"{args.subscriptions} subscriptions, {users} users, seed {args.seed}, "
+        f"clock {sandbox.world.now:%Y-%m-%d %H:%M:%S}{fault_note}"
     )
-    print("\n".join(lines), flush=True)
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        sandbox.stop()
-    print("devportal sandbox stopped", file=sys.stderr, flush=True)
-    return 0
