@@ -10,6 +10,7 @@ name works the same; a destination without the tables yet (a first run) answers 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -96,13 +97,9 @@ class Destination:
             "SELECT id FROM {subscriptions} WHERE _dlt_valid_to IS NULL AND is_test = %s", is_test
         )
 
-    def accounts_due(self, seen: set[int], as_of: datetime, ttl_days: float) -> list[int]:
-        """Users seen now or before whose accounts are missing or older than the TTL."""
-        everyone = set(seen)
-        fresh_rows = self.query(
-            "SELECT user_id FROM {user_accounts} WHERE fetched_at > %s",
-            as_of - timedelta(days=ttl_days),
-        )
+    def known_users(self) -> set[int]:
+        """Users the warehouse has seen: in subscriptions or in user settings."""
+        users: set[int] = set()
         # each table on its own: either may not exist yet
         for known in (
             self.query(
@@ -110,9 +107,13 @@ class Destination:
             ),
             self.query("SELECT user_id FROM {user_settings}"),
         ):
-            everyone.update(int(r[0]) for r in known or ())
-        fresh = {int(r[0]) for r in fresh_rows or ()}
-        return sorted(everyone - fresh)
+            users.update(int(r[0]) for r in known or ())
+        return users
+
+    def account_times(self) -> dict[int, datetime]:
+        """When each user's account was last fetched."""
+        rows = self.query("SELECT user_id, fetched_at FROM {user_accounts}")
+        return {int(r[0]): r[1].replace(tzinfo=None) for r in rows or () if r[1] is not None}
 
     def history_counts(self) -> tuple[int, int]:
         """(all subscription versions, open ones)."""
@@ -134,3 +135,38 @@ class Destination:
             if isinstance(record[name], str):
                 record[name] = json.loads(record[name])
         return record
+
+
+@dataclass(frozen=True)
+class Holdings:
+    """What a run needs to know of the destination, read in one short session before the API is
+    read (a DuckDB file is not held open while the lists are paged: readers may open it)."""
+
+    last_observed: datetime | None = None
+    current: dict[bool, np.ndarray] = field(default_factory=dict)  # open ids by is_test
+    known_users: frozenset[int] = frozenset()
+    account_times: dict[int, datetime] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, pipeline: Any | None, include_test: bool) -> Holdings:
+        with Destination(pipeline) as dest:
+            return cls(
+                last_observed=dest.last_observed(),
+                current={
+                    t: dest.current_ids(t) for t in ([False, True] if include_test else [False])
+                },
+                known_users=frozenset(dest.known_users()),
+                account_times=dest.account_times(),
+            )
+
+    def current_ids(self, is_test: bool) -> np.ndarray:
+        return self.current.get(is_test, np.zeros(0, dtype=np.int64))
+
+    def accounts_due(self, seen: set[int], as_of: datetime, ttl_days: float) -> list[int]:
+        """Users seen now or before whose accounts are missing or older than the TTL."""
+        fresh_after = as_of - timedelta(days=ttl_days)
+        return sorted(
+            user
+            for user in seen | self.known_users
+            if user not in self.account_times or self.account_times[user] <= fresh_after
+        )

@@ -46,7 +46,7 @@ from devportal.client import (
     is_loopback,
 )
 from devportal.config import RESOURCES, SECTION, DevportalConfig, require_endpoint
-from devportal.destination import Destination
+from devportal.destination import Holdings
 from devportal.errors import ConfigError
 from devportal.reading import (
     AccountsRead,
@@ -96,9 +96,10 @@ def devportal_source(
     pipeline = _active_pipeline()
     # the window cursor: the clock of the last run this pipeline loaded
     cursor = dlt.current.source_state().get("window_cursor") if pipeline is not None else None
-    with ApiClient(cfg) as client, Destination(pipeline) as dest:
-        run = _Run.start(client, cfg, dest, tuple(resources), since, window, cursor)
-        return _read(run, client, cfg, dest, Progress(progress_every_s), _spool_dir(pipeline))
+    held = Holdings.read(pipeline, cfg.include_test)
+    with ApiClient(cfg) as client:
+        run = _Run.start(client, cfg, held, tuple(resources), since, window, cursor)
+        return _read(run, client, cfg, held, Progress(progress_every_s), _spool_dir(pipeline))
 
 
 @dataclass
@@ -120,7 +121,7 @@ class _Run:
         cls,
         client: ApiClient,
         cfg: DevportalConfig,
-        dest: Destination,
+        held: Holdings,
         resources: tuple[str, ...],
         since: datetime | None,
         window: bool,
@@ -130,7 +131,7 @@ class _Run:
         first, reusable = _clock_page(client, resources, mode)
         clock = _server_clock(first, client.base_url, cfg.max_clock_skew_hours)
         started_at = datetime.now(UTC).replace(tzinfo=None)
-        last = dest.last_observed()
+        last = held.last_observed
         observed_at = clock or started_at
         if last is not None and observed_at <= last:
             observed_at = last + timedelta(seconds=1)
@@ -155,7 +156,7 @@ def _read(
     run: _Run,
     client: ApiClient,
     cfg: DevportalConfig,
-    dest: Destination,
+    held: Holdings,
     progress: Progress,
     spool_dir: Path,
 ) -> list[Any]:
@@ -172,7 +173,7 @@ def _read(
         )
         first = None
         if run.mode == "sweep":
-            check_mass_close(subs, dest.current_ids, cfg)
+            check_mass_close(subs, held.current_ids, cfg)
         data.append(_subscriptions_resource(subs, run))
         dq.merge(subs.dq)
         rows["subscriptions"] = subs.rows
@@ -186,7 +187,7 @@ def _read(
         sweeps.append(vars(settings.report))
         seen.update(user["user_id"] for user in settings.users)
     if "user_accounts" in run.resources:
-        due = dest.accounts_due(seen, run.observed_at, cfg.accounts_ttl_days)
+        due = held.accounts_due(seen, run.observed_at, cfg.accounts_ttl_days)
         accounts = read_accounts(client, due, run.observed_at)
         data.extend(_accounts_resources(accounts))
         dq.merge(accounts.dq)
