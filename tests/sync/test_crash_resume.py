@@ -159,3 +159,31 @@ def test_second_sync_process_refuses_while_one_runs(sandbox_factory: Any, wareho
     sb.set_latency(0)
     assert first.wait(timeout=120) == 0
     assert current_rows(warehouse) == truth_rows(sb)
+
+
+def test_the_warehouse_stays_readable_while_a_sync_reads_the_api(
+    sandbox_factory: Any, warehouse: Path
+) -> None:
+    """A sync asks the warehouse what it holds in one short session, then pages the API with
+    the DuckDB file closed: a report or notebook can open it meanwhile (DuckDB lets no other
+    process open a file another holds for writing)."""
+    import duckdb
+
+    sb = sandbox_factory(subscriptions=6000, users=300, seed=23)
+    first = start_sync(sb, warehouse)
+    assert first.wait(timeout=120) == 0
+    sb.set_latency(150)  # about 60 pages at 8 workers: over a second of paging
+    before = sb.stats["api_requests"]
+    second = start_sync(sb, warehouse)
+    try:
+        while sb.stats["api_requests"] - before < 4:
+            assert second.poll() is None, "the sync ended before it was seen paging"
+            time.sleep(0.01)
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            current = con.execute(
+                "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL"
+            ).fetchone()
+        assert current == (len(sb.truth()),)
+        assert not phase_reached(warehouse, "load")  # it was still reading the API
+    finally:
+        assert second.wait(timeout=120) == 0, second.stderr.read() if second.stderr else ""
