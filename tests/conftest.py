@@ -39,3 +39,22 @@ def sandbox_factory() -> Iterator[Any]:
     yield make
     for sb in started:
         sb.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Any]:
+    """One throwaway PostgreSQL cluster for the session (see tests/postgres.py)."""
+    from tests.postgres import cluster
+
+    with cluster() as started:
+        yield started
+
+
+@pytest.fixture
+def postgres(postgres_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh database on the cluster, set as dlt's `postgres` destination; its URI."""
+    name = postgres_cluster.create_database()
+    uri = postgres_cluster.uri(name)
+    monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", uri)
+    yield uri
+    postgres_cluster.drop_database(name)

@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import dlt
+from dlt.common.schema.typing import TFileFormat
 from dlt.common.typing import TSecretStrValue
 
 from devportal import transform
@@ -99,7 +100,15 @@ def devportal_source(
     held = Holdings.read(pipeline, cfg.include_test)
     with ApiClient(cfg) as client:
         run = _Run.start(client, cfg, held, tuple(resources), since, window, cursor)
-        return _read(run, client, cfg, held, Progress(progress_every_s), _spool_dir(pipeline))
+        return _read(
+            run,
+            client,
+            cfg,
+            held,
+            Progress(progress_every_s),
+            _spool_dir(pipeline),
+            _formats(pipeline),
+        )
 
 
 @dataclass
@@ -159,6 +168,7 @@ def _read(
     held: Holdings,
     progress: Progress,
     spool_dir: Path,
+    formats: _Formats,
 ) -> list[Any]:
     """Read every list the run wants, then hand each result to its resources."""
     data: list[Any] = []
@@ -174,14 +184,14 @@ def _read(
         first = None
         if run.mode == "sweep":
             check_mass_close(subs, held.current_ids, cfg)
-        data.append(_subscriptions_resource(subs, run))
+        data.append(_subscriptions_resource(subs, run, formats.arrow))
         dq.merge(subs.dq)
         rows["subscriptions"] = subs.rows
         sweeps.extend(vars(spool.report) for spool in subs.spools)
         seen.update(subs.user_ids)
     if "user_settings" in run.resources:
         settings = read_settings(client, cfg, run.observed_at, progress, first)
-        data.extend(_settings_resources(settings))
+        data.extend(_settings_resources(settings, formats.rows))
         dq.merge(settings.dq)
         rows.update(user_settings=len(settings.users), user_setting_values=len(settings.values))
         sweeps.append(vars(settings.report))
@@ -189,7 +199,7 @@ def _read(
     if "user_accounts" in run.resources:
         due = held.accounts_due(seen, run.observed_at, cfg.accounts_ttl_days)
         accounts = read_accounts(client, due, run.observed_at)
-        data.extend(_accounts_resources(accounts))
+        data.extend(_accounts_resources(accounts, formats.rows))
         dq.merge(accounts.dq)
         rows.update(user_accounts=len(accounts.accounts))
         rows.update(user_account_profiles=len(accounts.profiles))
@@ -198,7 +208,8 @@ def _read(
             "api", "text", "lone_surrogate_replaced", client.stats.replaced_surrogates, "U+FFFD"
         )
     record = _run_record(run, rows, sweeps, dq, client)
-    return [*data, *_run_resources(record, dq.records(run.run_id), run.observed_at)]
+    problems = dq.records(run.run_id)
+    return [*data, *_run_resources(record, problems, run.observed_at, formats.rows)]
 
 
 def _clock_page(client: ApiClient, resources: tuple[str, ...], mode: str) -> tuple[Page, bool]:
@@ -250,6 +261,30 @@ def _active_pipeline() -> Any | None:
     return context.pipeline() if context.is_active() else None
 
 
+@dataclass(frozen=True)
+class _Formats:
+    """The file formats resources are written in for the destination (`preferred`: dlt's)."""
+
+    rows: TFileFormat  # lists of dicts
+    arrow: TFileFormat  # Arrow tables (subscriptions)
+
+
+def _formats(pipeline: Any | None) -> _Formats:
+    """Dicts as jsonl where the destination loads it (DuckDB: its default `insert_values` costs
+    several times the memory and time, measured in benchmarks/results/profile-*.md); where it
+    does not, csv (PostgreSQL: loaded with COPY, the fastest it has), for Arrow tables too;
+    Arrow tables otherwise as parquet, dlt's choice."""
+    destination = getattr(pipeline, "destination", None)
+    if destination is None:
+        return _Formats(rows="jsonl", arrow="preferred")
+    supported = destination.capabilities().supported_loader_file_formats
+    if "jsonl" in supported:
+        return _Formats(rows="jsonl", arrow="preferred")
+    if "csv" in supported:
+        return _Formats(rows="csv", arrow="csv")
+    return _Formats(rows="preferred", arrow="preferred")
+
+
 def _spool_dir(pipeline: Any | None) -> Path:
     """Where subscription reads are spooled: the pipeline's working folder (stale files of a
     killed run are removed), else a temporary folder."""
@@ -265,7 +300,7 @@ def _spool_dir(pipeline: Any | None) -> Path:
 # -- resources: each hands over one read result -------------------------------------------------
 
 
-def _subscriptions_resource(read: SubscriptionsRead, run: _Run) -> Any:
+def _subscriptions_resource(read: SubscriptionsRead, run: _Run, file_format: TFileFormat) -> Any:
     """SCD2 history of subscriptions, its scope decided by what was read."""
     disposition: dict[str, Any] = {
         "disposition": "merge",
@@ -291,10 +326,11 @@ def _subscriptions_resource(read: SubscriptionsRead, run: _Run) -> Any:
         write_disposition=disposition,
         columns=transform.SUBSCRIPTIONS_COLUMNS,
         primary_key="id",
+        file_format=file_format,
     )
 
 
-def _settings_resources(read: SettingsRead) -> list[Any]:
+def _settings_resources(read: SettingsRead, file_format: TFileFormat) -> list[Any]:
     """`user_settings` (one row per user) and `user_setting_values` (one row per leaf key)."""
     return _per_user_tables(
         read.users,
@@ -303,10 +339,11 @@ def _settings_resources(read: SettingsRead) -> list[Any]:
         read.values,
         "user_setting_values",
         transform.USER_SETTING_VALUES_COLUMNS,
+        file_format,
     )
 
 
-def _accounts_resources(read: AccountsRead) -> list[Any]:
+def _accounts_resources(read: AccountsRead, file_format: TFileFormat) -> list[Any]:
     """`user_accounts` (one row per user due) and `user_account_profiles` (linked platforms)."""
     return _per_user_tables(
         read.accounts,
@@ -315,6 +352,7 @@ def _accounts_resources(read: AccountsRead) -> list[Any]:
         read.profiles,
         "user_account_profiles",
         transform.USER_ACCOUNT_PROFILES_COLUMNS,
+        file_format,
     )
 
 
@@ -325,18 +363,18 @@ def _per_user_tables(
     child_rows: list[dict[str, Any]],
     child_name: str,
     child_columns: dict[str, Any],
+    file_format: TFileFormat,
 ) -> list[Any]:
     """A table with one row per `user_id` (upserted) and its child rows, replaced per user.
 
     delete-insert on merge_key `user_id` replaces a user's children as a whole, so a settings
-    key or a linked platform that went away disappears here too. Both load as jsonl: DuckDB's
-    default `insert_values` for dicts costs several times the memory and time.
+    key or a linked platform that went away disappears here too.
     """
     return [
         dlt.resource(
             [rows],
             name=name,
-            file_format="jsonl",
+            file_format=file_format,
             write_disposition={"disposition": "merge", "strategy": "upsert"},
             columns=columns,
             primary_key="user_id",
@@ -344,7 +382,7 @@ def _per_user_tables(
         dlt.resource(
             [child_rows],
             name=child_name,
-            file_format="jsonl",
+            file_format=file_format,
             write_disposition={"disposition": "merge", "strategy": "delete-insert"},
             columns=child_columns,
             merge_key="user_id",
@@ -409,13 +447,12 @@ def _run_record(
 
 
 def _run_resources(
-    record: dict[str, Any], problems: list[dict[str, Any]], observed_at: datetime
+    record: dict[str, Any],
+    problems: list[dict[str, Any]],
+    observed_at: datetime,
+    file_format: TFileFormat,
 ) -> list[Any]:
-    """`sync_runs` and `data_quality`, in the same package as the data they describe.
-
-    Dict resources load as jsonl: DuckDB's default `insert_values` for dicts costs several
-    times the memory and time (measured in benchmarks/results/profile-*.md).
-    """
+    """`sync_runs` and `data_quality`, in the same package as the data they describe."""
 
     def run_rows() -> Iterator[dict[str, Any]]:
         # the window cursor travels in the same package as the data it describes
@@ -426,14 +463,14 @@ def _run_resources(
         dlt.resource(
             [problems],
             name="data_quality",
-            file_format="jsonl",
+            file_format=file_format,
             write_disposition="append",
             columns=DATA_QUALITY_COLUMNS,
         ),
         dlt.resource(
             run_rows(),
             name="sync_runs",
-            file_format="jsonl",
+            file_format=file_format,
             write_disposition="append",
             columns=SYNC_RUNS_COLUMNS,
         ),

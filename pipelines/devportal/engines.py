@@ -1,0 +1,196 @@
+"""The engines the SQL models and the report run on, behind one small connection API.
+
+- `duckdb`: the warehouse file (`--warehouse`), opened by `warehouse.connect` (one way, one-line
+  errors); tables are named with the file's catalog (`"<catalog>"."devportal"."subscriptions"`).
+- `postgres`: a PostgreSQL server, reached with dlt's own credentials for the `postgres`
+  destination (`DESTINATION__POSTGRES__CREDENTIALS`, or `[destination.postgres.credentials]` in
+  `.dlt/secrets.toml`), so the pipeline that loads and the models that read use one setting.
+  Raw tables live in the schema `devportal`, models in `analytics`, in that database.
+
+Parameters are written `?` in SQL given to `Engine.execute`, on every engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from devportal.errors import ConfigError, DevportalError, first_line
+from devportal.warehouse import catalog_of, quote_ident
+
+# `--destination` values the models and the report run on; None is DuckDB at --warehouse
+ENGINES = ("duckdb", "postgres")
+
+
+def engine_of(destination: str | None) -> str:
+    """The engine of a `--destination`; a destination the models cannot run on is refused."""
+    name = (destination or "duckdb").lower()
+    if name not in ENGINES:
+        raise ConfigError(
+            f"the SQL models and the report run on {' and '.join(ENGINES)}, not {name}: "
+            "load with `devportal sync --destination ...` and query the raw tables there"
+        )
+    return name
+
+
+class Engine:
+    """One open connection. `dialect` is sqlglot's name for the engine's SQL."""
+
+    dialect = ""
+    catalog: str | None = None  # DuckDB: the file's catalog; PostgreSQL: None (the database)
+    errors: tuple[type[BaseException], ...] = ()  # what the driver raises for a bad statement
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement; its rows (none for a statement without a result)."""
+        raise NotImplementedError
+
+    def columns(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        """Column names and rows of one query."""
+        raise NotImplementedError
+
+    def frame(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """A pandas DataFrame of one query (pandas imported here, on use)."""
+        import pandas as pd
+
+        names, rows = self.columns(sql, params)
+        return pd.DataFrame.from_records(rows, columns=names)
+
+    def qualify(self, schema: str, name: str) -> str:
+        """A table's full quoted name."""
+        parts = (self.catalog, schema, name) if self.catalog else (schema, name)
+        return ".".join(quote_ident(p) for p in parts)
+
+    def relations(self, schema: str) -> dict[str, str]:
+        """Lower-cased names of the tables and views in `schema`: name -> `table` | `view`."""
+        rows = self.execute(
+            "select lower(table_name), table_type from information_schema.tables "
+            "where table_schema = ?" + (" and table_catalog = ?" if self.catalog else ""),
+            [schema, self.catalog] if self.catalog else [schema],
+        )
+        return {name: "view" if kind == "VIEW" else "table" for name, kind in rows}
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """All statements inside commit together, or none does."""
+        self.execute("begin transaction")
+        try:
+            yield
+        except BaseException:
+            self.execute("rollback")
+            raise
+        self.execute("commit")
+
+
+class DuckDbEngine(Engine):
+    dialect = "duckdb"
+
+    def __init__(self, con: Any) -> None:
+        import duckdb
+
+        super().__init__(con)
+        self.catalog = catalog_of(con)
+        self.errors = (duckdb.Error,)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = self.con.execute(sql, list(params)) if params else self.con.execute(sql)
+        return cursor.fetchall() if cursor.description else []
+
+    def columns(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        cursor = self.con.execute(sql, list(params)) if params else self.con.execute(sql)
+        return [d[0] for d in cursor.description], cursor.fetchall()
+
+    def frame(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        cursor = self.con.execute(sql, list(params)) if params else self.con.execute(sql)
+        return cursor.df()
+
+
+class PostgresEngine(Engine):
+    dialect = "postgres"
+
+    def __init__(self, con: Any) -> None:
+        import psycopg2
+
+        super().__init__(con)
+        self.errors = (psycopg2.Error,)
+
+    def _cursor(self, sql: str, params: Sequence[Any]) -> Any:
+        cursor = self.con.cursor()
+        if params:
+            cursor.execute(sql.replace("%", "%%").replace("?", "%s"), list(params))
+        else:
+            cursor.execute(sql)
+        return cursor
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        statement = sql.strip().lower()
+        if statement in ("begin transaction", "commit", "rollback"):
+            # psycopg2 opens a transaction with the first statement; commit/rollback end it
+            if statement == "commit":
+                self.con.commit()
+            elif statement == "rollback":
+                self.con.rollback()
+            return []
+        with self._cursor(sql, params) as cursor:
+            return list(cursor.fetchall()) if cursor.description else []
+
+    def columns(
+        self, sql: str, params: Sequence[Any] = ()
+    ) -> tuple[list[str], list[tuple[Any, ...]]]:
+        with self._cursor(sql, params) as cursor:
+            return [d[0] for d in cursor.description], list(cursor.fetchall())
+
+
+def postgres_dsn() -> str:
+    """The connection string of dlt's `postgres` destination, as dlt resolves it."""
+    from dlt.common.configuration.exceptions import ConfigFieldMissingException
+    from dlt.common.configuration.resolve import resolve_configuration
+    from dlt.destinations.impl.postgres.configuration import PostgresCredentials
+
+    try:
+        credentials = resolve_configuration(
+            PostgresCredentials(), sections=("destination", "postgres", "credentials")
+        )
+    except ConfigFieldMissingException:
+        raise ConfigError(
+            "no PostgreSQL credentials: set DESTINATION__POSTGRES__CREDENTIALS="
+            "postgresql://user:password@host:5432/database (or [destination.postgres.credentials] "
+            "in .dlt/secrets.toml)"
+        ) from None
+    return str(credentials.to_native_representation())
+
+
+@contextmanager
+def connect(
+    warehouse: str | Path, destination: str | None = None, *, read_only: bool = False
+) -> Iterator[Engine]:
+    """An engine on the warehouse: DuckDB at `warehouse`, or the `destination`'s server."""
+    if engine_of(destination) == "duckdb":
+        from devportal.warehouse import connect as connect_duckdb
+
+        with connect_duckdb(warehouse, read_only=read_only) as con:
+            yield DuckDbEngine(con)
+        return
+    import psycopg2
+
+    try:
+        con = psycopg2.connect(postgres_dsn())
+    except psycopg2.Error as err:
+        raise DevportalError(
+            f"cannot connect to PostgreSQL ({first_line(err)}); check "
+            "DESTINATION__POSTGRES__CREDENTIALS and that the server is running"
+        ) from None
+    try:
+        if read_only:
+            con.set_session(readonly=True)
+        yield PostgresEngine(con)
+    finally:
+        con.close()
