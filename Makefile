@@ -8,10 +8,10 @@ DEMO_WAREHOUSE ?= warehouse/demo.duckdb
 ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo sync models report sandbox test soak lint bench notebook lock clean
+.PHONY: help setup demo demo-postgres sync models report sandbox test soak lint bench notebook lock clean
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ setup: $(STAMP)  ## create .venv and install the locked dependencies
 
 demo: $(STAMP)  ## sandbox -> sync -> clock advance -> sync -> models -> report
 	$(BIN)/devportal demo --warehouse $(DEMO_WAREHOUSE) $(ARGS)
+
+demo-postgres: $(STAMP)  ## the demo on PostgreSQL (a throwaway local server unless DESTINATION__POSTGRES__CREDENTIALS is set)
+	$(BIN)/devportal demo --destination postgres --warehouse warehouse/demo-postgres.duckdb $(ARGS)
 
 sync: $(STAMP)  ## sync the configured API (.dlt/config.toml, secrets) into the warehouse
 	$(BIN)/devportal sync --warehouse $(WAREHOUSE) $(ARGS)

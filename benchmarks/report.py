@@ -9,6 +9,10 @@ floor run, which ran seconds apart under the same machine load):
 - 0 ms: devportal wall <= 1/5 of the peer's, peak RSS <= 1/8 of the peer's, wall <= 1.5x floor;
 - 50 ms: devportal wall <= 1/10 of the peer's;
 - the big run (1M): devportal peak RSS <= 1.3x its figure at the main size (flat memory).
+
+PostgreSQL next to DuckDB (issue 11) is informational, no target: per round, the 0 ms
+`sweep_postgres` run against the same round's DuckDB `sweep` (wall, devportal's peak RSS), and
+`models_postgres` next to `models`, with the server's own CPU and memory beside them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 
 MB = 1024 * 1024
 SIDE_BY_SIDE = ("devportal", "peer", "floor")
+MODELS_SCENARIOS = ("models", "models_postgres")  # may fail while a backend lacks models
+POSTGRES_SCENARIOS = ("sweep_postgres", "models_setup_postgres", "models_postgres")
 
 
 def _median(values: list[float | None]) -> float | None:
@@ -51,6 +57,9 @@ def summarise(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "rows_per_s": _median([r["rows_per_s"] for r in ok]),
                 "peak_rss_bytes": _median([r["peak_rss_bytes"] for r in ok]),
                 "server_cpu_s": _median([r["server_cpu_s"] for r in ok]),
+                "db_cpu_s": _median([r.get("db_cpu_s") for r in ok]),
+                "db_peak_pss_bytes": _median([r.get("db_peak_pss_bytes") for r in ok]),
+                "db_idle_pss_bytes": _median([r.get("db_idle_pss_bytes") for r in ok]),
                 "max_processes": max((r["max_processes"] for r in ok), default=None),
                 "rows_check": sorted({str(r["rows_check"]) for r in ok if r.get("rows_check")}),
                 "errors": [r["error"] for r in group if r.get("error")],
@@ -105,6 +114,39 @@ def pair_ratios(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "variant_wall_vs_peer": _ratio(variant["wall_s"], peer["wall_s"])
                 if variant and peer
                 else None,
+            }
+        )
+    return out
+
+
+def postgres_pairs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per round: devportal's PostgreSQL sweep / the same round's DuckDB sweep (wall, RSS)."""
+    rounds: dict[tuple[int, float, int], dict[str, dict[str, Any]]] = defaultdict(dict)
+    for run in runs:
+        if (
+            run["ok"]
+            and run["contender"] == "devportal"
+            and run["scenario"] in ("sweep", "sweep_postgres")
+        ):
+            rounds[(run["size"], run["latency_ms"], run["round"])][run["scenario"]] = run
+    out = []
+    for (size, latency, round_no), by in sorted(rounds.items()):
+        duck, pg = by.get("sweep"), by.get("sweep_postgres")
+        if duck is None or pg is None:
+            continue
+        out.append(
+            {
+                "size": size,
+                "latency_ms": latency,
+                "round": round_no,
+                "duckdb_wall_s": duck["wall_s"],
+                "postgres_wall_s": pg["wall_s"],
+                "wall_ratio": _ratio(pg["wall_s"], duck["wall_s"]),
+                "duckdb_rss_bytes": duck["peak_rss_bytes"],
+                "postgres_rss_bytes": pg["peak_rss_bytes"],
+                "rss_ratio": _ratio(pg["peak_rss_bytes"], duck["peak_rss_bytes"]),
+                "postgres_db_cpu_s": pg.get("db_cpu_s"),
+                "postgres_db_peak_pss_bytes": pg.get("db_peak_pss_bytes"),
             }
         )
     return out
@@ -255,8 +297,9 @@ def render_markdown(result: dict[str, Any]) -> str:
 
     lines += [
         "",
-        f"## Side by side ({settings['rounds']} interleaved round(s): devportal, peer, floor, "
-        "devportal second sweep, devportal window; medians)",
+        f"## Side by side ({settings['rounds']} interleaved round(s): devportal, "
+        + ("devportal into PostgreSQL (0 ms), " if result.get("postgres", {}).get("server") else "")
+        + "peer, floor, devportal second sweep, devportal window; medians)",
         "",
         "Wall time is spawn to exit of the process (interpreter start and imports included); "
         "in-process is the contender's own timing after its imports. Rows are the live "
@@ -391,7 +434,8 @@ def render_markdown(result: dict[str, Any]) -> str:
     other = [
         r
         for r in summary
-        if r["scenario"] != "sweep" or r["size"] not in settings["sizes"] or r["size"] != size
+        if (r["scenario"] != "sweep" or r["size"] not in settings["sizes"] or r["size"] != size)
+        and r["scenario"] not in POSTGRES_SCENARIOS
     ]
     other_rows = []
     for row in sorted(other, key=lambda r: (r["size"], r["latency_ms"], r["contender"])):
@@ -428,6 +472,8 @@ def render_markdown(result: dict[str, Any]) -> str:
         other_rows,
     )
 
+    lines += _postgres_section(result)
+
     lines += [
         "",
         "## Method",
@@ -459,9 +505,154 @@ def render_markdown(result: dict[str, Any]) -> str:
         "- Targets use the median of the pair-by-pair ratios of one round's runs, which ran "
         "seconds apart under the same machine load.",
     ]
+    pg = result.get("postgres") or {}
+    if pg.get("server"):
+        lines.append(
+            f"- PostgreSQL: one throwaway server for the whole bench ({pg['server']}), started "
+            "by the bench (`benchmarks/postgres.py`, as `devportal demo --destination postgres` "
+            f"does) in {pg.get('startup_s', 0):.1f} s and removed at the end; every Postgres run "
+            "gets a fresh database, dropped after its round. The devportal process reaches it "
+            "through `DESTINATION__POSTGRES__CREDENTIALS` in its environment; its "
+            "`--warehouse` path only places dlt's working folder and the lock file."
+        )
     if result.get("interrupted"):
         lines += ["", "**This run was interrupted; the figures are partial.**"]
     return "\n".join(lines) + "\n"
+
+
+def _postgres_section(result: dict[str, Any]) -> list[str]:
+    """devportal into PostgreSQL next to DuckDB: same world, same rounds, ratios."""
+    pg = result.get("postgres")
+    if pg is None:  # a result from before issue 11
+        return []
+    lines = ["", "## PostgreSQL next to DuckDB (informational, no target)", ""]
+    summary = result["summary"]
+    sizes = sorted({r["size"] for r in summary if r["scenario"] in POSTGRES_SCENARIOS})
+    if not sizes:
+        reason = pg.get("skipped") or "no PostgreSQL run in this bench"
+        return [*lines, f"Not measured: {reason}."]
+    lines += [
+        "`devportal sync --destination postgres --no-models` of the same world at 0 ms, in "
+        "each round right after the DuckDB sweep, into a fresh database of a throwaway local "
+        f"{pg.get('server', 'PostgreSQL')}; then `devportal models --destination postgres` on "
+        "a database holding the same three resources as the DuckDB models warehouse. Peak RSS "
+        "is the devportal process alone: DuckDB runs inside it, the PostgreSQL server does not, "
+        "so the server's CPU seconds and the peak summed PSS of its process tree (shared "
+        "buffers counted once; idle figure before the run in brackets) are shown beside it. "
+        "Rows were checked against the API's count in the database.",
+        "",
+    ]
+    scenarios = (
+        ("sweep", "sweep (fresh warehouse / database)", "duckdb"),
+        ("sweep_postgres", "sweep (fresh warehouse / database)", "postgres"),
+        ("models", "`devportal models`", "duckdb"),
+        (
+            "models_setup_postgres",
+            "setup: subscriptions + user_settings + user_accounts",
+            "postgres",
+        ),
+        ("models_postgres", "`devportal models --destination postgres`", "postgres"),
+    )
+    rows = []
+    for size in sizes:
+        for scenario, label, destination in scenarios:
+            row = _find(
+                summary, size=size, latency_ms=0.0, contender="devportal", scenario=scenario
+            )
+            if row is None:
+                continue
+            note = "; ".join(row["notes"] + [e for e in row["errors"][:1]])
+            pss = (
+                f"{_mb(row.get('db_peak_pss_bytes'))} ({_mb(row.get('db_idle_pss_bytes'))})"
+                if row.get("db_peak_pss_bytes") is not None
+                else "-"
+            )
+            rows.append(
+                [
+                    f"{size:,}",
+                    label,
+                    destination,
+                    f"{row['ok']}/{row['runs']}",
+                    f"{_f(row['wall_s'])} ({_f(row['wall_min_s'])}-{_f(row['wall_max_s'])})"
+                    if row["wall_s"] is not None
+                    else "-",
+                    _f(row["work_s"]),
+                    _int(row["rows"]),
+                    _mb(row["peak_rss_bytes"]),
+                    _f(row.get("db_cpu_s")),
+                    pss,
+                    _check(row) + (f" {note}" if note else ""),
+                ]
+            )
+    lines += _table(
+        [
+            "subscriptions",
+            "run",
+            "destination",
+            "ok/runs",
+            "wall s (min-max)",
+            "in-process s",
+            "rows",
+            "devportal peak RSS MB",
+            "server CPU s",
+            "server peak PSS MB (idle)",
+            "check / note",
+        ],
+        rows,
+    )
+
+    pairs = result.get("postgres_pairs") or []
+    if pairs:
+        lines += ["", "### PostgreSQL / DuckDB, same round (0 ms)", ""]
+        table = [
+            [
+                f"{p['size']:,}",
+                str(p["round"]),
+                f"{_f(p['postgres_wall_s'])} / {_f(p['duckdb_wall_s'])}",
+                _f(p["wall_ratio"], 2),
+                f"{_mb(p['postgres_rss_bytes'])} / {_mb(p['duckdb_rss_bytes'])}",
+                _f(p["rss_ratio"], 2),
+            ]
+            for p in pairs
+        ]
+        for size in sorted({p["size"] for p in pairs}):
+            mine = [p for p in pairs if p["size"] == size]
+            table.append(
+                [
+                    f"{size:,}",
+                    f"**median of {len(mine)}**",
+                    "",
+                    f"**{_f(_median([p['wall_ratio'] for p in mine]), 2)}**",
+                    "",
+                    f"**{_f(_median([p['rss_ratio'] for p in mine]), 2)}**",
+                ]
+            )
+        lines += _table(
+            [
+                "subscriptions",
+                "round",
+                "wall s postgres / duckdb",
+                "wall ratio",
+                "devportal peak RSS MB postgres / duckdb",
+                "RSS ratio",
+            ],
+            table,
+        )
+    for size in sizes:
+        duck = _find(summary, size=size, latency_ms=0.0, contender="devportal", scenario="models")
+        pgm = _find(
+            summary, size=size, latency_ms=0.0, contender="devportal", scenario="models_postgres"
+        )
+        if duck and pgm and duck["wall_s"] and pgm["wall_s"]:
+            lines += [
+                "",
+                f"Models at {size:,}: PostgreSQL {_f(pgm['wall_s'])} s / "
+                f"{_mb(pgm['peak_rss_bytes'])} MB vs DuckDB {_f(duck['wall_s'])} s / "
+                f"{_mb(duck['peak_rss_bytes'])} MB: wall ratio "
+                f"{_f(_ratio(pgm['wall_s'], duck['wall_s']), 2)}, RSS ratio "
+                f"{_f(_ratio(pgm['peak_rss_bytes'], duck['peak_rss_bytes']), 2)}.",
+            ]
+    return lines
 
 
 def _label(labels: dict[str, str], scenario: str) -> str:

@@ -7,9 +7,13 @@ process with a fresh DuckDB file and a fresh dlt working folder, round after rou
     devportal, peer, floor, devportal second sweep, devportal window    (x rounds)
 
 plus, at latencies above 0, devportal with `--variant-workers` (16) concurrent requests, to show
-what more concurrency buys. Then user_accounts for the size's users at 50 ms (after syncing subscriptions and settings) and
-`devportal models` on that warehouse. Then one devportal sweep of 1,000,000 subscriptions (peak
-RSS must stay flat), the floor for the same list, and `devportal models` on that warehouse.
+what more concurrency buys, and at 0 ms devportal into PostgreSQL right after the DuckDB sweep
+(`sweep_postgres`: `--destination postgres`, a fresh database of a throwaway local server per
+round, see `benchmarks/postgres.py`). Then user_accounts for the size's users at 50 ms (after
+syncing subscriptions and settings) and `devportal models` on that warehouse, and the same on
+PostgreSQL (`models_setup_postgres`: the three resources at 0 ms into a fresh database, then
+`models_postgres`). Then one devportal sweep of 1,000,000 subscriptions (peak RSS must stay
+flat), the floor for the same list, and `devportal models` on that warehouse.
 
 Results: `benchmarks/results/latest.json` and `latest.md` (`quick.*` for `--quick`), with the
 machine description; the Markdown is printed at the end. `--render FILE.json` re-renders one.
@@ -37,7 +41,15 @@ from typing import Any
 import psutil
 
 from benchmarks.measure import Measured, run_measured
-from benchmarks.report import evaluate_targets, pair_ratios, render_markdown, summarise
+from benchmarks.postgres import PostgresServer, ServerCost
+from benchmarks.report import (
+    MODELS_SCENARIOS,
+    evaluate_targets,
+    pair_ratios,
+    postgres_pairs,
+    render_markdown,
+    summarise,
+)
 from benchmarks.sandbox import START, SandboxProcess
 
 HERE = Path(__file__).resolve().parent
@@ -47,6 +59,7 @@ WORK = HERE / "work"  # git-ignored scratch space
 WINDOW_SINCE = "2026-10-01"  # 30 days before the sandbox clock (START)
 WAREHOUSE = "bench.duckdb"  # not devportal.duckdb: the catalog would clash with the dataset
 MB = 1024 * 1024
+POSTGRES_ENV = "DESTINATION__POSTGRES__CREDENTIALS"
 
 # Inherited settings that would change what a contender does; each run gets only ours.
 SCRUB_PREFIXES = (
@@ -92,6 +105,10 @@ class Run:
     steps: dict[str, dict[str, float | None]] = field(default_factory=dict)
     error: str | None = None
     note: str | None = None
+    destination: str = "duckdb"  # duckdb | postgres
+    db_cpu_s: float | None = None  # the PostgreSQL server's CPU during the run (not in RSS)
+    db_peak_pss_bytes: int | None = None  # the server tree's peak summed PSS during the run
+    db_idle_pss_bytes: int | None = None  # the same just before the run
 
     @property
     def rows_per_s(self) -> float | None:
@@ -190,6 +207,7 @@ class Settings:
     variant_workers: int
     keep: bool
     quick: bool
+    postgres: bool = True
 
 
 class Bench:
@@ -201,15 +219,18 @@ class Bench:
         self.devportal = devportal_command()
         self.runs: list[Run] = []
         self.sandboxes: list[dict[str, Any]] = []
+        self.pg: PostgresServer | None = None
+        self.postgres: dict[str, Any] = {"enabled": settings.postgres}
         self._started = time.perf_counter()
 
     # -- plumbing ---------------------------------------------------------------------------
 
-    def env(self, sandbox: SandboxProcess) -> dict[str, str]:
+    def env(self, sandbox: SandboxProcess, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB_PREFIXES)}
         env["SOURCES__DEVPORTAL__ACCESS_TOKEN"] = sandbox.token
         env["RUNTIME__DLTHUB_TELEMETRY"] = "false"
         env["PYTHONUNBUFFERED"] = "1"
+        env.update(extra or {})
         return env
 
     def measure(
@@ -223,9 +244,22 @@ class Bench:
         latency: float,
         round_no: int,
         finish: Callable[[Run, Measured], None] | None = None,
+        pg_database: str | None = None,
     ) -> Run:
+        """Run `cmd` measured; with `pg_database`, against that database of `self.pg`."""
         load = os.getloadavg()[0]
-        measured = run_measured(cmd, cwd=cwd, env=self.env(sandbox), server=sandbox.process)
+        extra: dict[str, str] = {}
+        cost: ServerCost | None = None
+        if pg_database is not None:
+            assert self.pg is not None
+            extra[POSTGRES_ENV] = self.pg.uri(pg_database)
+            cost = self.pg.watch()
+        env = self.env(sandbox, extra)
+        if cost is not None:
+            with cost:
+                measured = run_measured(cmd, cwd=cwd, env=env, server=sandbox.process)
+        else:
+            measured = run_measured(cmd, cwd=cwd, env=env, server=sandbox.process)
         run = Run(
             contender=contender,
             scenario=scenario,
@@ -242,6 +276,11 @@ class Bench:
             server_cpu_s=measured.server_cpu_s,
             load_avg_1m=load,
         )
+        if cost is not None:
+            run.destination = "postgres"
+            run.db_cpu_s = cost.cpu_s
+            run.db_peak_pss_bytes = cost.peak_pss
+            run.db_idle_pss_bytes = cost.idle_pss
         if not run.ok:
             run.error = first_error_line(measured)
         elif finish is not None:
@@ -255,12 +294,13 @@ class Bench:
         what = (
             f"{run.wall_s:7.2f} s {run.peak_rss_bytes / MB:7.0f} MB"
             + (f" {run.rows} rows" if run.rows is not None else "")
+            + (f" (postgres CPU {run.db_cpu_s:.2f} s)" if run.db_cpu_s is not None else "")
             + (f" [{run.rows_check}]" if run.rows_check not in (None, "ok") else "")
             + (f" FAILED: {run.error}" if run.error else "")
         )
         print(
             f"[{elapsed:6.0f}s] {run.size:>8} {run.latency_ms:>3.0f} ms r{run.round} "
-            f"{run.contender:<9} {run.scenario:<14} {what}",
+            f"{run.contender:<9} {run.scenario:<21} {what}",
             file=sys.stderr,
             flush=True,
         )
@@ -299,7 +339,11 @@ class Bench:
         expected: int | None = None,
         count_table: str = "subscriptions",
         workers: int | None = None,
+        pg_database: str | None = None,
     ) -> Run:
+        """`devportal sync` into DuckDB at `warehouse`, or into `pg_database` on `self.pg`
+        (`warehouse` then only places dlt's working folder and the lock file)."""
+
         def finish(run: Run, measured: Measured) -> None:
             parsed = parse_devportal(measured.stdout)
             run.work_s = parsed.get("work_s")
@@ -309,13 +353,19 @@ class Bench:
                 "devportal", warehouse.parent / f".{warehouse.stem}.dlt", measured
             )
             if expected is not None:
-                current = count_current(warehouse)
+                if pg_database is not None:
+                    assert self.pg is not None
+                    current = self.pg.count_current(pg_database)
+                else:
+                    current = count_current(warehouse)
                 run.rows_check = (
                     "ok"
                     if current == expected and run.rows == expected
                     else f"read {run.rows}, warehouse holds {current} current, API has {expected}"
                 )
 
+        if pg_database is not None:
+            extra = ("--destination", "postgres", *extra)
         cmd = self.sync_cmd(sandbox, warehouse, "--resources", resources, *extra, workers=workers)
         return self.measure(
             sandbox,
@@ -326,6 +376,7 @@ class Bench:
             latency=latency,
             round_no=round_no,
             finish=finish,
+            pg_database=pg_database,
         )
 
     def run_peer(
@@ -390,14 +441,46 @@ class Bench:
             finish=finish,
         )
 
-    def run_models(self, sandbox: SandboxProcess, warehouse: Path, cwd: Path) -> Run:
+    def run_models(
+        self, sandbox: SandboxProcess, warehouse: Path, cwd: Path, pg_database: str | None = None
+    ) -> Run:
         cmd = [*self.devportal, "models", "--warehouse", str(warehouse)]
+        scenario, what = "models", "`devportal models`"
+        if pg_database is not None:
+            cmd += ["--destination", "postgres"]
+            scenario, what = "models_postgres", "`devportal models --destination postgres`"
         run = self.measure(
-            sandbox, cmd, cwd, contender="devportal", scenario="models", latency=0, round_no=1
+            sandbox,
+            cmd,
+            cwd,
+            contender="devportal",
+            scenario=scenario,
+            latency=0,
+            round_no=1,
+            pg_database=pg_database,
         )
         if not run.ok:
-            run.note = "skipped: `devportal models` failed or is not available yet"
+            run.note = f"skipped: {what} failed or is not available yet"
         return run
+
+    def pg_database(self, name: str) -> str | None:
+        """A fresh, empty database on the throwaway server, or None without one."""
+        if self.pg is None:
+            return None
+        try:
+            self.pg.create_database(name)
+        except Exception as err:
+            print(f"could not create database {name}: {err}", file=sys.stderr)
+            self.postgres.setdefault("errors", []).append(f"create {name}: {err}"[:300])
+            return None
+        return name
+
+    def drop_pg_database(self, name: str | None) -> None:
+        if self.pg is not None and name is not None:
+            try:
+                self.pg.drop_database(name)
+            except Exception as err:  # a leftover database dies with the server anyway
+                print(f"could not drop database {name}: {err}", file=sys.stderr)
 
     # -- scenarios --------------------------------------------------------------------------
 
@@ -418,6 +501,22 @@ class Bench:
                     latency=latency,
                     round_no=round_no,
                 )
+                if latency == 0:
+                    # the same first sweep into PostgreSQL, seconds after DuckDB's
+                    database = self.pg_database(f"bench_{sandbox.subscriptions}_r{round_no}")
+                    if database is not None:
+                        pg_dir = rdir / "devportal_postgres"
+                        self.run_devportal(
+                            sandbox,
+                            pg_dir / WAREHOUSE,
+                            pg_dir,
+                            scenario="sweep_postgres",
+                            expected=expected,
+                            latency=latency,
+                            round_no=round_no,
+                            pg_database=database,
+                        )
+                        self.drop_pg_database(database)
                 self.run_peer(
                     sandbox, rdir / "peer", expected=expected, latency=latency, round_no=round_no
                 )
@@ -487,6 +586,23 @@ class Bench:
             if accounts.ok:
                 self.run_models(sandbox, warehouse, adir / "models")
         sandbox.set_latency(0)
+        database = self.pg_database(f"bench_{sandbox.subscriptions}_models")
+        if database is not None:
+            # the same three resources (the world does not change), at 0 ms in one run
+            pdir = adir / "postgres"
+            setup = self.run_devportal(
+                sandbox,
+                pdir / WAREHOUSE,
+                pdir / "setup",
+                scenario="models_setup_postgres",
+                latency=0,
+                round_no=1,
+                resources="subscriptions,user_settings,user_accounts",
+                pg_database=database,
+            )
+            if setup.ok:
+                self.run_models(sandbox, pdir / WAREHOUSE, pdir / "models", pg_database=database)
+            self.drop_pg_database(database)
         self.cleanup(adir)
 
     def big(self, sandbox: SandboxProcess, base: Path) -> None:
@@ -535,7 +651,41 @@ class Bench:
             }
         )
 
+    def start_postgres(self) -> None:
+        """The throwaway server for the Postgres scenarios; without it they are not run."""
+        if not self.settings.postgres:
+            self.postgres["skipped"] = "--skip-postgres"
+            return
+        server = PostgresServer()
+        try:
+            server.__enter__()
+        except Exception as err:
+            self.postgres["skipped"] = f"cannot start a throwaway PostgreSQL: {err}"[:300]
+            print(self.postgres["skipped"], file=sys.stderr)
+            return
+        self.pg = server
+        self.postgres.update(
+            {
+                "server": f"PostgreSQL {server.version} (pgserver {_version('pgserver')}), "
+                "local Unix socket, default settings",
+                "version": server.version,
+                "startup_s": round(server.startup_s, 2),
+            }
+        )
+
+    def stop_postgres(self) -> None:
+        if self.pg is not None:
+            self.pg.stop()
+            self.pg = None
+
     def run_all(self) -> None:
+        self.start_postgres()
+        try:
+            self._run_all()
+        finally:
+            self.stop_postgres()
+
+    def _run_all(self) -> None:
         for size in self.settings.sizes:
             with self.sandbox(size) as sandbox:
                 self.note_sandbox(sandbox)
@@ -588,7 +738,17 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "versions": {
             name: _version(name)
-            for name in ("dlt", "duckdb", "pyarrow", "requests", "orjson", "psutil", "devportal")
+            for name in (
+                "dlt",
+                "duckdb",
+                "pyarrow",
+                "requests",
+                "orjson",
+                "psutil",
+                "psycopg2-binary",
+                "pgserver",
+                "devportal",
+            )
         },
         "git_commit": _git("rev-parse", "--short", "HEAD"),
         "pipelines_dirty": bool(status) if status is not None else None,
@@ -612,6 +772,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--latencies", help="comma list of ms per request (default 0,50)")
     p.add_argument("--big-size", type=int, default=1_000_000, help="the flat-RSS run's size")
     p.add_argument("--skip-1m", action="store_true", help="skip the big (1M) run")
+    p.add_argument(
+        "--skip-postgres",
+        action="store_true",
+        help="skip the PostgreSQL scenarios (sweep_postgres, models_postgres)",
+    )
     p.add_argument("--accounts-latency", type=float, default=50.0, help="ms for user_accounts")
     p.add_argument(
         "--workers", type=int, default=8, help="devportal and floor workers (devportal's default)"
@@ -642,6 +807,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         variant_workers=args.variant_workers,
         keep=args.keep,
         quick=args.quick,
+        postgres=not args.skip_postgres,
     )
 
 
@@ -675,10 +841,12 @@ def main(argv: list[str] | None = None) -> int:
         "machine": description,
         "settings": asdict(settings),
         "sandboxes": bench.sandboxes,
+        "postgres": bench.postgres,
         "runs": runs,
     }
     result["summary"] = summarise(runs)
     result["pairs"] = pair_ratios(runs)
+    result["postgres_pairs"] = postgres_pairs(runs)
     result["targets"] = evaluate_targets(result)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=1) + "\n")
@@ -687,7 +855,7 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown)
     if not settings.keep:
         shutil.rmtree(workdir, ignore_errors=True)
-    failed = [r for r in bench.runs if not r.ok and r.scenario != "models"]
+    failed = [r for r in bench.runs if not r.ok and r.scenario not in MODELS_SCENARIOS]
     return 1 if failed or interrupted else 0
 
 

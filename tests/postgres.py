@@ -48,7 +48,9 @@ def cluster() -> Iterator[Cluster]:
         server = pgserver.get_server(folder, cleanup_mode="stop")
     except Exception as err:
         shutil.rmtree(folder, ignore_errors=True)
-        raise RuntimeError(f"cannot start a throwaway PostgreSQL cluster with pgserver: {err}")
+        raise RuntimeError(
+            f"cannot start a throwaway PostgreSQL cluster with pgserver: {err}"
+        ) from err
     try:
         yield Cluster(server, folder)
     finally:

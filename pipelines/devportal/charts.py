@@ -4,24 +4,37 @@ Each chart is a query on the `analytics` models (`QUERIES`) and a function drawi
 DataFrame. Figures are built with `matplotlib.figure.Figure`, never pyplot: no global state,
 no GUI backend, safe in any thread; `png_bytes` renders one with the Agg canvas. Every chart
 draws an empty state instead of failing, so a young warehouse still gets a page.
+
+The queries are plain SQL that DuckDB and PostgreSQL both run. `frame(engine, name)` (and
+`read(engine, sql)` for any query on `analytics.*`) runs one through a `devportal.engines`
+engine and returns the same DataFrame on either: every value is made a plain Python value by
+`plain` (Decimal, numpy and pandas scalars, timestamps with a time zone) before pandas sees it,
+so the report, its page and the notebook show the same figures whichever engine they read.
 """
 
 from __future__ import annotations
 
 import io
-from datetime import datetime
+import math
+import re
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
+    from devportal.engines import Engine
+
 ACTIVE_COLOR = "#2f6f9f"
 CANCELED_COLOR = "#e08a2c"
 RATE_COLOR = "#b8323a"
 EXPIRY_DAYS = 60
 
-# Live subscriptions only, like the report. Each query names the model(s) it needs.
+# Live subscriptions only, like the report. Each query names the model(s) it needs as
+# `analytics.<model>`, which `qualified` turns into the engine's full name. Portable SQL only:
+# DuckDB and PostgreSQL run every one of them as written.
 QUERIES: dict[str, str] = {
     "usable_over_time": """
         select day, usable, active, canceled_usable
@@ -29,13 +42,14 @@ QUERIES: dict[str, str] = {
         order by day
     """,
     "monthly_churn": """
-        select month, churned, subscribers_at_start, churn_rate, is_estimate, is_complete
+        select month, churned, cancellations, new, subscribers_at_start, churn_rate,
+            is_estimate, is_complete
         from analytics.monthly_churn
         order by month
     """,
     "expiry_calendar": f"""
         select
-            current_subscriptions.expires_at::date as day,
+            cast(current_subscriptions.expires_at as date) as day,
             current_subscriptions.status,
             count(*) as subscriptions
         from analytics.subscriptions_current as current_subscriptions
@@ -43,16 +57,17 @@ QUERIES: dict[str, str] = {
         where
             not current_subscriptions.is_test
             and current_subscriptions.is_usable
-            and current_subscriptions.expires_at <= clock.as_of + interval {EXPIRY_DAYS} day
-        group by all
-        order by day, status
+            and current_subscriptions.expires_at <= clock.as_of + interval '{EXPIRY_DAYS} days'
+        group by cast(current_subscriptions.expires_at as date), current_subscriptions.status
+        order by day, current_subscriptions.status
     """,
     "users_by_platform": """
-        select platform, count(*) as users
-        from analytics.users,
-            unnest(string_split(coalesce(users.platforms, 'unknown'), ',')) as listed(platform)
-        group by platform
-        order by users desc, platform
+        select listed.platform, count(*) as users
+        from analytics.users as users
+        cross join
+            unnest(string_to_array(coalesce(users.platforms, 'unknown'), ',')) as listed(platform)
+        group by listed.platform
+        order by users desc, listed.platform
     """,
 }
 
@@ -62,6 +77,73 @@ TITLES: dict[str, str] = {
     "expiry_calendar": f"Expiry calendar, next {EXPIRY_DAYS} days",
     "users_by_platform": "Users by platform",
 }
+
+
+# -- reading the models, alike on every engine ------------------------------------------------
+
+_ANALYTICS_NAME = re.compile(r"\banalytics\.(\w+)\b")
+
+
+def qualified(engine: Engine, sql: str) -> str:
+    """SQL with each `analytics.<model>` written as the engine's full name for it (the
+    warehouse's catalog on DuckDB). A plain text substitution: for queries like QUERIES'."""
+    return _ANALYTICS_NAME.sub(lambda m: engine.qualify("analytics", m.group(1)), sql)
+
+
+def plain(value: Any) -> Any:
+    """VALUE as the plain Python value DuckDB gives for it, whichever engine and driver read it.
+
+    Decimal (PostgreSQL's numeric: sums, divisions) becomes int when it has no fractional
+    digits, else float; numpy and pandas scalars become Python ones; a timestamp with a time
+    zone becomes the naive UTC timestamp (DuckDB's models and the API's clock are UTC); NaN
+    and NaT become None.
+    """
+    if type(value).__module__.split(".")[0] in ("numpy", "pandas"):
+        value = _builtin(value)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return None
+        exponent = value.as_tuple().exponent
+        return int(value) if isinstance(exponent, int) and exponent >= 0 else float(value)
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def _builtin(value: Any) -> Any:
+    """A numpy or pandas scalar as the Python value it stands for."""
+    import numpy as np
+    import pandas as pd
+
+    if isinstance(value, np.datetime64):
+        value = pd.Timestamp(value)
+    if value is pd.NaT or value is pd.NA:
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def read(engine: Engine, sql: str) -> pd.DataFrame:
+    """A query on the `analytics` models as a DataFrame, the same on every engine: values made
+    `plain`, then typed by pandas alike (PostgreSQL sessions are in UTC, see `engines`)."""
+    import pandas as pd
+
+    names, rows = engine.columns(qualified(engine, sql))
+    records = [tuple(plain(value) for value in row) for row in rows]
+    return pd.DataFrame.from_records(records, columns=names)
+
+
+def frame(engine: Engine, name: str) -> pd.DataFrame:
+    """The DataFrame of chart NAME (a key of QUERIES), read through ENGINE."""
+    return read(engine, QUERIES[name])
+
+
+# -- the figures ------------------------------------------------------------------------------
 
 
 def _figure(name: str, frame: pd.DataFrame, height: float = 3.4) -> tuple[Figure, Any]:
@@ -186,7 +268,8 @@ def users_by_platform(platforms: pd.DataFrame) -> Figure:
     fig, ax = _figure("users_by_platform", platforms, height=max(2.4, 0.5 * len(platforms) + 1.2))
     if ax is None:
         return fig
-    ordered = platforms.iloc[::-1]
+    # most users on top, ties by name in code point order (the engine's collation may differ)
+    ordered = platforms.sort_values(["users", "platform"], ascending=[True, False], kind="stable")
     ax.barh(ordered["platform"].astype(str), ordered["users"].astype(float), color=ACTIVE_COLOR)
     ax.set_xlabel("users")
     _integer_ticks(ax.xaxis)

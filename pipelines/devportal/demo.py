@@ -8,11 +8,16 @@ prints what happens; this module holds what is not printing.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from devportal.errors import ConfigError, DevportalError
 
 if TYPE_CHECKING:
     from devportal.manifest.report import Report
@@ -28,7 +33,7 @@ def clock_start(advance_days: float, syncs: int) -> datetime:
     return start.replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
 
 
-def record_release(warehouse: str | Path, *, first: bool) -> Report:
+def record_release(warehouse: str | Path, *, first: bool, destination: str | None = None) -> Report:
     """Record the example app's manifest in WAREHOUSE; FIRST records the older release (v1.3.0:
     the same bundle before facebook and mixer were added). Returns the manifest's Report."""
     from devportal.manifest import load_manifest
@@ -42,5 +47,61 @@ def record_release(warehouse: str | Path, *, first: bool) -> Report:
             manifest["version"] = "1.3.0"
             manifest["supportedPlatforms"] = ["twitch", "youtube"]
             (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2))
-        result = load_manifest(bundle, warehouse)
+        result = load_manifest(bundle, warehouse, destination)
     return result.report
+
+
+POSTGRES_ENV = "DESTINATION__POSTGRES__CREDENTIALS"
+
+
+@contextmanager
+def throwaway_postgres() -> Iterator[str]:
+    """A local PostgreSQL 16 cluster (the pip package `pgserver`) for the demo, removed after.
+
+    It listens on a Unix socket in its own folder only and trusts local connections (the
+    password in the URI is a placeholder dlt requires). As root, pgserver runs the server as
+    an OS user of its own. Yields the connection URI in dlt's form, also set as
+    DESTINATION__POSTGRES__CREDENTIALS meanwhile."""
+    try:
+        import pgserver
+    except ImportError:
+        raise ConfigError(
+            f"no PostgreSQL for the demo: set {POSTGRES_ENV} to a server's URI, or install "
+            "pgserver (`pip install pgserver`, in `make setup`'s venv already) for a throwaway one"
+        ) from None
+    # not under a 0700 folder of this user: the server's own OS user must reach it
+    folder = tempfile.mkdtemp(prefix="devportal-pg-")
+    previous = os.environ.get(POSTGRES_ENV)
+    try:
+        server = pgserver.get_server(folder, cleanup_mode="stop")
+    except Exception as err:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise DevportalError(f"cannot start a throwaway PostgreSQL with pgserver: {err}") from None
+    uri = f"postgresql://postgres:throwaway@localhost/postgres?host={folder}"
+    os.environ[POSTGRES_ENV] = uri
+    try:
+        yield uri
+    finally:
+        if previous is None:
+            os.environ.pop(POSTGRES_ENV, None)
+        else:
+            os.environ[POSTGRES_ENV] = previous
+        server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def require_empty_postgres() -> None:
+    """The demo writes the datasets `devportal` and `analytics`: refuse a server that has them."""
+    from devportal.engines import connect
+
+    with connect("unused.duckdb", "postgres", read_only=True) as engine:
+        taken = engine.execute(
+            "select schema_name from information_schema.schemata "
+            "where schema_name in ('devportal', 'analytics') order by 1"
+        )
+    if taken:
+        raise ConfigError(
+            f"the demo writes schemas devportal and analytics, and this PostgreSQL database "
+            f"already has {', '.join(r[0] for r in taken)}: point {POSTGRES_ENV} at an empty "
+            "database, or unset it for a throwaway local server"
+        )

@@ -189,6 +189,10 @@ def connect(
             "DESTINATION__POSTGRES__CREDENTIALS and that the server is running"
         ) from None
     try:
+        # dates cut from timestamps follow the session's zone: UTC, as DuckDB and the API
+        with con.cursor() as cursor:
+            cursor.execute("set time zone 'UTC'")
+        con.commit()
         if read_only:
             con.set_session(readonly=True)
         yield PostgresEngine(con)

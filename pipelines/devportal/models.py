@@ -1,33 +1,53 @@
-"""Builds the SQL models in `sql/` into the warehouse's `analytics` schema and runs their tests.
+"""Builds the SQL models in `sql/` into the schema `analytics` and runs their tests, on DuckDB
+(the warehouse file) or PostgreSQL (the database of dlt's `postgres` destination).
 
-A model is one file, `sql/staging/<name>.sql` or `sql/marts/<name>.sql`, holding one SELECT;
-it becomes the table `analytics.<name>`. The file opens with a comment stating its grain and
-definitions; lines of that comment starting with `@` are read by this runner:
+A model is one file, `sql/staging/<name>.sql` or `sql/marts/<name>.sql`, holding one SELECT
+written in DuckDB SQL; it becomes the table `analytics.<name>`. The file opens with a comment
+stating its grain and definitions; lines of that comment starting with `@` are read by this
+runner:
 
     -- @test unique(col[, col...])            the columns together identify a row
     -- @test not_null(col[, col...])          each column is never NULL
     -- @test accepted_values(col: a, b, c)    non-NULL values are one of these
     -- @optional devportal.<table>(col type, ...)
         the raw table may not exist yet (dlt creates a table with its first rows): until it
-        does, the model reads an empty relation of these columns in its place
+        does, the model reads an empty relation of these columns (DuckDB types) in its place
 
 Build order comes from the SQL itself: sqlglot parses every model and each `analytics.<name>`
 it reads is a dependency (graphlib's TopologicalSorter, no hand-kept list). A model reading a
 raw table that does not exist and is not declared optional is skipped with a note, and so is
 everything built on it (`analytics.app_releases` stays absent until a manifest is recorded).
 
+Engines (`devportal.engines`): on DuckDB a model runs exactly as written. On PostgreSQL it is
+translated by sqlglot from DuckDB SQL (`translate`), raising on anything sqlglot cannot
+translate, and first checked for the constructs sqlglot translates silently wrong
+(`_unportable`: ASOF JOIN, GROUP BY ALL, string_split, functions sqlglot does not know such as
+epoch_us, USING after a join that may bring a second column of that name, a SELECT alias read
+in WHERE or HAVING). Every model, data test and reconciliation is written in the subset of
+DuckDB SQL that passes both (README: Analytics), so one file serves every engine; a model that
+cannot be translated stops the build before anything runs, naming its file. Where an engine
+truly needs its own form, the one escape is an override file beside the model,
+`sql/<layer>/<name>.<engine>.sql` (e.g. `sql/marts/daily_subscribers.postgres.sql`): that
+engine runs it instead of the translation. It is written in the engine's own SQL, opens with
+a comment saying why it exists, reads only tables the model itself reads (the build order and
+the skips come from `<name>.sql`) and holds no `@` directives (the tests and optional tables
+are the model's, in `<name>.sql`).
+
 Every model is materialised as a TABLE, not a view: its numbers are frozen at build time
 together with `analytics.as_of`, so the report, the notebook and any SQL client agree until the
 next build; readers get plain fast tables; and a DuckDB view keeps its SQL text and re-binds it
 on every read, so a view over `devportal.<table>` breaks as soon as the file is attached under
 another catalog name or its catalog is called like a schema ("ambiguous reference"). For the
-same reason the runner qualifies every `devportal.<table>` and `analytics.<table>` with the
-warehouse's catalog before running a model. One transaction holds the whole build: a failing
-model leaves the previous build in place.
+same reason, on DuckDB the runner qualifies every `devportal.<table>` and `analytics.<table>`
+with the warehouse's catalog before running a model; on PostgreSQL the names stay
+schema-qualified in the connection's database. One transaction holds the whole build (drop and
+create each table; PostgreSQL's DDL is transactional too, and its build reads one REPEATABLE
+READ snapshot): a failing model leaves the previous build in place.
 
 `--check` then runs the data tests: the generic ones declared in the headers, and the
 reconciliations (`_RECONCILIATION_SQL`), which tie the marts to each other and to the raw
-history. Each test is a query returning the offending rows; any row fails the test.
+history. Each test is a query returning the offending rows; any row fails the test. They are
+DuckDB SQL too, translated like the models.
 """
 
 from __future__ import annotations
@@ -43,12 +63,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devportal import engines
 from devportal.errors import DevportalError, first_line
 from devportal.warehouse import (
     ANALYTICS_SCHEMA,
     RAW_SCHEMA,
-    catalog_of,
-    connect,
     quote_ident,
     require_warehouse,
     sql_literal,
@@ -62,6 +81,10 @@ SQL_DIR = Path(__file__).parent / "sql"
 LAYERS = ("staging", "marts")
 SCHEMA = ANALYTICS_SCHEMA
 SAMPLE_ROWS = 3
+# the SQL every model, data test and stand-in is written in
+SOURCE_DIALECT = "duckdb"
+# engines that may have their own form of a model in `<name>.<engine>.sql`
+OVERRIDE_ENGINES = tuple(e for e in engines.ENGINES if e != SOURCE_DIALECT)
 
 _DIRECTIVE = re.compile(r"^--\s*@(?P<kind>\w+)\s+(?P<body>.+?)\s*$")
 _CALL = re.compile(r"^(?P<name>\w+)\s*\((?P<args>.*)\)$", re.DOTALL)
@@ -80,7 +103,8 @@ class DataTest:
 
 @dataclass
 class Model:
-    """One SQL file, parsed: what it reads, which raw tables may be missing, its tests."""
+    """One SQL file, parsed: what it reads, which raw tables may be missing, its tests, and the
+    engines that run a file of their own instead of its translation (`overrides`)."""
 
     name: str
     layer: str
@@ -90,10 +114,26 @@ class Model:
     sources: frozenset[str] = frozenset()
     optional: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     tests: list[DataTest] = field(default_factory=list)
+    overrides: dict[str, Path] = field(default_factory=dict)
 
     @property
     def relative_path(self) -> str:
         return f"sql/{self.layer}/{self.path.name}"
+
+    def file_for(self, engine: str) -> str:
+        """The file ENGINE runs: its override, else the model's own."""
+        path = self.overrides.get(engine, self.path)
+        return f"sql/{self.layer}/{path.name}"
+
+
+@dataclass(frozen=True)
+class EngineSql:
+    """A model as one engine runs it: the SQL, the file it comes from, and the SQL of the empty
+    relation standing in for each optional raw table."""
+
+    sql: str
+    where: str
+    stubs: dict[str, str]
 
 
 # -- reading the SQL files ----------------------------------------------------------------------
@@ -126,7 +166,9 @@ def _generic_tests(model: str, spec: str, where: str) -> list[DataTest]:
     if kind == "unique":
         columns = _split_args(args)
         cols = ", ".join(columns)
-        sql = f"select {cols}, count(*) as row_count from {table} group by all having count(*) > 1"
+        sql = (
+            f"select {cols}, count(*) as row_count from {table} group by {cols} having count(*) > 1"
+        )
         return [DataTest(f"unique({table}: {cols})", sql, models)]
     if kind == "not_null":
         return [
@@ -146,7 +188,7 @@ def _generic_tests(model: str, spec: str, where: str) -> list[DataTest]:
         listed = ", ".join(sql_literal(v) for v in accepted)
         sql = (
             f"select {column}, count(*) as row_count from {table} "
-            f"where {column} not in ({listed}) group by all"
+            f"where {column} not in ({listed}) group by {column}"
         )
         return [DataTest(f"accepted_values({table}.{column}: {', '.join(accepted)})", sql, models)]
     raise DevportalError(f"{where}: unknown test '{kind}'; use unique, not_null or accepted_values")
@@ -168,13 +210,13 @@ def _optional_source(spec: str, where: str) -> tuple[str, list[tuple[str, str]]]
     return match["table"], columns
 
 
-def table_references(sql: str, where: str) -> set[tuple[str, str]]:
-    """(schema, table) of every table SQL reads; unqualified names must be CTEs."""
+def table_references(sql: str, where: str, dialect: str = SOURCE_DIALECT) -> set[tuple[str, str]]:
+    """(schema, table) of every table SQL (in DIALECT) reads; unqualified names must be CTEs."""
     import sqlglot
     from sqlglot import exp
 
     try:
-        statements = sqlglot.parse(sql, read="duckdb")
+        statements = sqlglot.parse(sql, read=dialect)
     except sqlglot.errors.ParseError as err:
         raise DevportalError(
             f"{where}: sqlglot cannot parse it: {str(err).splitlines()[0]}"
@@ -199,47 +241,92 @@ def table_references(sql: str, where: str) -> set[tuple[str, str]]:
     return refs
 
 
+def _read_model(path: Path, layer: str, where: str) -> Model:
+    """The model in PATH: its SQL, header directives and the tables it reads."""
+    text = path.read_text(encoding="utf-8")
+    header = _header(text)
+    if not header:
+        raise DevportalError(f"{where}: open the file with a comment stating its grain")
+    name = path.stem
+    model = Model(name=name, layer=layer, path=path, sql=text.strip().rstrip(";").strip())
+    for line in header:
+        directive = _DIRECTIVE.match(line)
+        if directive is None:
+            continue
+        kind, body = directive["kind"], directive["body"]
+        if kind == "test":
+            model.tests.extend(_generic_tests(name, body, where))
+        elif kind == "optional":
+            table, columns = _optional_source(body, where)
+            model.optional[table] = columns
+        else:
+            raise DevportalError(f"{where}: unknown directive @{kind}; use @test or @optional")
+    refs = table_references(model.sql, where)
+    unknown = {schema for schema, _ in refs} - {SCHEMA, RAW_SCHEMA}
+    if unknown:
+        raise DevportalError(
+            f"{where}: reads schema {sorted(unknown)[0]}; models read only "
+            f"{RAW_SCHEMA}.* (raw) and {SCHEMA}.* (models)"
+        )
+    model.depends_on = frozenset(t for s, t in refs if s == SCHEMA)
+    model.sources = frozenset(t for s, t in refs if s == RAW_SCHEMA)
+    return model
+
+
+def _check_override(model: Model, engine: str, path: Path) -> None:
+    """An override file of MODEL for ENGINE: a header, no directives, no table MODEL does not read."""
+    where = f"sql/{model.layer}/{path.name}"
+    text = path.read_text(encoding="utf-8")
+    header = _header(text)
+    if not header:
+        raise DevportalError(
+            f"{where}: open the file with a comment saying why {engine} needs its own form"
+        )
+    if any(_DIRECTIVE.match(line) for line in header):
+        raise DevportalError(
+            f"{where}: @ directives belong in {model.relative_path}, which the override follows"
+        )
+    reads = {(SCHEMA, t) for t in model.depends_on} | {(RAW_SCHEMA, t) for t in model.sources}
+    extra = sorted(table_references(text, where, dialect=engine) - reads)
+    if extra:
+        raise DevportalError(
+            f"{where}: reads {'.'.join(extra[0])}, which {model.relative_path} does not; "
+            "the build order comes from the model's own file"
+        )
+
+
 def load_models(sql_dir: Path | None = None) -> list[Model]:
-    """Every model file under SQL_DIR (staging, then marts), parsed and validated."""
+    """Every model file under SQL_DIR (staging, then marts), parsed and validated, with the
+    engine override files beside them (`<name>.<engine>.sql`)."""
     root = sql_dir or SQL_DIR
     models: dict[str, Model] = {}
+    overrides: list[tuple[str, str, Path]] = []
     for layer in LAYERS:
         for path in sorted((root / layer).glob("*.sql")):
-            name = path.stem
+            name, dot, engine = path.stem.partition(".")
             where = f"sql/{layer}/{path.name}"
             if not _NAME.match(name):
                 raise DevportalError(f"{where}: a model name must be a plain SQL identifier")
+            if dot:
+                if engine not in OVERRIDE_ENGINES:
+                    raise DevportalError(
+                        f"{where}: '{engine}' is no engine with its own form of a model; "
+                        f"name an override <model>.<engine>.sql, engine one of "
+                        f"{', '.join(OVERRIDE_ENGINES)}"
+                    )
+                overrides.append((name, engine, path))
+                continue
             if name in models:
                 raise DevportalError(f"{where}: model {name} is defined twice")
-            text = path.read_text(encoding="utf-8")
-            header = _header(text)
-            if not header:
-                raise DevportalError(f"{where}: open the file with a comment stating its grain")
-            model = Model(name=name, layer=layer, path=path, sql=text.strip().rstrip(";").strip())
-            for line in header:
-                directive = _DIRECTIVE.match(line)
-                if directive is None:
-                    continue
-                kind, body = directive["kind"], directive["body"]
-                if kind == "test":
-                    model.tests.extend(_generic_tests(name, body, where))
-                elif kind == "optional":
-                    table, columns = _optional_source(body, where)
-                    model.optional[table] = columns
-                else:
-                    raise DevportalError(
-                        f"{where}: unknown directive @{kind}; use @test or @optional"
-                    )
-            refs = table_references(model.sql, where)
-            unknown = {schema for schema, _ in refs} - {SCHEMA, RAW_SCHEMA}
-            if unknown:
-                raise DevportalError(
-                    f"{where}: reads schema {sorted(unknown)[0]}; models read only "
-                    f"{RAW_SCHEMA}.* (raw) and {SCHEMA}.* (models)"
-                )
-            model.depends_on = frozenset(t for s, t in refs if s == SCHEMA)
-            model.sources = frozenset(t for s, t in refs if s == RAW_SCHEMA)
-            models[name] = model
+            models[name] = _read_model(path, layer, where)
+    for name, engine, path in overrides:
+        if name not in models or models[name].path.parent != path.parent:
+            raise DevportalError(
+                f"sql/{path.parent.name}/{path.name}: overrides a model that is not beside it "
+                f"(no sql/{path.parent.name}/{name}.sql)"
+            )
+        _check_override(models[name], engine, path)
+        models[name].overrides[engine] = path
     for model in models.values():
         missing = sorted(model.depends_on - models.keys())
         if missing:
@@ -285,20 +372,134 @@ def _cycle(err: graphlib.CycleError) -> str:
     return f"{', '.join(sorted(loop))} ({loop[0]} reads {reads})"
 
 
-# -- running SQL against the warehouse ----------------------------------------------------------
+# -- one SQL, every engine -----------------------------------------------------------------------
 
 
-def render(sql: str, catalog: str, stubs: Mapping[str, str] | None = None) -> str:
-    """SQL with `devportal.t` / `analytics.t` qualified by CATALOG, and STUBS substituted.
+def _unportable(statement: Any) -> str | None:
+    """The first construct of STATEMENT (parsed DuckDB SQL) that sqlglot would translate silently
+    wrong, or pass on unchanged for the engine to misread; None when there is none."""
+    from sqlglot import exp
 
-    Works on sqlglot's tokens, so comments, strings and formatting are left exactly as written.
-    STUBS maps a raw table name to the SQL of a relation that stands in for it.
+    for node in statement.walk():
+        if isinstance(node, exp.Anonymous):
+            return f"{node.name}() is no function sqlglot knows, so no engine gets a translation"
+        if isinstance(node, exp.Split):
+            return "string_split() becomes SPLIT(), which PostgreSQL lacks; compare with LIKE"
+        if isinstance(node, exp.Join) and node.args.get("method"):
+            return f"{node.args['method'].upper()} JOIN is DuckDB's own; join on a key instead"
+        if isinstance(node, exp.Group) and node.args.get("all"):
+            return "GROUP BY ALL is DuckDB's own; list the columns"
+        if isinstance(node, exp.Select):
+            problem = _using_after_other_joins(node) or _alias_in_filter(node)
+            if problem:
+                return problem
+    return None
+
+
+def _using_after_other_joins(select: Any) -> str | None:
+    """USING is only safe right after the FROM relation and other USING joins: a join with ON
+    (or a comma or CROSS join) may bring a second column of that name, which PostgreSQL refuses
+    as ambiguous and DuckDB resolves on its own."""
+    other = False
+    for join in select.args.get("joins") or []:
+        if not join.args.get("using"):
+            other = True
+        elif other:
+            names = ", ".join(i.name for i in join.args["using"])
+            return f"JOIN ... USING ({names}) after a join with ON or a CROSS join; write ON"
+    return None
+
+
+def _alias_in_filter(select: Any) -> str | None:
+    """DuckDB lets WHERE and HAVING read a name the SELECT list gives; PostgreSQL does not."""
+    from sqlglot import exp
+
+    aliases = {
+        e.alias.lower()
+        for e in select.expressions
+        if isinstance(e, exp.Alias)
+        and not (isinstance(e.this, exp.Column) and e.this.name.lower() == e.alias.lower())
+    }
+    for clause in ("where", "having"):
+        node = select.args.get(clause)
+        for column in node.find_all(exp.Column) if node is not None else ():
+            if (
+                not column.table
+                and column.name.lower() in aliases
+                and column.find_ancestor(exp.Select) is select
+            ):
+                return (
+                    f"{clause.upper()} reads {column.name}, a name the SELECT list gives; "
+                    "select it in a subquery first"
+                )
+    return None
+
+
+def translate(sql: str, dialect: str) -> str:
+    """SQL, written in DuckDB SQL, in DIALECT's SQL: sqlglot's translation, raising on anything it
+    cannot translate (`unsupported_level=RAISE`) and on what it translates silently wrong
+    (`_unportable`). DevportalError says what; callers add where."""
+    import sqlglot
+
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=SOURCE_DIALECT) if s is not None]
+        problem = next((p for p in map(_unportable, statements) if p), None)
+        if problem is None:
+            return ";\n".join(
+                s.sql(dialect=dialect, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
+                for s in statements
+            )
+    except Exception as err:  # sqlglot's own errors, and its bugs (an AttributeError) alike
+        problem = first_line(err)
+    raise DevportalError(f"sqlglot cannot translate it to {dialect}: {problem}")
+
+
+def for_engine(model: Model, dialect: str) -> EngineSql:
+    """MODEL as DIALECT runs it: the file as written on DuckDB, an override file when the model
+    has one for DIALECT, else sqlglot's translation. Raises DevportalError naming the file."""
+    stubs = {table: _stub(columns) for table, columns in model.optional.items()}
+    if dialect == SOURCE_DIALECT:
+        return EngineSql(model.sql, model.relative_path, stubs)
+    try:
+        stubs = {table: translate(stub, dialect) for table, stub in stubs.items()}
+    except DevportalError as err:
+        raise DevportalError(f"{model.relative_path}: @optional: {err}") from None
+    where = model.file_for(dialect)
+    override = model.overrides.get(dialect)
+    if override is not None:
+        sql = override.read_text(encoding="utf-8").strip().rstrip(";").strip()
+        return EngineSql(sql, where, stubs)
+    try:
+        sql = translate(model.sql, dialect)
+    except DevportalError as err:
+        raise DevportalError(
+            f"{where}: cannot run on {dialect}: {err}. Rewrite it in the portable subset "
+            f"(README: Analytics) or give {dialect} its own form in "
+            f"sql/{model.layer}/{model.name}.{dialect}.sql"
+        ) from None
+    return EngineSql(sql, where, stubs)
+
+
+# -- running SQL on an engine -------------------------------------------------------------------
+
+
+def render(
+    sql: str,
+    catalog: str | None,
+    stubs: Mapping[str, str] | None = None,
+    dialect: str = SOURCE_DIALECT,
+) -> str:
+    """SQL with `devportal.t` / `analytics.t` qualified by CATALOG (None: left as they are), and
+    STUBS substituted.
+
+    Works on sqlglot's tokens (of DIALECT), so comments, strings and formatting are left exactly
+    as written. STUBS maps a raw table name to the SQL of a relation that stands in for it.
     """
-    from sqlglot.dialects.duckdb import DuckDB
+    from sqlglot.dialects.dialect import Dialect
     from sqlglot.tokens import TokenType
 
     stubs = stubs or {}
-    tokens = DuckDB().tokenize(sql)
+    tokens = Dialect.get_or_raise(dialect).tokenize(sql)
     pieces: list[str] = []
     position = 0
     names = (TokenType.VAR, TokenType.IDENTIFIER)
@@ -320,8 +521,10 @@ def render(sql: str, catalog: str, stubs: Mapping[str, str] | None = None) -> st
             following = tokens[i + 3] if i + 3 < len(tokens) else None
             if following is None or following.token_type not in (TokenType.ALIAS, TokenType.VAR):
                 replacement += f" as {quote_ident(table)}"  # keeps `table.column` readable
-        else:
+        elif catalog is not None:
             replacement = ".".join(quote_ident(p) for p in (catalog, schema, last.text))
+        else:
+            continue
         pieces.append(sql[position : first.start])
         pieces.append(replacement)
         position = last.end + 1
@@ -330,25 +533,14 @@ def render(sql: str, catalog: str, stubs: Mapping[str, str] | None = None) -> st
 
 
 def _stub(columns: Sequence[tuple[str, str]]) -> str:
+    """An empty relation of COLUMNS (DuckDB types), in DuckDB SQL."""
     selected = ", ".join(f"cast(null as {t}) as {quote_ident(c)}" for c, t in columns)
     return f"(select {selected} where false)"
 
 
-def _existing_raw_tables(con: Any, catalog: str) -> set[str]:
-    rows = con.execute(
-        "select lower(table_name) from information_schema.tables "
-        "where table_catalog = ? and table_schema = ?",
-        [catalog, RAW_SCHEMA],
-    ).fetchall()
-    return {r[0] for r in rows}
-
-
-def _existing_views(con: Any, catalog: str) -> set[str]:
-    rows = con.execute(
-        "select lower(view_name) from duckdb_views() where database_name = ? and schema_name = ?",
-        [catalog, SCHEMA],
-    ).fetchall()
-    return {r[0] for r in rows}
+def _schema_name(engine: engines.Engine) -> str:
+    parts = (engine.catalog, SCHEMA) if engine.catalog else (SCHEMA,)
+    return ".".join(quote_ident(p) for p in parts)
 
 
 def _skip_reason(model: Model, raw_tables: set[str], skipped: Mapping[str, str]) -> str | None:
@@ -361,88 +553,117 @@ def _skip_reason(model: Model, raw_tables: set[str], skipped: Mapping[str, str])
     return None
 
 
+def _drop(engine: engines.Engine, name: str, existing: Mapping[str, str]) -> None:
+    """Remove what an earlier build left as `analytics.<name>` (a table, or a view of an older
+    build)."""
+    kind = "view" if existing.get(name) == "view" else "table"
+    engine.execute(f"drop {kind} if exists {engine.qualify(SCHEMA, name)}")
+
+
 def _build_model(
-    con: Any, catalog: str, model: Model, raw_tables: set[str], views: set[str]
+    engine: engines.Engine,
+    model: Model,
+    code: EngineSql,
+    raw_tables: set[str],
+    existing: Mapping[str, str],
 ) -> None:
     """Materialise MODEL as `analytics.<name>`, standing in for its missing optional tables."""
-    import duckdb
-
-    target = ".".join(quote_ident(p) for p in (catalog, SCHEMA, model.name))
-    if model.name in views:  # an older build made it a view
-        con.execute(f"drop view {target}")
-    stubs = {
-        table: _stub(columns)
-        for table, columns in model.optional.items()
-        if table not in raw_tables
-    }
+    stubs = {table: sql for table, sql in code.stubs.items() if table not in raw_tables}
+    sql = render(code.sql, engine.catalog, stubs, engine.dialect)
     try:
-        con.execute(f"create or replace table {target} as\n{render(model.sql, catalog, stubs)}\n")
-    except duckdb.Error as err:
+        _drop(engine, model.name, existing)
+        engine.execute(f"create table {engine.qualify(SCHEMA, model.name)} as\n{sql}\n")
+    except engine.errors as err:
         raise DevportalError(
-            f"model {SCHEMA}.{model.name} ({model.relative_path}) failed: {first_line(err)}"
+            f"model {SCHEMA}.{model.name} ({code.where}) failed: {first_line(err)}"
         ) from None
 
 
-def _drop_skipped(con: Any, catalog: str, model: Model, views: set[str]) -> None:
-    """Remove what an earlier build left of MODEL, which this build skips."""
-    target = ".".join(quote_ident(p) for p in (catalog, SCHEMA, model.name))
-    con.execute(f"drop {'view' if model.name in views else 'table'} if exists {target}")
+def _build_all(
+    engine: engines.Engine, models: Sequence[Model], code: Mapping[str, EngineSql]
+) -> tuple[list[str], dict[str, str]]:
+    """Build MODELS in one transaction: the names built (in order) and skipped (with why)."""
+    built: list[str] = []
+    skipped: dict[str, str] = {}
+    with engine.transaction():
+        if engine.dialect == "postgres":
+            # every model reads the same snapshot, as in a DuckDB transaction, even while a
+            # load commits table by table; must be the transaction's first statement
+            engine.execute("set transaction isolation level repeatable read")
+        raw_tables = set(engine.relations(RAW_SCHEMA))
+        existing = engine.relations(SCHEMA)
+        engine.execute(f"create schema if not exists {_schema_name(engine)}")
+        for model in models:
+            reason = _skip_reason(model, raw_tables, skipped)
+            if reason is None:
+                _build_model(engine, model, code[model.name], raw_tables, existing)
+                built.append(model.name)
+            else:
+                skipped[model.name] = reason
+                _drop(engine, model.name, existing)
+                log.info("skipped %s.%s: %s", SCHEMA, model.name, reason)
+    return built, skipped
 
 
 def build_after_load(warehouse: str | Path, destination: Any) -> dict[str, Any] | None:
-    """The models after a load: built into the DuckDB warehouse; None for any other destination
-    (the models are DuckDB SQL), the one place that rule is written."""
-    return build(warehouse) if destination is None else None
+    """The models after a load: built on the engine the load wrote to, DuckDB at `warehouse`
+    (destination None or "duckdb") or PostgreSQL ("postgres"); None for any other destination,
+    including a dlt destination object (where it writes is its own business). The one place
+    that rule is written."""
+    if destination is not None and not isinstance(destination, str):
+        return None
+    name = (destination or SOURCE_DIALECT).lower()
+    return build(warehouse, destination=name) if name in engines.ENGINES else None
 
 
 def build(
     warehouse: str | Path,
     check: bool = False,
     *,
+    destination: str | None = None,
     sql_dir: Path | None = None,
     lock: bool = True,
 ) -> dict[str, Any]:
     """Build every model into `analytics` (one transaction); with CHECK, run the data tests.
 
-    Returns a summary: `built` (model names, in build order), `skipped` (name -> reason),
-    `tests` (how many data tests ran and passed), `seconds`. Raises DevportalError naming the
-    failing model, or every failing data test. LOCK takes the warehouse lock, so a sync cannot
-    write while the models read; pass False when the caller already holds it.
+    DESTINATION None or "duckdb": the DuckDB file WAREHOUSE; "postgres": the database of dlt's
+    `postgres` destination (credentials as dlt resolves them; WAREHOUSE then only places the
+    lock file); anything else is a ConfigError. Returns a summary: `built` (model names, in
+    build order), `skipped` (name -> reason), `tests` (how many data tests ran and passed),
+    `seconds`, `destination` (the engine). Raises DevportalError naming the failing model (or
+    the file sqlglot cannot translate, before anything runs), or every failing data test. LOCK
+    takes the warehouse lock, so a sync cannot write while the models read; pass False when the
+    caller already holds it.
     """
     started = time.monotonic()
+    engine_name = engines.engine_of(destination)
     models = load_models(sql_dir)
-    require_warehouse(warehouse)  # before the lock, which would create the folder
-    built: list[str] = []
-    skipped: dict[str, str] = {}
-    with warehouse_lock(warehouse) if lock else nullcontext(), connect(warehouse) as con:
-        catalog = catalog_of(con)
-        raw_tables = _existing_raw_tables(con, catalog)
-        views = _existing_views(con, catalog)
-        con.execute("begin transaction")
-        try:
-            con.execute(f"create schema if not exists {quote_ident(catalog)}.{SCHEMA}")
-            for model in models:
-                reason = _skip_reason(model, raw_tables, skipped)
-                if reason is None:
-                    _build_model(con, catalog, model, raw_tables, views)
-                    built.append(model.name)
-                else:
-                    skipped[model.name] = reason
-                    _drop_skipped(con, catalog, model, views)
-                    log.info("skipped %s.%s: %s", SCHEMA, model.name, reason)
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
-        tests_run = run_tests(con, catalog, models, set(built)) if check else 0
+    code = {model.name: for_engine(model, engine_name) for model in models}
+    if engine_name == SOURCE_DIALECT:
+        require_warehouse(warehouse)  # before the lock, which would create the folder
+    locked = warehouse_lock(warehouse) if lock else nullcontext()
+    with locked, engines.connect(warehouse, engine_name) as engine:
+        built, skipped = _build_all(engine, models, code)
+        tests_run = run_tests(engine, models, set(built)) if check else 0
     seconds = time.monotonic() - started
-    log.info("built %d models in %.2fs, skipped %d", len(built), seconds, len(skipped))
-    return {"built": built, "skipped": skipped, "tests": tests_run, "seconds": seconds}
+    log.info(
+        "built %d models on %s in %.2fs, skipped %d", len(built), engine_name, seconds, len(skipped)
+    )
+    return {
+        "built": built,
+        "skipped": skipped,
+        "tests": tests_run,
+        "seconds": seconds,
+        "destination": engine_name,
+    }
 
 
 def summary_line(summary: Mapping[str, Any]) -> str:
-    """One line for people about a `build`: what was built, what was skipped and why, tests run."""
-    line = f"models ok: {len(summary['built'])} built in {summary['seconds']:.1f}s"
+    """One line for people about a `build`: what was built (and where, when not on DuckDB), what
+    was skipped and why, tests run."""
+    engine = summary.get("destination", SOURCE_DIALECT)
+    where = "" if engine == SOURCE_DIALECT else f" on {engine}"
+    line = f"models ok: {len(summary['built'])} built{where} in {summary['seconds']:.1f}s"
     if summary["skipped"]:
         notes = ", ".join(f"{name} ({why})" for name, why in summary["skipped"].items())
         line += f"; skipped {notes}"
@@ -462,7 +683,7 @@ _RECONCILIATION_SQL: dict[str, str] = {
             select distinct raw.id
             from devportal.subscriptions as raw
             cross join analytics.as_of as clock
-            where make_timestamp(epoch_us(raw._dlt_valid_from)) <= clock.as_of
+            where raw._dlt_valid_from at time zone 'UTC' <= clock.as_of
         )
         select coalesce(raw_ids.id, current_rows.id) as id,
                raw_ids.id is null as only_in_model
@@ -480,7 +701,8 @@ _RECONCILIATION_SQL: dict[str, str] = {
     "subscription_events_one_new_per_live_subscription": """
         with new_events as (
             select subscription_id as id, count(*) as new_events
-            from analytics.subscription_events where event_type = 'new' group by all
+            from analytics.subscription_events where event_type = 'new'
+            group by subscription_id
         )
         select id, coalesce(new_events.new_events, 0) as new_events
         from analytics.subscriptions_current
@@ -509,10 +731,12 @@ _RECONCILIATION_SQL: dict[str, str] = {
         select * from now_counts
     """,
     "monthly_churn_churned_matches_expired_events": """
-        select
-            (select coalesce(sum(churned), 0) from analytics.monthly_churn) as churned,
-            (select count(*) from analytics.subscription_events where event_type = 'expired')
-                as expired_events
+        select * from (
+            select
+                (select coalesce(sum(churned), 0) from analytics.monthly_churn) as churned,
+                (select count(*) from analytics.subscription_events where event_type = 'expired')
+                    as expired_events
+        ) as totals
         where churned <> expired_events
     """,
     "monthly_churn_months_are_contiguous_up_to_as_of": """
@@ -522,7 +746,7 @@ _RECONCILIATION_SQL: dict[str, str] = {
             max(month) as last_month
         from analytics.monthly_churn cross join analytics.as_of as clock
         having count(*) <> date_diff('month', min(month), max(month)) + 1
-            or max(month) <> any_value(date_trunc('month', clock.as_of))::date
+            or max(month) <> max(date_trunc('month', clock.as_of))::date
     """,
     "expiring_soon_within_30_days_and_usable": """
         select soon.id from analytics.expiring_soon as soon
@@ -549,30 +773,46 @@ def data_tests(models: Sequence[Model]) -> list[DataTest]:
     return [t for m in models for t in m.tests] + reconciliations()
 
 
-def run_tests(con: Any, catalog: str, models: Sequence[Model], built: set[str]) -> int:
-    """Run the data tests of the built models; raise DevportalError naming each failure."""
-    import duckdb
+def data_test_sql(test: DataTest, dialect: str) -> str:
+    """TEST's query in DIALECT's SQL; DevportalError naming the test when sqlglot cannot."""
+    if dialect == SOURCE_DIALECT:
+        return test.sql
+    try:
+        return translate(test.sql, dialect)
+    except DevportalError as err:
+        raise DevportalError(f"data test {test.name}: {err}") from None
 
+
+def _run_test(engine: engines.Engine, test: DataTest) -> str | None:
+    """Why TEST fails on ENGINE (its failing rows, or why it could not run); None if it passes."""
+    try:
+        sql = render(data_test_sql(test, engine.dialect), engine.catalog, dialect=engine.dialect)
+    except DevportalError as err:
+        return f"{test.name}: could not run: {err}"
+    failing = f"(\n{sql}\n) as failing_rows"
+    try:
+        with engine.transaction():  # on PostgreSQL an error ends the transaction: one per test
+            rows = engine.execute(f"select * from {failing} limit {SAMPLE_ROWS + 1}")
+            total = engine.execute(f"select count(*) from {failing}")[0][0] if rows else 0
+    except engine.errors as err:
+        return f"{test.name}: could not run: {first_line(err)}"
+    if not total:
+        return None
+    sample = "; ".join(repr(tuple(r)) for r in rows[:SAMPLE_ROWS])
+    return f"{test.name}: {total} failing row(s), e.g. {sample}"
+
+
+def run_tests(engine: engines.Engine, models: Sequence[Model], built: set[str]) -> int:
+    """Run the data tests of the built models; raise DevportalError naming each failure."""
     failures: list[str] = []
     ran = 0
     for test in data_tests(models):
         if not test.models <= built:
             continue
         ran += 1
-        sql = render(test.sql, catalog)
-        try:
-            cursor = con.execute(f"select * from ({sql}) as failing_rows")
-            rows = cursor.fetchmany(SAMPLE_ROWS + 1)
-            if rows:
-                (total,) = con.execute(f"select count(*) from ({sql}) as failing_rows").fetchone()
-            else:
-                total = 0
-        except duckdb.Error as err:
-            failures.append(f"{test.name}: could not run: {first_line(err)}")
-            continue
-        if total:
-            sample = "; ".join(repr(tuple(r)) for r in rows[:SAMPLE_ROWS])
-            failures.append(f"{test.name}: {total} failing row(s), e.g. {sample}")
+        failure = _run_test(engine, test)
+        if failure is not None:
+            failures.append(failure)
     for failure in failures:
         log.error("data test failed: %s", failure)
     if failures:

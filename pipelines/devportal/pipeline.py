@@ -29,6 +29,13 @@ PIPELINE_NAME = "devportal"
 DATASET = RAW_SCHEMA  # dlt's dataset is the warehouse's raw schema
 
 
+def warehouse_or(destination: Any) -> Any:
+    """None, meaning the DuckDB warehouse file at --warehouse, for None and `duckdb` (dlt's own
+    `duckdb` would be a file named after the pipeline in the working directory); any other
+    destination as given."""
+    return None if destination is None or destination == "duckdb" else destination
+
+
 def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any = None) -> Any:
     """The `devportal` dlt pipeline writing dataset `devportal`.
 

@@ -14,6 +14,12 @@ subscriptions only, all relative to `analytics.as_of`, never the wall clock):
 Formats: an aligned text table, JSON (one flat object), CSV (metric,label,value) and Markdown.
 `--html PATH` also writes one self-contained page: the figures and the charts of
 `devportal.charts` as inline PNG images. The `devportal report` command is devportal.cli.report.
+
+The models are read through `devportal.engines`, read-only: the DuckDB warehouse by default,
+or the PostgreSQL database of `destination="postgres"`. The queries are plain SELECTs from
+`analytics.*`, and every figure is made one Python type per kind (`_figure`: counts int, rates
+float, times naive UTC datetimes, months dates), so the same data gives byte-identical output
+in every format on either engine.
 """
 
 from __future__ import annotations
@@ -23,20 +29,25 @@ import csv
 import html as html_lib
 import io
 import json
-import math
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from devportal import charts, engines
 from devportal.errors import DevportalError, first_line
-from devportal.models import render as qualify
-from devportal.warehouse import catalog_of, connect
+from devportal.warehouse import ANALYTICS_SCHEMA
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMATS = ("table", "json", "csv", "markdown")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -75,42 +86,40 @@ _REQUIRED = ("as_of", "subscriptions_current", "monthly_churn", "expiring_soon",
 
 
 class _Reader:
-    """Runs analytics queries on a read-only connection, qualified for its catalog."""
+    """Runs analytics queries on one read-only engine; its failures are one-line errors that
+    name the command rebuilding the models on that engine."""
 
-    def __init__(self, con: Any) -> None:
-        self.con = con
-        self.catalog = catalog_of(con)
-        rows = con.execute(
-            "select table_name from information_schema.tables "
-            "where table_catalog = ? and table_schema = 'analytics'",
-            [self.catalog],
-        ).fetchall()
-        self.tables = {r[0] for r in rows}
+    def __init__(self, engine: engines.Engine) -> None:
+        self.engine = engine
+        on_postgres = engine.dialect == "postgres"
+        self.where = "the PostgreSQL database" if on_postgres else "the warehouse"
+        self.models = "devportal models" + (" --destination postgres" if on_postgres else "")
+        self.build_hint = f"`{self.models}`" + ("" if on_postgres else " (or a sync)")
+        self.tables = set(self._run(lambda: engine.relations(ANALYTICS_SCHEMA)))
 
-    def sql(self, sql: str) -> str:
-        return qualify(sql, self.catalog)
-
-    def _run(self, sql: str) -> Any:
-        import duckdb
-
+    def _run(self, read: Callable[[], T]) -> T:
         try:
-            return self.con.execute(self.sql(sql))
-        except duckdb.Error as err:
+            return read()
+        except self.engine.errors as err:
             raise DevportalError(
-                f"the warehouse's analytics tables do not answer the report ({first_line(err)}); "
-                "run `devportal models` to rebuild them"
+                f"{self.where}'s analytics tables do not answer the report ({first_line(err)}); "
+                f"run `{self.models}` to rebuild them"
             ) from None
 
     def record(self, sql: str) -> dict[str, Any] | None:
         """The first row of SQL as {column: value}, or None when it returns no row."""
-        cursor = self._run(sql)
-        row = cursor.fetchone()
-        if row is None:
-            return None
-        return {column[0]: value for column, value in zip(cursor.description, row, strict=True)}
+        names, rows = self._run(lambda: self.engine.columns(charts.qualified(self.engine, sql)))
+        return dict(zip(names, rows[0], strict=True)) if rows else None
 
-    def frame(self, sql: str) -> Any:
-        return self._run(sql).df()
+    def frame(self, sql: str) -> pd.DataFrame:
+        return self._run(lambda: charts.read(self.engine, sql))
+
+
+@contextmanager
+def _reading(warehouse: str | Path, destination: str | None) -> Iterator[_Reader]:
+    """A reader on the warehouse (DuckDB) or the destination's database, read-only."""
+    with engines.connect(warehouse, destination, read_only=True) as engine:
+        yield _Reader(engine)
 
 
 # How the figures are grouped and labelled: (section title, ((key, label, kind), ...)).
@@ -161,25 +170,53 @@ _LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
 )
 
 
+# figure key -> its kind
+_KINDS = {key: kind for _, metrics in _LAYOUT for key, _, kind in metrics}
+
+
 def _figures(reader: _Reader) -> dict[str, Any]:
     """The one row of analytics.report_figures; one-line errors when the models are not built."""
     missing = [t for t in _REQUIRED if t not in reader.tables]
     if missing:
         raise DevportalError(
-            f"the warehouse has no analytics.{missing[0]}: run `devportal models` "
-            "(or a sync) to build the models first"
+            f"{reader.where} has no analytics.{missing[0]}: run {reader.build_hint} "
+            "to build the models first"
         )
     figures = reader.record(_FIGURES_SQL)
     if figures is None:
         raise DevportalError(
-            "the warehouse's analytics.report_figures has no row: run `devportal models` "
+            f"{reader.where}'s analytics.report_figures has no row: run `{reader.models}` "
             "to rebuild it"
+        )
+    absent = [key for key in _KINDS if key not in figures]
+    if absent:
+        raise DevportalError(
+            f"{reader.where}'s analytics.report_figures has no column {absent[0]} (an older "
+            f"build): run `{reader.models}` to rebuild it"
         )
     return figures
 
 
-def _collect(reader: _Reader) -> Report:
-    figures = _figures(reader)
+def _figure(value: Any, kind: str) -> Any:
+    """A figure as one Python type per KIND, whatever the engine returned: a count int, a rate
+    float, a time a naive UTC datetime, a month a date, a flag bool; missing (NULL, NaN) None."""
+    value = charts.plain(value)
+    if value is None:
+        return None
+    if kind == "time":
+        return value if isinstance(value, datetime) else datetime.combine(value, time())
+    if kind == "month":
+        return (value.date() if isinstance(value, datetime) else value).replace(day=1)
+    if kind == "rate":
+        return float(value)
+    if kind == "flag":
+        return bool(value)
+    return int(value)
+
+
+def _report(row: Mapping[str, Any]) -> Report:
+    """The report of one row of analytics.report_figures."""
+    figures = {key: _figure(row[key], kind) for key, kind in _KINDS.items()}
     month = figures["last_full_month"]
     month_label = f"{month:%Y-%m}" if month is not None else "none yet"
     if figures["last_full_month_is_estimate"]:
@@ -194,15 +231,12 @@ def _collect(reader: _Reader) -> Report:
     return Report(as_of=figures["as_of"], sections=sections)
 
 
-def collect(warehouse: str | Path) -> Report:
-    """The report's figures, read from the warehouse (read-only).
-
-    The warehouse is opened by `devportal.warehouse.connect`, like every DuckDB connection of
-    the models and the report: no extension autoload, one-line errors (missing, not a DuckDB
-    database, busy, damaged).
-    """
-    with connect(warehouse, read_only=True) as con:
-        return _collect(_Reader(con))
+def collect(warehouse: str | Path, destination: str | None = None) -> Report:
+    """The report's figures, read read-only from the warehouse, or with DESTINATION
+    ("postgres") from that database, through `devportal.engines.connect`: one-line errors
+    (no warehouse, not a DuckDB database, busy, damaged, no server, models not built)."""
+    with _reading(warehouse, destination) as reader:
+        return _report(_figures(reader))
 
 
 # -- formats ----------------------------------------------------------------------------------
@@ -211,7 +245,7 @@ def collect(warehouse: str | Path) -> Report:
 def _text(metric: Metric) -> str:
     """A value for people: counts as numbers, rates as percents, missing as n/a."""
     value = metric.value
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None:
         return "n/a"
     if metric.kind == "rate":
         return f"{value * 100:.1f}%"
@@ -225,6 +259,7 @@ def _text(metric: Metric) -> str:
 
 
 def _json_value(metric: Metric) -> Any:
+    """A value for JSON and CSV (the figures are already one type per kind, see `_figure`)."""
     value = metric.value
     if value is None:
         return None
@@ -232,11 +267,7 @@ def _json_value(metric: Metric) -> Any:
         return value.isoformat(sep=" ")
     if metric.kind == "month":
         return f"{value:%Y-%m}"
-    if metric.kind == "rate":
-        return float(value)
-    if metric.kind == "flag":
-        return bool(value)
-    return int(value)
+    return value
 
 
 def format_table(report: Report) -> str:
@@ -329,17 +360,24 @@ figure img {{ max-width: 100%; }}
 """
 
 
-def _chart_images(reader: _Reader, as_of: datetime | None) -> list[tuple[str, bytes]]:
-    from devportal import charts
-
-    images = []
+def _chart_frames(reader: _Reader) -> dict[str, pd.DataFrame]:
+    """The DataFrame of every chart whose models exist (e.g. no users before any model could
+    build it)."""
+    frames = {}
     for name, sql in charts.QUERIES.items():
-        needed = set(re.findall(r"analytics\.(\w+)", sql))
-        if not needed <= reader.tables:
-            continue  # e.g. users before any model could build it
-        fig = charts.draw(name, reader.frame(sql), as_of)
-        images.append((charts.TITLES[name], charts.png_bytes(fig)))
-    return images
+        if set(re.findall(r"analytics\.(\w+)", sql)) <= reader.tables:
+            frames[name] = reader.frame(sql)
+    return frames
+
+
+def _chart_images(
+    frames: Mapping[str, pd.DataFrame], as_of: datetime | None
+) -> list[tuple[str, bytes]]:
+    """The charts drawn, as (title, PNG): drawn after the connection is closed."""
+    return [
+        (charts.TITLES[name], charts.png_bytes(charts.draw(name, frame, as_of)))
+        for name, frame in frames.items()
+    ]
 
 
 def format_html(report: Report, images: Sequence[tuple[str, bytes]]) -> str:
@@ -363,27 +401,43 @@ def format_html(report: Report, images: Sequence[tuple[str, bytes]]) -> str:
     )
 
 
-def write_html(warehouse: str | Path, path: str | Path) -> Path:
-    """Write the self-contained HTML page (figures and charts) to PATH."""
-    with connect(warehouse, read_only=True) as con:
-        reader = _Reader(con)
-        report = _collect(reader)
-        images = _chart_images(reader, report.as_of)
+def _write(path: str | Path, text: str) -> Path:
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(format_html(report, images), encoding="utf-8")
+        target.write_text(text, encoding="utf-8")
     except OSError as err:
         raise DevportalError(f"cannot write {target}: {err.strerror or err}") from None
     return target
 
 
-def print_report(warehouse: str | Path, fmt: str = "table", html: str | Path | None = None) -> None:
-    """Print the report in FMT; with HTML, also write the page there."""
+def _read_page(reader: _Reader, with_charts: bool = True) -> tuple[Report, dict[str, pd.DataFrame]]:
+    """The figures and (WITH_CHARTS) the charts' data, read in one go on one connection."""
+    report = _report(_figures(reader))
+    return report, _chart_frames(reader) if with_charts else {}
+
+
+def write_html(warehouse: str | Path, path: str | Path, destination: str | None = None) -> Path:
+    """Write the self-contained HTML page (figures and charts) to PATH."""
+    with _reading(warehouse, destination) as reader:
+        report, frames = _read_page(reader)
+    return _write(path, format_html(report, _chart_images(frames, report.as_of)))
+
+
+def print_report(
+    warehouse: str | Path,
+    fmt: str = "table",
+    html: str | Path | None = None,
+    destination: str | None = None,
+) -> None:
+    """Print the report in FMT; with HTML, also write the page there. DESTINATION "postgres"
+    reads the models in PostgreSQL instead of the DuckDB warehouse."""
     if fmt not in FORMATS:
         raise DevportalError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
-    print(render(collect(warehouse), fmt))
+    with _reading(warehouse, destination) as reader:
+        report, frames = _read_page(reader, with_charts=html is not None)
+    print(render(report, fmt))
     if html is not None:
-        target = write_html(warehouse, html)
+        target = _write(html, format_html(report, _chart_images(frames, report.as_of)))
         # stdout stays one document for json/csv; the note goes with the logs
         print(f"wrote {target}", file=sys.stderr if fmt in ("json", "csv") else sys.stdout)

@@ -265,24 +265,30 @@ def _active_pipeline() -> Any | None:
 class _Formats:
     """The file formats resources are written in for the destination (`preferred`: dlt's)."""
 
-    rows: TFileFormat  # lists of dicts
-    arrow: TFileFormat  # Arrow tables (subscriptions)
+    rows: TFileFormat | None  # lists of dicts
+    arrow: TFileFormat | None  # Arrow tables (subscriptions)
+
+    @staticmethod
+    def hint(file_format: TFileFormat | None) -> dict[str, Any]:
+        """The resource argument: none at all for dlt's choice (`preferred` would mean the
+        destination's preferred format, DuckDB's slow `insert_values`, even for Arrow)."""
+        return {} if file_format is None else {"file_format": file_format}
 
 
 def _formats(pipeline: Any | None) -> _Formats:
     """Dicts as jsonl where the destination loads it (DuckDB: its default `insert_values` costs
-    several times the memory and time, measured in benchmarks/results/profile-*.md); where it
-    does not, csv (PostgreSQL: loaded with COPY, the fastest it has), for Arrow tables too;
-    Arrow tables otherwise as parquet, dlt's choice."""
+    several times the memory and time, measured in benchmarks/results/profile-*.md), Arrow
+    tables then as dlt chooses (parquet); where jsonl is not loadable, csv for both (PostgreSQL:
+    loaded with COPY, the fastest it has). No destination known yet: dlt's choice."""
     destination = getattr(pipeline, "destination", None)
     if destination is None:
-        return _Formats(rows="jsonl", arrow="preferred")
+        return _Formats(rows=None, arrow=None)
     supported = destination.capabilities().supported_loader_file_formats
     if "jsonl" in supported:
-        return _Formats(rows="jsonl", arrow="preferred")
+        return _Formats(rows="jsonl", arrow=None)
     if "csv" in supported:
         return _Formats(rows="csv", arrow="csv")
-    return _Formats(rows="preferred", arrow="preferred")
+    return _Formats(rows=None, arrow=None)
 
 
 def _spool_dir(pipeline: Any | None) -> Path:
@@ -300,7 +306,9 @@ def _spool_dir(pipeline: Any | None) -> Path:
 # -- resources: each hands over one read result -------------------------------------------------
 
 
-def _subscriptions_resource(read: SubscriptionsRead, run: _Run, file_format: TFileFormat) -> Any:
+def _subscriptions_resource(
+    read: SubscriptionsRead, run: _Run, file_format: TFileFormat | None
+) -> Any:
     """SCD2 history of subscriptions, its scope decided by what was read."""
     disposition: dict[str, Any] = {
         "disposition": "merge",
@@ -326,11 +334,11 @@ def _subscriptions_resource(read: SubscriptionsRead, run: _Run, file_format: TFi
         write_disposition=disposition,
         columns=transform.SUBSCRIPTIONS_COLUMNS,
         primary_key="id",
-        file_format=file_format,
+        **_Formats.hint(file_format),
     )
 
 
-def _settings_resources(read: SettingsRead, file_format: TFileFormat) -> list[Any]:
+def _settings_resources(read: SettingsRead, file_format: TFileFormat | None) -> list[Any]:
     """`user_settings` (one row per user) and `user_setting_values` (one row per leaf key)."""
     return _per_user_tables(
         read.users,
@@ -343,7 +351,7 @@ def _settings_resources(read: SettingsRead, file_format: TFileFormat) -> list[An
     )
 
 
-def _accounts_resources(read: AccountsRead, file_format: TFileFormat) -> list[Any]:
+def _accounts_resources(read: AccountsRead, file_format: TFileFormat | None) -> list[Any]:
     """`user_accounts` (one row per user due) and `user_account_profiles` (linked platforms)."""
     return _per_user_tables(
         read.accounts,
@@ -363,7 +371,7 @@ def _per_user_tables(
     child_rows: list[dict[str, Any]],
     child_name: str,
     child_columns: dict[str, Any],
-    file_format: TFileFormat,
+    file_format: TFileFormat | None,
 ) -> list[Any]:
     """A table with one row per `user_id` (upserted) and its child rows, replaced per user.
 
@@ -374,7 +382,7 @@ def _per_user_tables(
         dlt.resource(
             [rows],
             name=name,
-            file_format=file_format,
+            **_Formats.hint(file_format),
             write_disposition={"disposition": "merge", "strategy": "upsert"},
             columns=columns,
             primary_key="user_id",
@@ -382,7 +390,7 @@ def _per_user_tables(
         dlt.resource(
             [child_rows],
             name=child_name,
-            file_format=file_format,
+            **_Formats.hint(file_format),
             write_disposition={"disposition": "merge", "strategy": "delete-insert"},
             columns=child_columns,
             merge_key="user_id",
@@ -450,7 +458,7 @@ def _run_resources(
     record: dict[str, Any],
     problems: list[dict[str, Any]],
     observed_at: datetime,
-    file_format: TFileFormat,
+    file_format: TFileFormat | None,
 ) -> list[Any]:
     """`sync_runs` and `data_quality`, in the same package as the data they describe."""
 
@@ -463,14 +471,14 @@ def _run_resources(
         dlt.resource(
             [problems],
             name="data_quality",
-            file_format=file_format,
+            **_Formats.hint(file_format),
             write_disposition="append",
             columns=DATA_QUALITY_COLUMNS,
         ),
         dlt.resource(
             run_rows(),
             name="sync_runs",
-            file_format=file_format,
+            **_Formats.hint(file_format),
             write_disposition="append",
             columns=SYNC_RUNS_COLUMNS,
         ),

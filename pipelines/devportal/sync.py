@@ -27,7 +27,7 @@ from devportal import config as settings
 from devportal.config import RESOURCES
 from devportal.destination import Destination
 from devportal.errors import DevportalError, devportal_cause, first_line
-from devportal.pipeline import PackageSetAside, load_whole, open_pipeline
+from devportal.pipeline import PackageSetAside, load_whole, open_pipeline, warehouse_or
 from devportal.source import devportal_source
 from devportal.warehouse import warehouse_lock
 
@@ -92,6 +92,7 @@ def sync(
     Settings come from `[sources.devportal]` (see `config.py`); non-None arguments and
     `overrides` (any of its fields) win over it.
     """
+    destination = warehouse_or(destination)
     cfg = settings.resolve(
         base_url=base_url, access_token=access_token, include_test=include_test, **overrides
     )

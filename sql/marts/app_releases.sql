@@ -38,9 +38,11 @@ releases as (
 ),
 
 platform_lists as (
+    -- ordinal is never NULL (dlt's column is NOT NULL): `nulls first` changes no order, it is
+    -- the null order every engine can spell in an aggregate (BigQuery has no NULLS LAST there)
     select
         content_hash,
-        string_agg(platform, ',' order by ordinal) as platforms,
+        string_agg(platform, ',' order by ordinal nulls first) as platforms,
         count(*) as platform_count
     from platforms
     group by content_hash
@@ -49,7 +51,7 @@ platform_lists as (
 added_platforms as (
     select
         releases.content_hash,
-        string_agg(platforms.platform, ',' order by platforms.ordinal) as platforms_added
+        string_agg(platforms.platform, ',' order by platforms.ordinal nulls first) as platforms_added
     from releases
     inner join platforms using (content_hash)
     where not exists (
@@ -65,7 +67,7 @@ added_platforms as (
 removed_platforms as (
     select
         releases.content_hash,
-        string_agg(previous.platform, ',' order by previous.ordinal) as platforms_removed
+        string_agg(previous.platform, ',' order by previous.ordinal nulls first) as platforms_removed
     from releases
     inner join platforms as previous on previous.content_hash = releases.previous_content_hash
     where not exists (

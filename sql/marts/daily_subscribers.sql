@@ -58,25 +58,35 @@ changes as (
     from usable_spells
 ),
 
-changes_by_snapshot as (
-    -- each change counts from the first snapshot at or after it
+changes_by_day as (
+    -- each change counts from the first snapshot at or after it: the end of the day it falls in
+    -- (a change at exactly midnight ends the day before), the first day's for anything earlier;
+    -- a change after as_of reaches no snapshot
     select
-        snapshots.snapshot_at,
+        greatest((changes.changed_at - interval 1 microsecond)::date, clock.first_day) as day,
         sum(changes.delta) as usable_delta,
         sum(changes.delta) filter (where changes.status = 'active') as active_delta,
         sum(changes.delta) filter (where changes.status = 'canceled') as canceled_delta
     from changes
-    asof join snapshots on changes.changed_at <= snapshots.snapshot_at
-    group by snapshots.snapshot_at
+    cross join clock
+    where changes.changed_at <= clock.as_of
+    group by 1
 )
 
+-- running totals; snapshot_at is never NULL, `nulls first` is the null order every engine can
+-- spell in a window aggregate (BigQuery has no NULLS LAST there)
 select
     snapshots.day,
     snapshots.snapshot_at,
-    (sum(coalesce(changes_by_snapshot.usable_delta, 0)) over by_day)::bigint as usable,
-    (sum(coalesce(changes_by_snapshot.active_delta, 0)) over by_day)::bigint as active,
-    (sum(coalesce(changes_by_snapshot.canceled_delta, 0)) over by_day)::bigint as canceled_usable
+    sum(coalesce(changes_by_day.usable_delta, 0)) over (
+        order by snapshots.snapshot_at nulls first rows unbounded preceding
+    )::bigint as usable,
+    sum(coalesce(changes_by_day.active_delta, 0)) over (
+        order by snapshots.snapshot_at nulls first rows unbounded preceding
+    )::bigint as active,
+    sum(coalesce(changes_by_day.canceled_delta, 0)) over (
+        order by snapshots.snapshot_at nulls first rows unbounded preceding
+    )::bigint as canceled_usable
 from snapshots
-left join changes_by_snapshot using (snapshot_at)
-window by_day as (order by snapshots.snapshot_at rows between unbounded preceding and current row)
+left join changes_by_day using (day)
 order by snapshots.day

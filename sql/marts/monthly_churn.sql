@@ -114,8 +114,8 @@ select
     months.month_start < clock.first_sync_at as is_estimate,
     months.month_end <= clock.as_of as is_complete
 from months
-cross join clock
 left join observed_bases using (month_start)
 left join estimated_bases using (month_start)
 left join monthly_events using (month_start)
+cross join clock
 order by month

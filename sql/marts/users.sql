@@ -74,5 +74,5 @@ left join accounts using (user_id)
 left join profiles as primary_profiles
     on primary_profiles.user_id = known_users.user_id
     and primary_profiles.platform = accounts.primary_platform
-left join subscription_counts using (user_id)
+left join subscription_counts on subscription_counts.user_id = known_users.user_id
 order by known_users.user_id

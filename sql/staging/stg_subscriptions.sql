@@ -17,7 +17,7 @@ select
     expires_at_raw,
     is_test,
     dq_flags,
-    -- epoch_us keeps the absolute instant; make_timestamp rebuilds it without a zone (UTC)
-    make_timestamp(epoch_us(_dlt_valid_from)) as valid_from,
-    make_timestamp(epoch_us(_dlt_valid_to)) as valid_to
+    -- the same instant as a naive UTC timestamp, whatever the session's time zone
+    _dlt_valid_from at time zone 'UTC' as valid_from,
+    _dlt_valid_to at time zone 'UTC' as valid_to
 from devportal.subscriptions

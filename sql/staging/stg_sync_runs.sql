@@ -22,7 +22,8 @@ select
     runs.mode,
     runs.include_test,
     runs.resources,
-    list_contains(string_split(runs.resources, ','), 'subscriptions') as read_subscriptions,
+    -- `resources` is a comma list: one of its items is `subscriptions`
+    ',' || runs.resources || ',' like '%,subscriptions,%' as read_subscriptions,
     runs.started_at,
     runs.observed_at,
     runs.window_start,

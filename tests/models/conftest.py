@@ -28,12 +28,20 @@ T2 = datetime(2026, 2, 10)
 T3 = datetime(2026, 3, 5)
 
 
-def run_sync(sb: Any, warehouse: Path) -> Any:
-    return sync(warehouse, base_url=sb.base_url, access_token=sb.token, build_models=False)
+def build_story(warehouse: Path, destination: str | None = None) -> dict[str, Any]:
+    """The scripted history of test_known_answers.py; returns the sandbox's clock per sync.
 
+    DESTINATION `postgres`: the same story synced, recorded and built on PostgreSQL."""
 
-def build_story(warehouse: Path) -> dict[str, Any]:
-    """The scripted history of test_known_answers.py; returns the sandbox's clock per sync."""
+    def run_sync(sb: Any, warehouse: Path) -> Any:
+        return sync(
+            warehouse,
+            base_url=sb.base_url,
+            access_token=sb.token,
+            destination=destination,
+            build_models=False,
+        )
+
     from devportal.sandbox import Sandbox
 
     with Sandbox(subscriptions=0, users=0, seed=1, start=T1.isoformat(sep=" ")) as sb:
@@ -80,7 +88,7 @@ def build_story(warehouse: Path) -> dict[str, Any]:
         run_sync(sb, warehouse)  # T3
     from devportal.manifest.resource import load_manifest
 
-    load_manifest(MANIFEST_FIXTURE, warehouse)
+    load_manifest(MANIFEST_FIXTURE, warehouse, destination)
     # release 2 drops a live platform: recorded all the same, with its error
     bundle = warehouse.parent / "bundle-1.5.0"
     shutil.copytree(MANIFEST_FIXTURE, bundle)
@@ -89,8 +97,8 @@ def build_story(warehouse: Path) -> dict[str, Any]:
     manifest["supportedPlatforms"] = ["twitch", "youtube", "facebook"]
     manifest["pages"] = manifest["pages"][:1]
     (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    load_manifest(bundle, warehouse)
-    summary = models.build(warehouse, check=True)
+    load_manifest(bundle, warehouse, destination)
+    summary = models.build(warehouse, check=True, destination=destination)
     return {"clock": clock, "summary": summary}
 
 

@@ -1,14 +1,17 @@
-"""Every notebook runs headless (nbclient) against a warehouse the tests built, and the
-committed notebooks carry no outputs."""
+"""Every notebook runs headless (nbclient) against a warehouse the tests built, on DuckDB and on
+PostgreSQL, and the committed notebooks carry no outputs."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+
+from tests.models.conftest import build_story
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
 
@@ -26,17 +29,18 @@ def test_committed_notebook_has_no_outputs(path: Path) -> None:
             assert cell["execution_count"] is None, cell["source"]
 
 
-def with_parameters(notebook: nbformat.NotebookNode, **values: str) -> None:
-    """Replace the cell tagged `parameters` (papermill's convention) with VALUES."""
-    cells = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(cells) == 1, "a notebook needs exactly one cell tagged 'parameters'"
-    cells[0].source = "\n".join(f"{name} = {value!r}" for name, value in values.items())
+def with_parameters(notebook: nbformat.NotebookNode, **values: Any) -> None:
+    """Set VALUES in a cell right after the one tagged `parameters`, as papermill does: the
+    notebook's own defaults run first, these override them."""
+    index = [i for i, c in enumerate(notebook.cells) if "parameters" in c.metadata.get("tags", [])]
+    assert len(index) == 1, "a notebook needs exactly one cell tagged 'parameters'"
+    source = "\n".join(f"{name} = {value!r}" for name, value in values.items())
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["injected-parameters"]})
+    notebook.cells.insert(index[0] + 1, cell)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_headless(path: Path, story_warehouse: Path) -> None:
-    notebook = nbformat.read(path, as_version=4)
-    with_parameters(notebook, WAREHOUSE=str(story_warehouse))
+def execute(notebook: nbformat.NotebookNode, path: Path) -> list[Any]:
+    """Run NOTEBOOK (from PATH's folder, as Jupyter does); the PNG images it showed."""
     client = NotebookClient(
         notebook,
         timeout=120,
@@ -44,11 +48,51 @@ def test_notebook_runs_headless(path: Path, story_warehouse: Path) -> None:
         resources={"metadata": {"path": str(path.parent)}},
     )
     client.execute()  # raises CellExecutionError naming the failing cell
-    images = [
+    return [
         output
         for cell in notebook.cells
         if cell.cell_type == "code"
         for output in cell.outputs
         if "image/png" in output.get("data", {})
     ]
+
+
+def printed(notebook: nbformat.NotebookNode) -> str:
+    return "".join(
+        output.get("text", "")
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+        for output in cell.outputs
+        if output.get("output_type") == "stream"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_headless(path: Path, story_warehouse: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    with_parameters(notebook, WAREHOUSE=str(story_warehouse), DESTINATION=None)
+    images = execute(notebook, path)
     assert len(images) >= 4  # usable over time, monthly churn, expiry calendar, platforms
+    assert f"reading {story_warehouse}" in printed(notebook)
+
+
+@pytest.fixture
+def postgres_story(postgres: str, tmp_path: Path) -> str:
+    """The story synced, recorded and built in a fresh PostgreSQL database, set as dlt's
+    `postgres` destination."""
+    build_story(tmp_path / "pg.duckdb", destination="postgres")
+    return postgres
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_headless_on_postgres(
+    path: Path, postgres_story: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DEVPORTAL_DESTINATION=postgres in the environment (the kernel inherits it) is all it
+    takes: the notebook's own parameter cell reads it."""
+    monkeypatch.setenv("DEVPORTAL_DESTINATION", "postgres")
+    monkeypatch.setenv("PGTZ", "America/New_York")  # the notebook reads UTC all the same
+    notebook = nbformat.read(path, as_version=4)
+    images = execute(notebook, path)
+    assert len(images) >= 4
+    assert "reading PostgreSQL" in printed(notebook)

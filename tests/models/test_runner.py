@@ -219,6 +219,26 @@ def test_render_qualifies_names_and_leaves_text_alone() -> None:
     assert stubbed == 'select * from (select 1 as a) as "t" join "wh"."devportal"."u" u on true'
 
 
+def test_render_without_a_catalog_only_stands_in() -> None:
+    """PostgreSQL: names stay schema-qualified in the database; optional tables still stand in,
+    read with the engine's own tokenizer."""
+    sql = 'SELECT * FROM devportal.t JOIN analytics.x ON TRUE, devportal."u" AS u'
+    stubs = {"t": "(SELECT 1 AS a)", "u": "(SELECT 2 AS b)"}
+    assert models.render(sql, None, stubs, dialect="postgres") == (
+        'SELECT * FROM (SELECT 1 AS a) as "t" JOIN analytics.x ON TRUE, (SELECT 2 AS b) AS u'
+    )
+    assert models.render(sql, None) == sql
+
+
+def test_the_summary_line_says_where_unless_duckdb() -> None:
+    summary = {"built": ["a", "b"], "skipped": {}, "tests": 4, "seconds": 0.25}
+    assert models.summary_line(summary) == "models ok: 2 built in 0.2s; 4 data tests passed"
+    on_pg = {**summary, "destination": "postgres"}
+    assert models.summary_line(on_pg) == (
+        "models ok: 2 built on postgres in 0.2s; 4 data tests passed"
+    )
+
+
 def test_a_missing_warehouse_is_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(DevportalError, match=r"no warehouse at .*: run `devportal sync`"):
         models.build(tmp_path / "nowhere" / "wh.duckdb")

@@ -77,7 +77,7 @@ def test_a_sweep_closing_most_subscriptions_is_refused_on_postgres_too(
     for row in sb.truth()[: len(sb.truth()) // 2]:
         sb.world.remove_subscription(row["id"])
     before = on_postgres(HISTORY)
-    with pytest.raises(IntegrityError, match="would close .* current subscriptions"):
+    with pytest.raises(IntegrityError, match=r"would close .* current subscriptions"):
         sync(
             warehouse,
             base_url=sb.base_url,
@@ -131,3 +131,34 @@ def test_a_load_that_fails_on_postgres_leaves_every_table_as_before(
 def on_postgres_commit(sql: str) -> None:
     with connect("unused.duckdb", "postgres") as engine, engine.transaction():
         engine.execute(sql)
+
+
+def loaded_formats(warehouse: Path) -> dict[str, set[str]]:
+    """Table -> the file formats of its completed load jobs (e.g. `parquet`, `jsonl`)."""
+    from devportal.pipeline import PIPELINE_NAME
+    from devportal.warehouse import pipelines_dir
+
+    found: dict[str, set[str]] = {}
+    loaded = pipelines_dir(warehouse) / PIPELINE_NAME / "load" / "loaded"
+    for job in loaded.glob("*/completed_jobs/*"):
+        table, _, _, file_format = job.name.removesuffix(".gz").split(".")[:4]
+        if file_format != "sql":  # merge statements
+            found.setdefault(table, set()).add(file_format)
+    return found
+
+
+def test_each_engine_loads_in_its_fast_formats(
+    sandbox_factory: Any, postgres: str, tmp_path: Path
+) -> None:
+    """DuckDB: Arrow as parquet, dicts as jsonl (its `insert_values` default costs several
+    times the memory); PostgreSQL: csv for both (COPY). A regression here is a 7x slower sync
+    that no result shows."""
+    sb = sandbox_factory(subscriptions=300, users=40, seed=84)
+    duck = tmp_path / "duck" / "warehouse.duckdb"
+    both(sb, duck, tmp_path)
+    data = ("subscriptions", "user_settings", "user_setting_values", "user_accounts", "sync_runs")
+    on_duckdb = loaded_formats(duck)
+    assert on_duckdb["subscriptions"] == {"parquet"}
+    assert all(on_duckdb[t] == {"jsonl"} for t in data[1:]), on_duckdb
+    on_pg = loaded_formats(tmp_path / "pg.duckdb")
+    assert all(on_pg[t] == {"csv"} for t in data), on_pg

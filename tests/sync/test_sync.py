@@ -305,3 +305,16 @@ def test_sync_records_the_configured_manifest_before_models(
     ]
     # the models were built after the manifest: the release is already in analytics
     assert query(warehouse, "SELECT count(*) FROM analytics.app_releases") == [(1,)]
+
+
+def test_destination_duckdb_is_the_warehouse_file(
+    sandbox_factory: Any, warehouse: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """`--destination duckdb` names the engine of --warehouse, not dlt's own DuckDB file in
+    the working directory."""
+    monkeypatch.chdir(tmp_path)
+    sb = sandbox_factory(subscriptions=120, users=20, seed=24)
+    result = run(sb, warehouse, destination="duckdb", build_models=True)
+    assert current_rows(warehouse) == truth_rows(sb)
+    assert result.extra["models"]["built"]
+    assert not list(tmp_path.glob("*.duckdb"))

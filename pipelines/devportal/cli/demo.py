@@ -20,6 +20,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         ),
     )
     options.add_warehouse(d, default=DEMO_WAREHOUSE)
+    d.add_argument(
+        "--destination",
+        choices=("postgres",),
+        help="run the demo on PostgreSQL: the server of DESTINATION__POSTGRES__CREDENTIALS (an "
+        "empty database), else a throwaway local one (pgserver) removed afterwards",
+    )
     d.add_argument("--subscriptions", type=int, default=20_000)
     d.add_argument("--users", type=int, default=2_000)
     d.add_argument("--seed", type=int, default=42)
@@ -31,6 +37,24 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+    from contextlib import nullcontext
+
+    from devportal import demo
+
+    if args.destination is None:
+        return _run(args)
+    if os.environ.get(demo.POSTGRES_ENV):
+        demo.require_empty_postgres()
+        server: Any = nullcontext()
+    else:
+        print("demo: starting a throwaway PostgreSQL server (pgserver), removed at the end")
+        server = demo.throwaway_postgres()
+    with server:
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from devportal import demo, report
     from devportal.sandbox import Sandbox
     from devportal.sync import sync
@@ -61,21 +85,25 @@ def run(args: argparse.Namespace) -> int:
                 args.warehouse,
                 base_url=sb.base_url,
                 access_token=sb.token,
+                destination=args.destination,
                 build_models=False,
                 progress="off",
             )
             print(f"demo: sync {n}/{args.syncs}: {result.summary()}")
             if n == 1 or n == args.syncs:
-                release = demo.record_release(args.warehouse, first=n == 1)
+                release = demo.record_release(
+                    args.warehouse, first=n == 1, destination=args.destination
+                )
                 print(
                     f"demo: manifest {release.name} {release.version} recorded "
                     f"({len(release.errors)} errors, {len(release.warnings)} warnings)"
                 )
-    options.build_models(args.warehouse, None)
+    options.build_models(args.warehouse, args.destination)
     print()
-    report.print_report(args.warehouse, fmt="table", html=args.html)
-    print(
-        f"\nnext: make report WAREHOUSE={args.warehouse} ARGS='--html report.html'  "
-        f"(charts), make notebook (pandas), or any DuckDB client on {args.warehouse}"
-    )
+    report.print_report(args.warehouse, fmt="table", html=args.html, destination=args.destination)
+    if args.destination is None:
+        print(
+            f"\nnext: make report WAREHOUSE={args.warehouse} ARGS='--html report.html'  "
+            f"(charts), make notebook (pandas), or any DuckDB client on {args.warehouse}"
+        )
     return 0

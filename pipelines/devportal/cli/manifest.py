@@ -54,6 +54,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     load.add_argument("path", metavar="PATH", help="manifest.json or the app bundle folder")
     options.add_warehouse(load, metavar="PATH", help="DuckDB warehouse file (default: %(default)s)")
+    options.add_destination(load)
     load.add_argument("--json", action="store_true", help="print the findings as a JSON list")
     load.set_defaults(func=run_load)
 
@@ -70,4 +71,6 @@ def run_validate(args: argparse.Namespace) -> int:
 def run_load(args: argparse.Namespace) -> int:
     from devportal.manifest.output import load_and_report
 
-    return load_and_report(args.path, args.warehouse, as_json=args.json)
+    return load_and_report(
+        args.path, args.warehouse, as_json=args.json, destination=args.destination
+    )

@@ -1,4 +1,5 @@
-"""`devportal models`: build the SQL models into the warehouse and, with --check, test them."""
+"""`devportal models`: build the SQL models into the warehouse (or PostgreSQL) and, with --check,
+test them."""
 
 from __future__ import annotations
 
@@ -16,10 +17,19 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
             "Build every model in sql/staging and sql/marts into the warehouse's `analytics` "
             "schema, in the dependency order read from the SQL. Models whose raw tables do not "
             "exist yet are skipped with a note. --check then runs the data tests (unique and "
-            "not-null keys, accepted values, reconciliations) and exits 1 naming each failure."
+            "not-null keys, accepted values, reconciliations) and exits 1 naming each failure. "
+            "--destination postgres builds them in the PostgreSQL database of dlt's postgres "
+            "destination instead (raw tables in schema devportal, models in analytics), the "
+            "models translated from DuckDB SQL by sqlglot."
         ),
     )
     options.add_warehouse(p)
+    options.add_destination(
+        p,
+        help="where the models are built: duckdb (default: the file at --warehouse) or "
+        "postgres (DESTINATION__POSTGRES__CREDENTIALS or .dlt/secrets.toml; --warehouse then "
+        "only places the lock file)",
+    )
     p.add_argument("--check", action="store_true", help="run the data tests after building")
     p.set_defaults(func=run)
 
@@ -27,5 +37,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     from devportal import models
 
-    print(models.summary_line(models.build(args.warehouse, check=args.check)))
+    summary = models.build(args.warehouse, check=args.check, destination=args.destination)
+    print(models.summary_line(summary))
     return 0

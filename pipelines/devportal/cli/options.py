@@ -1,8 +1,9 @@
 """The options and argument types several commands share, written once.
 
 `--warehouse` (every command that reads or writes the warehouse), `--destination` and the rule
-that goes with it (the SQL models are DuckDB SQL: they run only on the DuckDB warehouse), and
-the argument types for dates and resource lists. Nothing heavy is imported here.
+that goes with it after a load (the SQL models are built on DuckDB and PostgreSQL, not on other
+destinations), and the argument types for dates and resource lists. Nothing heavy is imported
+here.
 """
 
 from __future__ import annotations
@@ -25,23 +26,27 @@ def add_warehouse(
     parser.add_argument("--warehouse", default=default, help=help, **kwargs)
 
 
-def add_destination(parser: argparse.ArgumentParser) -> None:
-    """`--destination NAME`: load somewhere else than the DuckDB warehouse (no SQL models)."""
-    parser.add_argument(
-        "--destination",
-        help="a dlt destination name (postgres, motherduck, ...) configured in .dlt/; "
-        "default: DuckDB at --warehouse",
-    )
+def add_destination(
+    parser: argparse.ArgumentParser,
+    *,
+    help: str = "a dlt destination name (postgres, motherduck, ...) configured in .dlt/; "
+    "default: DuckDB at --warehouse",
+) -> None:
+    """`--destination NAME`: work somewhere else than the DuckDB warehouse."""
+    parser.add_argument("--destination", help=help)
 
 
 def build_models(warehouse: str, destination: str | None) -> None:
-    """Build the SQL models after a load and print the summary line, or say why not: the
-    models are DuckDB SQL, built only into the DuckDB warehouse (no --destination)."""
+    """Build the SQL models after a load and print the summary line, or say why not: they are
+    built on DuckDB (the warehouse) and PostgreSQL only (`models.build_after_load`)."""
     from devportal import models
 
     summary = models.build_after_load(warehouse, destination)
     if summary is None:
-        print("models: skipped (they are built for the DuckDB destination)")
+        print(
+            f"models: skipped (they are built on DuckDB and PostgreSQL, not on {destination}; "
+            "query the raw tables in the dataset devportal there)"
+        )
     else:
         print(models.summary_line(summary))
 

@@ -1,5 +1,6 @@
 """`devportal report`: print the business figures (devportal.report) as text, JSON, CSV or
-Markdown; `--html PATH` also writes the page with the charts."""
+Markdown; `--html PATH` also writes the page with the charts. `--destination postgres` reads
+the models built in PostgreSQL instead of the DuckDB warehouse."""
 
 from __future__ import annotations
 
@@ -21,11 +22,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         ),
     )
     options.add_warehouse(p)
+    options.add_destination(p)
     p.add_argument("--format", choices=report.FORMATS, default="table", help="output format")
     p.add_argument("--html", metavar="PATH", help="also write a self-contained HTML page")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    report.print_report(args.warehouse, fmt=args.format, html=args.html)
+    report.print_report(
+        args.warehouse, fmt=args.format, html=args.html, destination=args.destination
+    )
     return 0

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         from devportal.manifest.output import load_and_report
 
         # a manifest with errors is recorded with its findings; exit 1 so a scheduler notices
-        code = load_and_report(manifest, args.warehouse)
+        code = load_and_report(manifest, args.warehouse, destination=args.destination)
     if not args.no_models:
         options.build_models(args.warehouse, args.destination)
     return code

@@ -54,7 +54,7 @@ from devportal.manifest.tables import (
     SOURCES,
     TABLES,
 )
-from devportal.pipeline import load_whole, open_pipeline
+from devportal.pipeline import load_whole, open_pipeline, warehouse_or
 from devportal.warehouse import warehouse_lock
 
 if TYPE_CHECKING:
@@ -358,8 +358,13 @@ class LoadResult:
     load_id: str | None
 
 
-def load_manifest(path: str | Path, warehouse: str | Path) -> LoadResult:
+def load_manifest(
+    path: str | Path, warehouse: str | Path, destination: str | None = None
+) -> LoadResult:
     """Validate PATH against the warehouse history and record it there (findings included).
+
+    DESTINATION: a dlt destination (e.g. `postgres`) to record into instead of the DuckDB file
+    WAREHOUSE, whose path then only places dlt's working folder and the lock.
 
     Holds the warehouse lock for the whole read-validate-write so no other writer can record a
     version in between. A manifest with errors is recorded too: analysts see broken releases,
@@ -367,25 +372,31 @@ def load_manifest(path: str | Path, warehouse: str | Path) -> LoadResult:
     """
     from dlt.pipeline.exceptions import PipelineStepFailed  # deferred: dlt is heavy
 
+    destination = warehouse_or(destination)
+
     # Fail on unreadable input before touching the warehouse (no lock, no dlt folder).
     read_manifest(path)
     try:
         with warehouse_lock(warehouse):
-            # Validate first, then open the pipeline: the read-only DuckDB connection of the
-            # history lookup must be closed before dlt opens the file for writing.
-            report = validate_with_history(path, warehouse=warehouse)
-            pipeline = open_pipeline(warehouse)
+            if destination is None:
+                # Validate first, then open the pipeline: the read-only DuckDB connection of
+                # the history lookup must be closed before dlt opens the file for writing.
+                report = validate_with_history(path, warehouse=warehouse)
+                pipeline = open_pipeline(warehouse)
+            else:  # the history is read through the destination's own SQL client
+                pipeline = open_pipeline(warehouse, destination)
+                report = validate_with_history(path, pipeline=pipeline)
             if pipeline.list_extracted_load_packages():
                 # never normalized: as in sync, discarded (its run reads its data again)
                 pipeline.abort_packages()
             if pipeline.list_normalized_load_packages():
                 # An earlier run stopped before its load. Given new data, dlt would load only
                 # the pending package and silently drop ours: finish that one first (whole).
-                load_whole(pipeline, warehouse, None)
+                load_whole(pipeline, warehouse, destination)
             pipeline.extract(resources_for_report(report))
             pipeline.normalize()
             load_ids = list(pipeline.list_normalized_load_packages())
-            load_whole(pipeline, warehouse, None)
+            load_whole(pipeline, warehouse, destination)
     except OSError as err:
         raise DevportalError(
             f"cannot use warehouse {warehouse}: {err.strerror or err}; "
