@@ -349,9 +349,9 @@ class Bench:
             run.work_s = parsed.get("work_s")
             run.requests = parsed.get("requests")
             run.rows = parsed.get("rows", {}).get(count_table)
-            run.steps = dlt_steps(
-                "devportal", warehouse.parent / f".{warehouse.stem}.dlt", measured
-            )
+            # the pipeline of each destination has its own name (devportal.pipeline_name)
+            name = "devportal" if pg_database is None else "devportal_postgres"
+            run.steps = dlt_steps(name, warehouse.parent / f".{warehouse.stem}.dlt", measured)
             if expected is not None:
                 if pg_database is not None:
                     assert self.pg is not None

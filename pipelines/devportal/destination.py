@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from devportal.errors import DevportalError, WarehouseBusy, first_line
+
 # what `sync` reads back of its run (names of `sync_runs` columns)
 RUN_RECORD_FIELDS = (
     "run_id",
@@ -38,12 +40,16 @@ class Destination:
         self._client: Any = None
 
     def __enter__(self) -> Destination:
+        """Open the session. A destination that cannot be opened is an error, never "nothing
+        held": an empty answer would let a sweep past the mass-close guard and stamp history
+        before the last run's."""
         if self._pipeline is not None:
             try:
                 self._client = self._pipeline.sql_client()
                 self._client.open_connection()
-            except Exception:  # no destination or dataset yet: every query answers "nothing"
+            except Exception as err:
                 self._client = None
+                raise _cannot_open(self._pipeline, err) from None
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -57,15 +63,21 @@ class Destination:
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]] | None:
         """Rows of `sql` (`{name}` placeholders are tables of the dataset), or None when a
         table does not exist yet; a real failure shows in the load."""
+        from dlt.destinations.exceptions import DatabaseUndefinedRelation
+
         if self._client is None:
             return None
         try:
             return list(self._client.execute_sql(self._qualified(sql), *params) or [])
-        except Exception:
+        except DatabaseUndefinedRelation:  # a first run: the table is created by its load
             return None
+        except Exception as err:
+            raise _cannot_read(err) from None
 
     def int_column(self, sql: str, *params: Any) -> np.ndarray:
         """The first column as an int64 array (DuckDB's numpy fetch: a million ids in ms)."""
+        from dlt.destinations.exceptions import DatabaseUndefinedRelation
+
         empty = np.zeros(0, dtype=np.int64)
         if self._client is None:
             return empty
@@ -76,8 +88,10 @@ class Destination:
                     columns = native.fetchnumpy()
                     return np.asarray(next(iter(columns.values()), empty), dtype=np.int64)
                 return np.array([r[0] for r in cursor.fetchall()], dtype=np.int64)
-        except Exception:  # no table yet: nothing is current
+        except DatabaseUndefinedRelation:  # no table yet: nothing is current
             return empty
+        except Exception as err:
+            raise _cannot_read(err) from None
 
     def _qualified(self, sql: str) -> str:
         names = ("subscriptions", "sync_runs", "user_accounts", "user_settings")
@@ -170,3 +184,25 @@ class Holdings:
             for user in seen | self.known_users
             if user not in self.account_times or self.account_times[user] <= fresh_after
         )
+
+
+def _cannot_open(pipeline: Any, err: BaseException) -> DevportalError:
+    cause = first_line(err)
+    if "lock" in cause.lower():  # DuckDB: another process has the file open
+        return WarehouseBusy(
+            f"the warehouse is open in another process ({cause}); close it (a notebook, a SQL "
+            "client, a report) and run again: nothing was read from the API"
+        )
+    name = getattr(getattr(pipeline, "destination", None), "destination_name", "destination")
+    return DevportalError(
+        f"cannot open the {name} destination to read what it holds ({cause}); check its "
+        f"credentials (DESTINATION__{str(name).upper()}__CREDENTIALS) and that it is reachable: "
+        "nothing was read from the API"
+    )
+
+
+def _cannot_read(err: BaseException) -> DevportalError:
+    return DevportalError(
+        f"cannot read what the destination holds ({first_line(err)}): nothing was read from the "
+        "API; check that the dataset was written by devportal"
+    )

@@ -41,7 +41,8 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
 
     `destination` None means DuckDB at `warehouse`; any other dlt destination (name or object)
     is taken as configured in `.dlt/config.toml` / secrets, `warehouse` then only places the
-    dlt working folder.
+    dlt working folder. Each destination has a pipeline (state, pending packages) of its own,
+    `devportal_<destination>`: syncing DuckDB and PostgreSQL from one folder never mixes them.
     """
     import dlt  # here, not at import: the CLI's other commands need no dlt
 
@@ -52,12 +53,20 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
     if progress is not None:
         kwargs["progress"] = progress
     return dlt.pipeline(
-        pipeline_name=PIPELINE_NAME,
+        pipeline_name=pipeline_name(destination),
         pipelines_dir=str(pipelines_dir(path)),
         destination=dest,
         dataset_name=DATASET,
         **kwargs,
     )
+
+
+def pipeline_name(destination: Any = None) -> str:
+    """`devportal` for the DuckDB warehouse, `devportal_<name>` for another destination."""
+    if destination is None:
+        return PIPELINE_NAME
+    name = destination if isinstance(destination, str) else destination.destination_name
+    return f"{PIPELINE_NAME}_{name}"
 
 
 def _duckdb(dlt: Any, path: Path) -> Any:

@@ -95,7 +95,8 @@ def devportal_source(
             f"unknown resources {sorted(unknown)}; choose from {', '.join(RESOURCES)}"
         )
     pipeline = _active_pipeline()
-    # the window cursor: the clock of the last run this pipeline loaded
+    # the window cursor: the clock of the last run the destination holds (its `sync_runs`),
+    # else the one in this pipeline's state (kept in the same package as the data)
     cursor = dlt.current.source_state().get("window_cursor") if pipeline is not None else None
     held = Holdings.read(pipeline, cfg.include_test)
     with ApiClient(cfg) as client:
@@ -146,7 +147,7 @@ class _Run:
             observed_at = last + timedelta(seconds=1)
         bounds = None
         if mode == "window":
-            last_run = datetime.fromisoformat(cursor) if cursor else None
+            last_run = held.last_observed or (datetime.fromisoformat(cursor) if cursor else None)
             bounds = window_bounds(since, last_run, observed_at, cfg)
         return cls(
             run_id=uuid.uuid4().hex,
@@ -316,10 +317,15 @@ def _subscriptions_resource(
         "row_version_column_name": "_row_version",
         "boundary_timestamp": run.observed_at,  # history follows the server's clock
     }
+    # Always set: dlt keeps a hint absent from a later run's resource, so a scope left unset
+    # would be the previous run's (a window's scope would then stop every later sweep from
+    # retiring anything).
     if run.mode == "window" or not read.verified:
         disposition["destination_scope"] = "{table}.id IN (SELECT id FROM {staging_table})"
     elif not run.include_test:
         disposition["destination_scope"] = "{table}.is_test = false"  # live sweep: test rows stay
+    else:
+        disposition["destination_scope"] = "{table}.id IS NOT NULL"  # the whole table
 
     def rows() -> Iterator[Any]:
         try:

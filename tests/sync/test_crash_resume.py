@@ -187,3 +187,41 @@ def test_the_warehouse_stays_readable_while_a_sync_reads_the_api(
         assert not phase_reached(warehouse, "load")  # it was still reading the API
     finally:
         assert second.wait(timeout=120) == 0, second.stderr.read() if second.stderr else ""
+
+
+HOLD_OPEN = """
+import sys, time, duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+print("open", flush=True)
+time.sleep(30)
+"""
+
+
+def test_a_warehouse_held_open_elsewhere_stops_the_sync_before_it_reads_the_api(
+    sandbox_factory: Any, warehouse: Path
+) -> None:
+    """What the warehouse holds decides the mass-close guard and the history clock: a sync that
+    cannot read it must not go on as if it held nothing (half the list removed here would
+    otherwise close half the history)."""
+    sb = sandbox_factory(subscriptions=400, users=40, seed=26)
+    assert start_sync(sb, warehouse).wait(timeout=120) == 0
+    for row in sb.truth()[: len(sb.truth()) // 2]:
+        sb.world.remove_subscription(row["id"])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_OPEN, str(warehouse)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        before = sb.stats["api_requests"]
+        second = start_sync(sb, warehouse)
+        assert second.wait(timeout=120) == 3
+        err = second.stderr.read().decode() if second.stderr else ""
+        assert err.count("\n") == 1 and "open in another process" in err, err
+        assert sb.stats["api_requests"] == before
+    finally:
+        holder.kill()
+        holder.wait()
+    closed = query(
+        warehouse, "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to IS NOT NULL"
+    )
+    assert closed == [(0,)]

@@ -3,6 +3,7 @@ all-or-nothing load as DuckDB, on a real PostgreSQL server (tests/postgres.py)."
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -133,13 +134,13 @@ def on_postgres_commit(sql: str) -> None:
         engine.execute(sql)
 
 
-def loaded_formats(warehouse: Path) -> dict[str, set[str]]:
+def loaded_formats(warehouse: Path, destination: str | None = None) -> dict[str, set[str]]:
     """Table -> the file formats of its completed load jobs (e.g. `parquet`, `jsonl`)."""
-    from devportal.pipeline import PIPELINE_NAME
+    from devportal.pipeline import pipeline_name
     from devportal.warehouse import pipelines_dir
 
     found: dict[str, set[str]] = {}
-    loaded = pipelines_dir(warehouse) / PIPELINE_NAME / "load" / "loaded"
+    loaded = pipelines_dir(warehouse) / pipeline_name(destination) / "load" / "loaded"
     for job in loaded.glob("*/completed_jobs/*"):
         table, _, _, file_format = job.name.removesuffix(".gz").split(".")[:4]
         if file_format != "sql":  # merge statements
@@ -160,5 +161,28 @@ def test_each_engine_loads_in_its_fast_formats(
     on_duckdb = loaded_formats(duck)
     assert on_duckdb["subscriptions"] == {"parquet"}
     assert all(on_duckdb[t] == {"jsonl"} for t in data[1:]), on_duckdb
-    on_pg = loaded_formats(tmp_path / "pg.duckdb")
+    on_pg = loaded_formats(tmp_path / "pg.duckdb", "postgres")
     assert all(on_pg[t] == {"csv"} for t in data), on_pg
+
+
+def test_duckdb_and_postgres_synced_from_one_folder_keep_their_own_window_cursor(
+    sandbox_factory: Any, postgres: str, tmp_path: Path
+) -> None:
+    """The README shows `sync` and `sync --destination postgres` with the same --warehouse:
+    each destination's window starts from its own last run, not the other's."""
+    sb = sandbox_factory(subscriptions=300, users=40, seed=85)
+    warehouse = tmp_path / "wh" / "warehouse.duckdb"
+    args = {"base_url": sb.base_url, "access_token": sb.token, "build_models": False}
+    sync(warehouse, destination="postgres", **args)
+    postgres_clock = sb.now
+    sync(warehouse, **args)
+    sb.advance(days=5)
+    sync(warehouse, window=True, **args)  # DuckDB's cursor moves to day 5
+    sb.advance(hours=1)
+    sync(warehouse, window=True, destination="postgres", **args)
+    starts = on_postgres("SELECT window_start FROM devportal.sync_runs WHERE mode = 'window'")
+    assert starts == [(postgres_clock - timedelta(hours=48),)]
+    current = on_postgres(
+        "SELECT id, status FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL ORDER BY id"
+    )
+    assert len(current) == len({r[0] for r in current})

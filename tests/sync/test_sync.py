@@ -318,3 +318,25 @@ def test_destination_duckdb_is_the_warehouse_file(
     assert current_rows(warehouse) == truth_rows(sb)
     assert result.extra["models"]["built"]
     assert not list(tmp_path.glob("*.duckdb"))
+
+
+@pytest.mark.parametrize("before", ["window", "live sweep"])
+def test_an_include_test_sweep_retires_in_both_partitions_after_any_other_run(
+    sandbox_factory: Any, warehouse: Path, before: str
+) -> None:
+    """dlt keeps a write-disposition hint a later run does not set: a whole-table sweep must set
+    its own scope, or a window's (ids read) or a live sweep's (is_test = false) stays in force
+    and removed subscriptions are never closed."""
+    sb = sandbox_factory(subscriptions=400, users=60, seed=25, test_share=0.2)
+    run(sb, warehouse, include_test=True)
+    if before == "window":
+        run(sb, warehouse, window=True, include_test=True)
+    else:
+        run(sb, warehouse)
+    live = next(r["id"] for r in sb.truth(is_test=False))
+    test = next(r["id"] for r in sb.truth(is_test=True))
+    sb.world.remove_subscription(live)
+    sb.world.remove_subscription(test)
+    result = run(sb, warehouse, include_test=True)
+    assert result.closed_versions == 2
+    assert current_rows(warehouse) == truth_rows(sb, include_test=True)
