@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import requests
@@ -37,11 +38,12 @@ def _read_lines(proc: subprocess.Popen[str], count: int, timeout: float) -> list
     return lines
 
 
-@pytest.fixture
-def standalone() -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+@contextmanager
+def _started(*options: str) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """`devportal sandbox --port 0 --token cli-token-123 OPTIONS...` and its 3 banner lines."""
     cmd = [
-        sys.executable, "-m", "devportal", "sandbox", "--port", "0",
-        "--subscriptions", "500", "--users", "40", "--seed", "3", "--token", "cli-token-123",
+        sys.executable, "-m", "devportal", "sandbox", "--port", "0", "--token", "cli-token-123",
+        *options,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -51,6 +53,12 @@ def standalone() -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
         if proc.poll() is None:
             proc.kill()
         proc.wait(10)
+
+
+@pytest.fixture
+def standalone() -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    with _started("--subscriptions", "500", "--users", "40", "--seed", "3") as started:
+        yield started
 
 
 def test_banner_then_serves_then_stops_cleanly(
@@ -101,6 +109,39 @@ def test_bad_arguments_fail_with_one_line_and_exit_2() -> None:
     assert "teapot" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_rate_limit_and_server_cost_options_reach_the_sandbox() -> None:
+    options = ("--subscriptions", "0", "--users", "10")
+    load = ("--rate-limit", "0.1", "--rate-burst", "2", "--server-ms", "30")
+    with _started(*options, *load) as (proc, banner):
+        assert "rate limit 0.1/s burst 2" in banner[0] and "server 30 ms serial" in banner[0]
+        match = re.search(r"http://127\.0\.0\.1:\d+", banner[0])
+        assert match, banner
+        base = match.group(0)
+        headers = {"Authorization": "Bearer cli-token-123"}
+        state = requests.get(base + "/__sandbox/state", headers=headers, timeout=10).json()
+        assert state["rate_limit"] == {"per_second": 0.1, "burst": 2.0}
+        assert state["server_ms"] == 30.0
+        answers = [
+            requests.get(base + SUBSCRIPTIONS, headers=headers, timeout=10) for _ in range(3)
+        ]
+        assert [r.status_code for r in answers] == [200, 200, 429]
+        assert [r.headers["X-RateLimit-Remaining"] for r in answers] == ["1", "0", "0"]
+        assert answers[0].headers["X-RateLimit-Limit"] == "0.1"
+        assert answers[2].headers["Retry-After"] in ("9", "10")  # 1 token at 0.1/s
+        state = requests.get(base + "/__sandbox/state", headers=headers, timeout=10).json()
+        assert state["stats"]["rate_limited"] == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+
+
+def test_bad_rate_limit_fails_with_one_line_and_exit_2() -> None:
+    for bad in (["--rate-limit", "-1"], ["--rate-burst", "3"], ["--server-ms", "-1"]):
+        cmd = [sys.executable, "-m", "devportal", "sandbox", "--port", "0", *bad]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2, (bad, out.stderr)
+        assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
+
+
 def test_help_documents_the_window_assumption() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "devportal", "sandbox", "--help"],
@@ -110,3 +151,7 @@ def test_help_documents_the_window_assumption() -> None:
     )
     assert out.returncode == 0
     assert "creation time" in out.stdout and "/__sandbox/advance" in out.stdout
+    # the two ways of being slow, told apart
+    assert "--server-ms" in out.stdout and "--latency-ms" in out.stdout
+    assert "overlap" in out.stdout and "single-worker" in out.stdout
+    assert "--rate-limit" in out.stdout and "/__sandbox/rate-limit" in out.stdout

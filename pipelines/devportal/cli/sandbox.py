@@ -28,6 +28,16 @@ Control endpoints (same bearer token; never faulted):
   POST /__sandbox/faults   {"rate":0.1,"kinds":["429","reset"],"seed":1,"retry_after":1}
                            {} clears; {"queue":["503",null]} scripts the next requests
   POST /__sandbox/latency  {"ms": 50}
+  POST /__sandbox/rate-limit {"per_second": 20, "burst": 20}   {} clears
+  POST /__sandbox/server-ms  {"ms": 5}
+
+Slowness: --latency-ms X delays every API request by X ms on its own thread, so concurrent
+requests overlap (8 at once take ~X ms); --server-ms X is serial server time, one global lock
+held X ms per request like a single-worker backend (8 at once take >= 8*X ms).
+Rate limit (--rate-limit R): a token bucket per bearer token, like Laravel's throttle
+middleware; beyond it, 429 with Retry-After (whole seconds); API answers, 200s included,
+carry X-RateLimit-Limit (R, per second) and X-RateLimit-Remaining. Control endpoints are never
+limited; /__sandbox/state counts the 429s as stats.rate_limited.
 """
 
 
@@ -42,6 +52,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--port", type=int, default=8765, help="port; 0 picks a free one (default 8765)")
     _add_world_options(p)
     _add_fault_options(p)
+    _add_load_options(p)
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     p.set_defaults(func=run)
 
@@ -83,7 +94,7 @@ def _add_world_options(p: argparse.ArgumentParser) -> None:
         type=float,
         default=0.0,
         metavar="X",
-        help="delay per API request (default 0)",
+        help="delay per API request; concurrent requests overlap (default 0)",
     )
 
 
@@ -112,7 +123,33 @@ def _add_fault_options(p: argparse.ArgumentParser) -> None:
         type=int,
         default=1,
         metavar="S",
-        help="Retry-After seconds of 429s (default 1)",
+        help="Retry-After seconds of injected 429s (default 1)",
+    )
+
+
+def _add_load_options(p: argparse.ArgumentParser) -> None:
+    """How much load the server takes before it slows down or pushes back."""
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=None,
+        metavar="R",
+        help="API requests per second per bearer token, then 429 (default: no limit)",
+    )
+    p.add_argument(
+        "--rate-burst",
+        type=float,
+        default=None,
+        metavar="B",
+        help="bucket size of --rate-limit: requests allowed at once (default max(1, R))",
+    )
+    p.add_argument(
+        "--server-ms",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help="serial server time per admitted API request: one at a time, like a single worker "
+        "(default 0)",
     )
 
 
@@ -166,6 +203,11 @@ def _sandbox(args: argparse.Namespace) -> tuple[Any, str]:
                 seed=args.fault_seed,
                 retry_after=args.retry_after,
             )
+        if args.rate_burst is not None and args.rate_limit is None:
+            raise ValueError("--rate-burst needs --rate-limit")
+        rate_limit = None
+        if args.rate_limit is not None and args.rate_limit != 0:
+            rate_limit = {"per_second": args.rate_limit, "burst": args.rate_burst}
         sandbox = Sandbox(
             subscriptions=args.subscriptions,
             users=users,
@@ -178,11 +220,18 @@ def _sandbox(args: argparse.Namespace) -> tuple[Any, str]:
             host=args.host,
             port=args.port,
             verbose=args.verbose,
+            rate_limit=rate_limit,
+            server_ms=args.server_ms,
         )
     except ValueError as err:
         raise ConfigError(f"sandbox: {err}; see `devportal sandbox --help`") from None
-    fault_note = f", faults {args.fault_rate:g} of {fault_kinds}" if faults else ""
+    notes = f", faults {args.fault_rate:g} of {fault_kinds}" if faults else ""
+    if sandbox.rate_limit is not None:
+        limit = sandbox.rate_limit
+        notes += f", rate limit {limit.per_second:g}/s burst {limit.capacity:g}"
+    if sandbox.server_ms > 0:
+        notes += f", server {sandbox.server_ms:g} ms serial"
     return sandbox, (
         f"{args.subscriptions} subscriptions, {users} users, seed {args.seed}, "
-        f"clock {sandbox.world.now:%Y-%m-%d %H:%M:%S}{fault_note}"
+        f"clock {sandbox.world.now:%Y-%m-%d %H:%M:%S}{notes}"
     )

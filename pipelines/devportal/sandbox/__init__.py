@@ -13,8 +13,8 @@ Modules: `world` (the locked facade: reads, scripted edits, the clock), `store` 
 indexes, cached JSON, page reads), `generate` (the seeded initial subscriptions),
 `transitions` (what the clock does to rows), `users` (accounts, profiles, settings), `clock`
 (time formats, calendar months, rates), `app` (routing, validation, the pagination wrapper),
-`faults` (fault kinds and their deterministic draw), `server` (HTTP, auth, control endpoints,
-`Sandbox`), `cli` (`devportal sandbox`), `testing` (pytest helpers).
+`faults` (fault kinds and their deterministic draw), `throttle` (the per-token rate limit and
+the serial server cost), `server` (HTTP, auth, control endpoints, `Sandbox`), `cli` (`devportal sandbox`), `testing` (pytest helpers).
 
 Why the stdlib `http.server.ThreadingHTTPServer` (HTTP/1.1, thread per connection) and not an
 ASGI stack: no new dependency, no event loop to host inside test processes, a thread start and
@@ -30,6 +30,7 @@ time, which the response does not carry (inclusive; a date-only `end` covers its
 from devportal.sandbox.clock import Rates
 from devportal.sandbox.faults import DEFAULT_KINDS, FAULT_KINDS, FaultConfig
 from devportal.sandbox.server import Sandbox
+from devportal.sandbox.throttle import RateLimit
 from devportal.sandbox.world import World
 
-__all__ = ["DEFAULT_KINDS", "FAULT_KINDS", "FaultConfig", "Rates", "Sandbox", "World"]
+__all__ = ["DEFAULT_KINDS", "FAULT_KINDS", "FaultConfig", "RateLimit", "Rates", "Sandbox", "World"]

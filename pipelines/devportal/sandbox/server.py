@@ -9,8 +9,16 @@ Every response carries `Date:` with the *simulated* clock, so a client that stam
 with the server's time follows the sandbox's clock.
 
 Order of work per request: latency (API paths only) -> bearer auth (every path, control
-included) -> control endpoints under /__sandbox/ (never faulted) -> method check -> fault draw
-(known API routes only) -> the API handler.
+included) -> control endpoints under /__sandbox/ (never faulted, never rate limited) -> route
+and method check -> rate limit (per bearer token; 429 when the bucket is empty) -> server cost
+-> fault draw (known API routes only) -> the API handler.
+
+Two ways to make the server slow (see `throttle`): `latency_ms` sleeps on each request's own
+thread, so concurrent requests overlap (N at once take ~X ms); `server_ms` holds one global
+lock for X ms per admitted API request, so they queue like on a single-worker backend (N at
+once take >= N*X ms). `rate_limit` answers 429 beyond R requests/s per token, with Laravel's
+`X-RateLimit-*` headers on every answer of the API handler and on its own 429s (faults
+injected in place of an answer keep their own headers: an injected 429 says limit 60, 0 left).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from email.utils import formatdate
 from http import HTTPStatus
@@ -58,6 +66,7 @@ from devportal.sandbox.faults import (
     FaultInjector,
     truncate,
 )
+from devportal.sandbox.throttle import Decision, RateLimit, RateLimiter, SerialCost
 from devportal.sandbox.world import World
 
 # Sent with every answer: the `Date` header is the simulated clock, not the machine's.
@@ -95,6 +104,7 @@ class Stats:
         self.api_requests = 0
         self.control_requests = 0
         self.unauthorized = 0
+        self.rate_limited = 0
         self.connections = 0
         self.pages: Counter[str] = Counter()
         self.faults: Counter[str] = Counter()
@@ -110,13 +120,15 @@ class Stats:
             getattr(self, counter)[key] += 1
 
     def snapshot(self) -> dict[str, Any]:
-        """Flat counters: every key starting with "fault" or "pages" holds an int."""
+        """Flat counters: every key starting with "fault" or "pages" holds an int;
+        `rate_limited` counts the rate limit's 429s (injected 429s are `fault_429`)."""
         with self._lock:
             out: dict[str, Any] = {
                 "requests": self.requests,
                 "api_requests": self.api_requests,
                 "control_requests": self.control_requests,
                 "unauthorized": self.unauthorized,
+                "rate_limited": self.rate_limited,
                 "connections": self.connections,
                 "pages": sum(self.pages.values()),
             }
@@ -242,9 +254,10 @@ class _Handler(BaseHTTPRequestHandler):
         body = r.body[: len(r.body) // 2] if cut else r.body
         if self.command == "HEAD":
             body = b""  # HEAD answers carry the headers only, or keep-alive framing breaks
+        # counted first: a client reading the stats after its answer finds it there
+        self.server.sandbox._stats.count("statuses", r.status)
         # One write for head and body: two small writes would meet Nagle/delayed-ACK.
         self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
-        self.server.sandbox._stats.count("statuses", r.status)
         if cut:
             self._abort()
 
@@ -263,6 +276,12 @@ class Sandbox:
 
     `Sandbox(subscriptions=0, users=0)` is an empty, scripted world (see `World`); its clock
     applies only renewals and expiries unless `rates` says otherwise.
+
+    `rate_limit`: R requests/s per bearer token (a number, `RateLimit(R, burst=B)` or
+    `{"per_second": R, "burst": B}`; None = unlimited). `server_ms`: X ms of serial server time
+    per admitted API request (one global lock), unlike `latency_ms` (concurrent delays that
+    overlap). `extra_tokens`: more bearer tokens accepted besides `token`, each with its own
+    rate-limit bucket.
     """
 
     def __init__(
@@ -280,6 +299,9 @@ class Sandbox:
         port: int = 0,
         rates: Rates | None = None,
         verbose: bool = False,
+        rate_limit: float | RateLimit | Mapping[str, Any] | None = None,
+        server_ms: float = 0.0,
+        extra_tokens: Iterable[str] = (),
     ) -> None:
         self.world = World(
             subscriptions=subscriptions,
@@ -291,16 +313,21 @@ class Sandbox:
         )
         self.api = Api(self.world)
         self._token = token if token is not None else secrets.token_urlsafe(24)
+        self._tokens = (self._token, *_checked_tokens(extra_tokens))
         self.host = host
         self._port = port
         self.latency_ms = float(latency_ms)
         self.verbose = verbose
         self._faults = FaultInjector()
+        self._limiter = RateLimiter()
+        self._cost = SerialCost()
         self._stats = Stats()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._http_date: tuple[int, str] = (-1, "")
         self.set_faults(faults)
+        self.set_rate_limit(rate_limit)
+        self.set_server_ms(server_ms)
 
     def __repr__(self) -> str:  # never shows the token
         state = self.base_url if self._server is not None else "stopped"
@@ -375,6 +402,14 @@ class Sandbox:
     def faults(self) -> FaultConfig | None:
         return self._faults.config
 
+    @property
+    def rate_limit(self) -> RateLimit | None:
+        return self._limiter.config
+
+    @property
+    def server_ms(self) -> float:
+        return self._cost.ms
+
     # ------------------------------------------------------------------ python control API
 
     def advance(self, days: float = 0, hours: float = 0) -> dict[str, int]:
@@ -422,6 +457,26 @@ class Sandbox:
             raise ValueError("latency must be >= 0 ms")
         self.latency_ms = float(ms)
 
+    def set_rate_limit(
+        self,
+        per_second: float | RateLimit | Mapping[str, Any] | None,
+        burst: float | None = None,
+    ) -> None:
+        """Limit each bearer token to `per_second` requests/s, bursts of `burst` (default
+        max(1, R)); None or 0 clears. Every bucket starts full again."""
+        config: RateLimit | None
+        if per_second is None or isinstance(per_second, RateLimit):
+            config = per_second
+        elif isinstance(per_second, Mapping):
+            config = RateLimit.from_mapping(per_second)
+        else:
+            config = RateLimit(per_second, burst) if float(per_second) != 0 else None
+        self._limiter.configure(config)
+
+    def set_server_ms(self, ms: float) -> None:
+        """Serial server time per admitted API request (a global lock held `ms`); 0 = none."""
+        self._cost.set(ms)
+
     def set_page_hook(self, hook: PageHook | None) -> None:
         """`hook(world, endpoint, page)` runs before each list page is built (drift tests)."""
         self.api.page_hook = hook
@@ -441,13 +496,19 @@ class Sandbox:
 
     # ------------------------------------------------------------------ request handling
 
-    def _authorized(self, header: str | None) -> bool:
+    def _authorized(self, header: str | None) -> str | None:
+        """The accepted token the `Authorization` header carries, or None."""
         if not header:
-            return False
+            return None
         scheme, _, value = header.strip().partition(" ")
         if scheme.lower() != "bearer":
-            return False
-        return hmac.compare_digest(value.strip().encode(), self._token.encode())
+            return None
+        presented = value.strip().encode()
+        found = None
+        for token in self._tokens:  # every token compared: no early exit to time
+            if hmac.compare_digest(presented, token.encode()):
+                found = token
+        return found
 
     def respond(
         self, method: str, target: str, authorization: str | None, host: str, body: bytes
@@ -467,11 +528,18 @@ class Sandbox:
             latency = self.latency_ms
             if latency > 0:
                 time.sleep(latency / 1000.0)
-        if not self._authorized(authorization):
+        token = self._authorized(authorization)
+        if token is None:
             stats.add(unauthorized=1)
             return Outcome(message(401, "Unauthenticated."))
         if control:
             return Outcome(self._control(method, path, params, body))
+        return self._api(method, path, params, host, token)
+
+    def _api(
+        self, method: str, path: str, params: dict[str, str], host: str, token: str
+    ) -> Outcome:
+        """An authorised request outside /__sandbox/: route, limit, cost, faults, handler."""
         if not Api.is_route(path):
             return Outcome(message(404, "Not Found"))
         if method != "GET":
@@ -484,6 +552,22 @@ class Sandbox:
                     headers=(("Allow", "GET"),),
                 )
             )
+        decision = self._limiter.take(token)
+        if decision is not None and not decision.allowed:
+            self._stats.add(rate_limited=1)
+            return Outcome(_throttled(decision, self.world.now_ts))
+        self._cost.spend()
+        return self._serve(path, params, host, decision.headers() if decision else ())
+
+    def _serve(
+        self,
+        path: str,
+        params: dict[str, str],
+        host: str,
+        limit_headers: tuple[tuple[str, str], ...],
+    ) -> Outcome:
+        """An admitted request: the fault draw, then the handler (its answer gets LIMIT_HEADERS)."""
+        stats = self._stats
         fault = self._faults.draw()
         if fault is not None:
             stats.count("faults", fault.kind)
@@ -496,7 +580,10 @@ class Sandbox:
             # Mostly a test's page hook or override failing: answer so the test sees why,
             # instead of a dropped connection that looks like an injected fault.
             log.exception("sandbox: request handler failed")
-            return Outcome(message(500, f"sandbox handler error: {type(err).__name__}: {err}"))
+            response = message(500, f"sandbox handler error: {type(err).__name__}: {err}")
+            return Outcome(replace(response, headers=response.headers + limit_headers))
+        if limit_headers:
+            response = replace(response, headers=response.headers + limit_headers)
         if fault is not None:
             return _late_fault(fault, response)
         counter = _PAGE_COUNTERS.get(response.endpoint or "")
@@ -506,9 +593,18 @@ class Sandbox:
 
     # ------------------------------------------------------------------ /__sandbox/
 
+    _CONTROL_METHODS = {
+        "state": "GET",
+        "advance": "POST",
+        "faults": "POST",
+        "latency": "POST",
+        "rate-limit": "POST",
+        "server-ms": "POST",
+    }
+
     def _control(self, method: str, path: str, params: dict[str, str], body: bytes) -> Response:
         name = path[len(CONTROL_PREFIX) :] if path.startswith(CONTROL_PREFIX) else ""
-        routes = {"state": "GET", "advance": "POST", "faults": "POST", "latency": "POST"}
+        routes = self._CONTROL_METHODS
         if name not in routes:
             return message(404, f"Unknown control endpoint; use one of {', '.join(routes)}.")
         if method != routes[name]:
@@ -524,36 +620,57 @@ class Sandbox:
         args: dict[str, Any] = dict(params)
         if isinstance(data, dict):
             args.update(data)
+        handlers = {
+            "state": lambda a: self.state(),
+            "advance": self._control_advance,
+            "faults": self._control_faults,
+            "latency": self._control_latency,
+            "rate-limit": self._control_rate_limit,
+            "server-ms": self._control_server_ms,
+        }
         try:
-            if name == "state":
-                return json_response(200, self.state())
-            if name == "advance":
-                days = float(args.get("days", 0) or 0)
-                hours = float(args.get("hours", 0) or 0)
-                changes = self.advance(days=days, hours=hours)
-                return json_response(200, {"now": fmt(self.world.now_ts), "changes": changes})
-            if name == "faults":
-                # {} / no body / {"clear": true} clear; "queue" alone only scripts requests.
-                if not args or args.get("clear"):
-                    self.set_faults(None)
-                if "queue" in args:
-                    queue = args.pop("queue")
-                    if not isinstance(queue, list):
-                        raise ValueError("queue must be a JSON list of fault kinds or null")
-                    self.queue_faults(*queue)
-                if "rate" in args or "kinds" in args:
-                    self.set_faults(FaultConfig.from_mapping(args))
-                cfg = self.faults
-                return json_response(200, {"faults": cfg.to_dict() if cfg else None})
-            # latency
-            self.set_latency(float(args.get("ms", args.get("latency_ms", 0))))
-            return json_response(200, {"latency_ms": self.latency_ms})
+            return json_response(200, handlers[name](args))
         except (TypeError, ValueError) as err:
             return message(422, str(err))
 
-    def state(self) -> dict[str, Any]:
-        """Clock, counts, fault and latency settings, counters: what /__sandbox/state shows."""
+    def _control_advance(self, args: dict[str, Any]) -> dict[str, Any]:
+        days = float(args.get("days", 0) or 0)
+        hours = float(args.get("hours", 0) or 0)
+        changes = self.advance(days=days, hours=hours)
+        return {"now": fmt(self.world.now_ts), "changes": changes}
+
+    def _control_faults(self, args: dict[str, Any]) -> dict[str, Any]:
+        # {} / no body / {"clear": true} clear; "queue" alone only scripts requests.
+        if not args or args.get("clear"):
+            self.set_faults(None)
+        if "queue" in args:
+            queue = args.pop("queue")
+            if not isinstance(queue, list):
+                raise ValueError("queue must be a JSON list of fault kinds or null")
+            self.queue_faults(*queue)
+        if "rate" in args or "kinds" in args:
+            self.set_faults(FaultConfig.from_mapping(args))
         cfg = self.faults
+        return {"faults": cfg.to_dict() if cfg else None}
+
+    def _control_latency(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.set_latency(float(args.get("ms", args.get("latency_ms", 0))))
+        return {"latency_ms": self.latency_ms}
+
+    def _control_rate_limit(self, args: dict[str, Any]) -> dict[str, Any]:
+        # {"per_second": R, "burst": B}; {} / no body / per_second null or 0 clear.
+        self.set_rate_limit(RateLimit.from_mapping(args))
+        cfg = self.rate_limit
+        return {"rate_limit": cfg.to_dict() if cfg else None}
+
+    def _control_server_ms(self, args: dict[str, Any]) -> dict[str, Any]:
+        self.set_server_ms(float(args.get("ms", args.get("server_ms", 0))))
+        return {"server_ms": self.server_ms}
+
+    def state(self) -> dict[str, Any]:
+        """Clock, counts, fault/latency/limit settings, counters: what /__sandbox/state shows."""
+        cfg = self.faults
+        limit = self.rate_limit
         return {
             "now": fmt(self.world.now_ts),
             "seed": self.world.seed,
@@ -562,8 +679,32 @@ class Sandbox:
             "rates": self.world.rates.to_dict(),
             "faults": cfg.to_dict() if cfg else None,
             "latency_ms": self.latency_ms,
+            "rate_limit": limit.to_dict() if limit else None,
+            "server_ms": self.server_ms,
             "stats": self.stats,
         }
+
+
+def _checked_tokens(tokens: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(tokens, str):
+        tokens = (tokens,)
+    out = tuple(tokens)
+    if any(not isinstance(t, str) or not t.strip() for t in out):
+        raise ValueError("extra tokens must be non-empty strings")
+    return out
+
+
+def _throttled(decision: Decision, now_ts: int) -> Response:
+    """The rate limit's 429, as Laravel's ThrottleRequests answers it (Reset: Date + wait)."""
+    return json_response(
+        429,
+        {"message": "Too Many Attempts."},
+        headers=(
+            ("Retry-After", str(decision.retry_after)),
+            *decision.headers(),
+            ("X-RateLimit-Reset", str(int(now_ts) + decision.retry_after)),
+        ),
+    )
 
 
 def _early_fault(fault: Fault) -> Outcome | None:

@@ -1,0 +1,225 @@
+"""The rate limit (token bucket per bearer token, Laravel's headers) and the serial server cost.
+
+Real servers and real HTTP. Timing assertions are bounds that hold on any machine: a bucket
+cannot admit more than `burst + R * elapsed`, a sleep of S seconds refills at least `R * S`
+tokens, and N requests behind one lock held X ms cannot finish in less than N*X ms.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import pytest
+import requests
+
+from devportal.sandbox import RateLimit, Sandbox
+from devportal.sandbox.testing import SUBSCRIPTIONS, USERS, api_session, sandbox_fixture
+
+LIMIT_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining")
+
+
+@pytest.fixture
+def limited() -> Iterator[Sandbox]:
+    """A small world, limited to 0.1 request/s per token (no refill within a test), burst 3."""
+    with sandbox_fixture(
+        subscriptions=20,
+        users=5,
+        extra_tokens=("second-token",),
+        rate_limit={"per_second": 0.1, "burst": 3},
+    ) as sandbox:
+        yield sandbox
+
+
+def get(sandbox: Sandbox, path: str = SUBSCRIPTIONS, token: str | None = None) -> requests.Response:
+    headers = {"Authorization": f"Bearer {token or sandbox.token}", "Accept": "application/json"}
+    return requests.get(sandbox.base_url + path, headers=headers, timeout=30)
+
+
+def control(sandbox: Sandbox, name: str, body: dict[str, Any] | None = None) -> requests.Response:
+    headers = {"Authorization": f"Bearer {sandbox.token}"}
+    url = f"{sandbox.base_url}/__sandbox/{name}"
+    if body is None:
+        return requests.get(url, headers=headers, timeout=30)
+    return requests.post(url, json=body, headers=headers, timeout=30)
+
+
+def test_a_burst_is_admitted_then_429_with_retry_after_and_laravel_headers(
+    limited: Sandbox,
+) -> None:
+    answers = [get(limited) for _ in range(3)]
+    assert [r.status_code for r in answers] == [200, 200, 200]
+    assert [r.headers["X-RateLimit-Limit"] for r in answers] == ["0.1"] * 3  # per second
+    assert [r.headers["X-RateLimit-Remaining"] for r in answers] == ["2", "1", "0"]
+    assert "Retry-After" not in answers[0].headers
+
+    refused = get(limited)
+    assert refused.status_code == 429
+    assert refused.json() == {"message": "Too Many Attempts."}
+    # a token takes 10 s at 0.1/s: the wait is whole seconds, rounded up
+    assert refused.headers["Retry-After"] in ("9", "10")
+    assert refused.headers["X-RateLimit-Limit"] == "0.1"
+    assert refused.headers["X-RateLimit-Remaining"] == "0"
+    date = int(parsedate_to_datetime(refused.headers["Date"]).timestamp())  # simulated clock
+    reset = int(refused.headers["X-RateLimit-Reset"])
+    assert reset == date + int(refused.headers["Retry-After"])
+
+    stats = limited.stats
+    assert stats["rate_limited"] == 1 and stats["statuses"]["429"] == 1
+    assert stats["fault_429"] == 0 and stats["pages_subscriptions"] == 3
+
+
+def test_retry_after_is_at_least_one_second() -> None:
+    # at 2/s a token is never more than 0.5 s away: the wait still says 1 second
+    limit = RateLimit(2, burst=1)
+    with sandbox_fixture(subscriptions=0, users=0, rate_limit=limit) as sb, api_session(sb) as s:
+        statuses = [s.get(sb.base_url + SUBSCRIPTIONS, timeout=30) for _ in range(5)]
+    refused = [r for r in statuses if r.status_code == 429]
+    assert statuses[0].status_code == 200 and statuses[0].headers["X-RateLimit-Limit"] == "2"
+    assert refused and all(r.headers["Retry-After"] == "1" for r in refused)
+    assert sb.stats["rate_limited"] == len(refused)
+
+
+def test_headers_on_every_api_answer_but_not_before_routing(limited: Sandbox) -> None:
+    missing_user = get(limited, USERS + "999999")
+    assert missing_user.status_code == 404
+    assert missing_user.headers["X-RateLimit-Remaining"] == "2"
+    invalid = get(limited, SUBSCRIPTIONS + "?id=abc")
+    assert invalid.status_code == 422 and invalid.headers["X-RateLimit-Remaining"] == "1"
+    # an unknown path, a wrong token: no route or no user, so no bucket and no headers
+    assert get(limited, "/api/v1/developer/nothing").status_code == 404
+    assert get(limited, token="wrong-token").status_code == 401
+    last = get(limited)
+    assert last.status_code == 200 and last.headers["X-RateLimit-Remaining"] == "0"
+    for r in (get(limited, "/api/v1/developer/nothing"), get(limited, token="wrong-token")):
+        assert not any(h in r.headers for h in LIMIT_HEADERS)
+    assert limited.stats["rate_limited"] == 0
+    assert get(limited).status_code == 429
+
+
+def test_admitted_requests_meet_faults_and_a_fault_spends_its_token(limited: Sandbox) -> None:
+    limited.queue_faults("503", "truncated")
+    replaced, damaged = get(limited), get(limited)
+    assert replaced.status_code == 503 and "X-RateLimit-Remaining" not in replaced.headers
+    assert damaged.status_code == 200 and damaged.headers["X-RateLimit-Remaining"] == "1"
+    assert [get(limited).status_code for _ in range(2)] == [200, 429]
+    assert limited.stats["faults"] == 2 and limited.stats["rate_limited"] == 1
+
+
+def test_buckets_are_per_bearer_token(limited: Sandbox) -> None:
+    first = [get(limited).status_code for _ in range(4)]
+    assert first == [200, 200, 200, 429]
+    second = [get(limited, token="second-token") for _ in range(4)]
+    assert [r.status_code for r in second] == [200, 200, 200, 429]
+    assert [r.headers["X-RateLimit-Remaining"] for r in second] == ["2", "1", "0", "0"]
+    assert get(limited).status_code == 429  # the first token's bucket is still empty
+    assert limited.stats["rate_limited"] == 3
+
+
+def test_requests_over_time_are_admitted_at_about_r_per_second() -> None:
+    rate, burst = 20.0, 20  # burst defaults to max(1, R)
+    with sandbox_fixture(subscriptions=0, users=0, rate_limit=rate) as sb, api_session(sb) as s:
+        url = sb.base_url + SUBSCRIPTIONS
+        admitted = refused = 0
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.0:
+            status = s.get(url, timeout=30).status_code
+            admitted += status == 200
+            refused += status == 429
+        elapsed = time.monotonic() - t0
+        # at most the burst plus what R refills in the time it took (+1 for clock rounding)
+        assert burst < admitted <= burst + rate * elapsed + 1
+        assert refused > 0 and sb.stats["rate_limited"] == refused
+        # whatever is left, 0.3 s refill at least 6 tokens: 5 requests in a row pass
+        time.sleep(0.3)
+        assert [s.get(url, timeout=30).status_code for _ in range(5)] == [200] * 5
+
+
+def test_control_endpoints_are_never_limited(limited: Sandbox) -> None:
+    for _ in range(10):
+        state = control(limited, "state")
+        assert state.status_code == 200
+        assert not any(h in state.headers for h in LIMIT_HEADERS)
+    assert control(limited, "advance", {"hours": 1}).status_code == 200
+    assert [get(limited).status_code for _ in range(4)] == [200, 200, 200, 429]
+    state = control(limited, "state")  # still answered with the bucket empty
+    assert state.status_code == 200
+    body = state.json()
+    assert body["rate_limit"] == {"per_second": 0.1, "burst": 3.0}
+    assert body["stats"]["rate_limited"] == 1
+
+
+def test_set_and_clear_through_the_control_endpoint(limited: Sandbox) -> None:
+    assert [get(limited).status_code for _ in range(4)] == [200, 200, 200, 429]
+    cleared = control(limited, "rate-limit", {})
+    assert cleared.status_code == 200 and cleared.json() == {"rate_limit": None}
+    assert limited.rate_limit is None
+    answers = [get(limited) for _ in range(5)]
+    assert [r.status_code for r in answers] == [200] * 5
+    assert not any(h in r.headers for r in answers for h in LIMIT_HEADERS)
+
+    set_ = control(limited, "rate-limit", {"per_second": 0.1, "burst": 1})
+    assert set_.json() == {"rate_limit": {"per_second": 0.1, "burst": 1.0}}
+    assert [get(limited).status_code for _ in range(2)] == [200, 429]
+    assert control(limited, "rate-limit", {"per_second": 0.1}).json() == {
+        "rate_limit": {"per_second": 0.1, "burst": 1.0}  # burst defaults to max(1, R)
+    }
+    assert get(limited).status_code == 200  # a new limit starts every bucket full
+    bad_limits = (
+        {"per_second": -1},
+        {"per_second": 5, "burst": 0.5},
+        {"per_second": "x"},
+        {"burst": 2},
+    )
+    for bad in bad_limits:
+        assert control(limited, "rate-limit", bad).status_code == 422
+    limited.set_rate_limit(None)
+    assert get(limited).status_code == 200 and "X-RateLimit-Limit" not in get(limited).headers
+
+
+def test_bad_limits_are_refused_by_the_constructor() -> None:
+    for bad in (-1.0, {"per_second": 1, "burst": 0}, float("inf")):
+        with pytest.raises(ValueError):
+            Sandbox(subscriptions=0, users=0, rate_limit=bad)
+    with pytest.raises(ValueError):
+        Sandbox(subscriptions=0, users=0, server_ms=-5)
+
+
+def _concurrent(sandbox: Sandbox, n: int) -> float:
+    """Seconds for N threads, each on its own warmed-up connection, to get one page at once."""
+    sessions = [api_session(sandbox) for _ in range(n)]
+    for s in sessions:  # connect first: only the requests are timed
+        assert s.get(sandbox.base_url + "/__sandbox/state", timeout=30).status_code == 200
+    start = threading.Barrier(n + 1)
+    statuses: list[int] = []
+
+    def one(s: requests.Session) -> None:
+        start.wait()
+        statuses.append(s.get(sandbox.base_url + SUBSCRIPTIONS, timeout=60).status_code)
+
+    threads = [threading.Thread(target=one, args=(s,)) for s in sessions]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.monotonic()
+    for t in threads:
+        t.join(60)
+    elapsed = time.monotonic() - t0
+    for s in sessions:
+        s.close()
+    assert statuses == [200] * n
+    return elapsed
+
+
+def test_server_ms_serialises_where_latency_ms_overlaps() -> None:
+    n, ms = 8, 40.0
+    with sandbox_fixture(subscriptions=0, users=0, server_ms=ms) as sb:
+        assert _concurrent(sb, n) >= n * ms / 1000 * 0.95  # one at a time behind the lock
+        assert control(sb, "state").json()["server_ms"] == ms
+        assert control(sb, "server-ms", {"ms": 0}).json() == {"server_ms": 0.0}
+        sb.set_latency(200)
+        # 8 delays of 200 ms on their own threads overlap: far below the 1.6 s of a queue
+        assert _concurrent(sb, n) < n * 0.2 * 0.75
