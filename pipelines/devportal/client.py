@@ -106,6 +106,7 @@ class ClientStats:
     bytes: int = 0
     retry_reasons: dict[str, int] = field(default_factory=dict)
     replaced_surrogates: int = 0  # lone surrogates in answers, replaced by U+FFFD
+    replaced_nul: int = 0  # NUL characters (`\u0000` escapes) in answers, replaced by U+FFFD
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def count_request(self, nbytes: int) -> None:
@@ -113,9 +114,10 @@ class ClientStats:
             self.requests += 1
             self.bytes += nbytes
 
-    def count_replaced(self, n: int) -> None:
+    def count_replaced(self, surrogates: int, nul: int = 0) -> None:
         with self._lock:
-            self.replaced_surrogates += n
+            self.replaced_surrogates += surrogates
+            self.replaced_nul += nul
 
     def count_retry(self, reason: str) -> None:
         with self._lock:
@@ -191,30 +193,49 @@ def server_time(headers: Mapping[str, str]) -> datetime | None:
 _LONG_NUMBER = re.compile(rb"\d{20,}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL = b"\\u0000"
+# a `\u0000` escape: its backslash is preceded by an even run of backslashes (escaped ones)
+_NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 
 
-def parse_json(content: bytes, status: int) -> tuple[Any, int]:
-    """A body's JSON and how many lone surrogates it held; RetryableError when it is not JSON.
+def parse_json(content: bytes, status: int) -> tuple[Any, int, int]:
+    """A body's JSON and how many lone surrogates and NUL characters it held (each replaced by
+    U+FFFD); RetryableError when it is not JSON.
 
     orjson (fast) reads integers beyond 64 bits as floats, silently rounding them, and refuses
     `\\udXXX` escapes that pair with nothing (valid JSON, invalid Unicode). A body with a run of
     20 or more digits or a surrogate escape is read by the standard library instead: big
     integers stay exact, and each lone surrogate becomes U+FFFD (no UTF-8 text can hold it),
-    counted so the run reports it. A page is never retried for a value it does hold.
+    counted so the run reports it. NUL (U+0000) is valid in JSON and DuckDB text but PostgreSQL
+    text cannot hold it (the whole load would fail, every run again), so it becomes U+FFFD on
+    every engine alike, counted too. JSON carries NUL only as the escape `\\u0000` (a raw
+    control byte is invalid JSON), so the escape is replaced in the bytes before parsing, and
+    only in a body that holds one. A page is never retried for a value it does hold.
     """
+    nul = 0
+    if _NUL in content:
+        content, nul = _replace_nul_escapes(content)
     if _LONG_NUMBER.search(content) is not None or _SURROGATE_ESCAPE.search(content) is not None:
         try:
             body = json.loads(content, parse_constant=_not_json)
         except (ValueError, RecursionError):
             pass
         else:
-            return _replace_lone_surrogates(body)
+            body, surrogates = _replace_lone_surrogates(body)
+            return body, surrogates, nul
     try:
-        return orjson.loads(content), 0
+        return orjson.loads(content), 0, nul
     except orjson.JSONDecodeError:
         pass
     kind = "truncated JSON" if content[:1] in (b"{", b"[") else "a body that is not JSON"
     raise RetryableError(f"{status} with {kind} ({len(content)} bytes)") from None
+
+
+def _replace_nul_escapes(content: bytes) -> tuple[bytes, int]:
+    """CONTENT with every `\\u0000` escape written as `\\ufffd` (the same length), and how many.
+    `\\\\u0000` is an escaped backslash followed by the text `u0000`, and stays; `\\\\\\u0000`
+    (an escaped backslash, then the escape) does not."""
+    return _NUL_ESCAPE.subn(rb"\1\\ufffd", content)
 
 
 def _not_json(constant: str) -> Any:
@@ -590,9 +611,9 @@ class ApiClient:
             raise ApiError(
                 f"HTTP {status} for {_display(url, params)}: {_error_message(resp, content)}"
             )
-        body, replaced = parse_json(content, status)
-        if replaced:
-            self.stats.count_replaced(replaced)
+        body, surrogates, nul = parse_json(content, status)
+        if surrogates or nul:
+            self.stats.count_replaced(surrogates, nul)
         return check(body, resp.headers) if check else (body, resp.headers)
 
     def _fetch(

@@ -151,19 +151,27 @@ class PostgresEngine(Engine):
 
 def postgres_dsn() -> str:
     """The connection string of dlt's `postgres` destination, as dlt resolves it."""
-    from dlt.common.configuration.exceptions import ConfigFieldMissingException
+    from dlt.common.configuration.exceptions import (
+        ConfigFieldMissingException,
+        ConfigurationException,
+    )
     from dlt.common.configuration.resolve import resolve_configuration
     from dlt.destinations.impl.postgres.configuration import PostgresCredentials
 
+    form = "postgresql://user:password@host:5432/database"
     try:
         credentials = resolve_configuration(
             PostgresCredentials(), sections=("destination", "postgres", "credentials")
         )
-    except ConfigFieldMissingException:
+    except ConfigFieldMissingException as err:
+        missing = ", ".join(err.fields)
         raise ConfigError(
-            "no PostgreSQL credentials: set DESTINATION__POSTGRES__CREDENTIALS="
-            "postgresql://user:password@host:5432/database (or [destination.postgres.credentials] "
-            "in .dlt/secrets.toml)"
+            f"PostgreSQL credentials lack {missing}: set DESTINATION__POSTGRES__CREDENTIALS="
+            f"{form} (or [destination.postgres.credentials] in .dlt/secrets.toml)"
+        ) from None
+    except ConfigurationException:  # the URI does not parse; its text may hold the password
+        raise ConfigError(
+            f"DESTINATION__POSTGRES__CREDENTIALS is not a connection URI: write it as {form}"
         ) from None
     return str(credentials.to_native_representation())
 

@@ -20,10 +20,20 @@ everything built on it (`analytics.app_releases` stays absent until a manifest i
 
 Engines (`devportal.engines`): on DuckDB a model runs exactly as written. On PostgreSQL it is
 translated by sqlglot from DuckDB SQL (`translate`), raising on anything sqlglot cannot
-translate, and first checked for the constructs sqlglot translates silently wrong
-(`_unportable`: ASOF JOIN, GROUP BY ALL, string_split, functions sqlglot does not know such as
-epoch_us, USING after a join that may bring a second column of that name, a SELECT alias read
-in WHERE or HAVING). Every model, data test and reconciliation is written in the subset of
+translate, and first checked for the constructs sqlglot translates silently wrong or into what
+PostgreSQL lacks (`_unportable`, each refused by name):
+
+- ASOF JOIN, GROUP BY ALL, string_split, functions sqlglot does not know such as epoch_us;
+- USING after a join that may bring a second column of that name;
+- a SELECT alias read in WHERE or HAVING;
+- try_cast (it becomes CAST: NULL on DuckDB, an error on PostgreSQL);
+- round() of anything but an explicit `cast(... as decimal(p, s))`: on double precision
+  PostgreSQL rounds half to even (2.5 -> 2, DuckDB 3) and has no round(x, n); only a decimal
+  argument is known to round alike on both, so nothing else is accepted;
+- arg_max/max_by, arg_min/min_by, first, last, contains, make_date, epoch_ms/to_timestamp
+  (functions PostgreSQL lacks under sqlglot's name, or returns another type).
+
+Every model, data test and reconciliation is written in the subset of
 DuckDB SQL that passes both (README: Analytics), so one file serves every engine; a model that
 cannot be translated stops the build before anything runs, naming its file. Where an engine
 truly needs its own form, the one escape is an override file beside the model,
@@ -52,6 +62,7 @@ DuckDB SQL too, translated like the models.
 
 from __future__ import annotations
 
+import functools
 import graphlib
 import heapq
 import logging
@@ -389,11 +400,72 @@ def _unportable(statement: Any) -> str | None:
             return f"{node.args['method'].upper()} JOIN is DuckDB's own; join on a key instead"
         if isinstance(node, exp.Group) and node.args.get("all"):
             return "GROUP BY ALL is DuckDB's own; list the columns"
+        problem = _unportable_function(node)
+        if problem:
+            return problem
         if isinstance(node, exp.Select):
             problem = _using_after_other_joins(node) or _alias_in_filter(node)
             if problem:
                 return problem
     return None
+
+
+def _unportable_function(node: Any) -> str | None:
+    """Why NODE, a function sqlglot knows, differs or fails on PostgreSQL; None when it does not.
+    Checked before the build, so such a model stops it before anything runs."""
+    from sqlglot import exp
+
+    if isinstance(node, exp.TryCast):  # before Cast: TryCast is one
+        return (
+            "try_cast() becomes CAST, which raises on PostgreSQL where DuckDB gives NULL; "
+            "test the text first (case when ... then cast(...) end)"
+        )
+    if isinstance(node, exp.Round):
+        argument = node.this
+        if not (type(argument) is exp.Cast and argument.to.is_type(exp.DataType.Type.DECIMAL)):
+            return (
+                "round() of anything but cast(... as decimal(p, s)): PostgreSQL rounds double "
+                "precision half to even (2.5 -> 2, DuckDB 3) and has no round(double, n); "
+                "write round(cast(x as decimal(p, s)), n)"
+            )
+    for kinds, problem in _unportable_functions():
+        if isinstance(node, kinds):
+            return problem
+    return None
+
+
+@functools.cache
+def _unportable_functions() -> tuple[tuple[tuple[type, ...], str], ...]:
+    """sqlglot's classes of the functions refused outright, each with why (sqlglot is imported
+    lazily, so this is built on first use)."""
+    from sqlglot import exp
+
+    return (
+        (
+            (exp.ArgMax, exp.ArgMin),
+            "arg_max()/max_by() and arg_min()/min_by() become ARG_MAX/ARG_MIN, which PostgreSQL "
+            "lacks; pick the row with row_number() over (... order by ...)",
+        ),
+        (
+            (exp.First, exp.Last),
+            "first()/last() are no PostgreSQL aggregates; use min/max or pick the row with "
+            "row_number() over (... order by ...)",
+        ),
+        (
+            (exp.Contains,),
+            "contains() becomes CONTAINS(), which PostgreSQL lacks; use LIKE",
+        ),
+        (
+            (exp.DateFromParts,),
+            "make_date() becomes DATE_FROM_PARTS(), which PostgreSQL lacks; "
+            "use cast(... as date) or date_trunc",
+        ),
+        (
+            (exp.UnixToTime,),
+            "epoch_ms()/to_timestamp() become TO_TIMESTAMP(), a timestamp with time zone on "
+            "PostgreSQL (DuckDB's epoch_ms gives one without); keep times as timestamps",
+        ),
+    )
 
 
 def _using_after_other_joins(select: Any) -> str | None:

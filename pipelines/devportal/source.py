@@ -208,6 +208,8 @@ def _read(
         dq.add_count(
             "api", "text", "lone_surrogate_replaced", client.stats.replaced_surrogates, "U+FFFD"
         )
+    if client.stats.replaced_nul:  # PostgreSQL text cannot hold U+0000
+        dq.add_count("api", "text", "nul_replaced", client.stats.replaced_nul, "U+FFFD")
     record = _run_record(run, rows, sweeps, dq, client)
     problems = dq.records(run.run_id)
     return [*data, *_run_resources(record, problems, run.observed_at, formats.rows)]
@@ -221,9 +223,10 @@ def _clock_page(client: ApiClient, resources: tuple[str, ...], mode: str) -> tup
         return client.fetch_page(USER_SETTINGS_PATH, {}, 1), True
     if mode == "sweep":
         return client.fetch_page(SUBSCRIPTIONS_PATH, {}, 1), True
-    replaced = client.stats.replaced_surrogates
+    replaced = client.stats.replaced_surrogates, client.stats.replaced_nul
     page = client.fetch_page(SUBSCRIPTIONS_PATH, {"start": "1970-01-01", "end": "1970-01-02"}, 1)
-    client.stats.replaced_surrogates = replaced  # nothing of this page is kept
+    # nothing of this page is kept
+    client.stats.replaced_surrogates, client.stats.replaced_nul = replaced
     return page, False
 
 
@@ -279,8 +282,10 @@ class _Formats:
 def _formats(pipeline: Any | None) -> _Formats:
     """Dicts as jsonl where the destination loads it (DuckDB: its default `insert_values` costs
     several times the memory and time, measured in benchmarks/results/profile-*.md), Arrow
-    tables then as dlt chooses (parquet); where jsonl is not loadable, csv for both (PostgreSQL:
-    loaded with COPY, the fastest it has). No destination known yet: dlt's choice."""
+    tables then as dlt chooses (parquet). Where jsonl is not loadable, Arrow tables as csv
+    (PostgreSQL: loaded with COPY, the fastest it has) and dicts as dlt chooses (`insert_values`:
+    dlt's COPY reads an empty string as NULL, and settings and profiles hold empty strings that
+    must stay ''). No destination known yet: dlt's choice."""
     destination = getattr(pipeline, "destination", None)
     if destination is None:
         return _Formats(rows=None, arrow=None)
@@ -288,7 +293,8 @@ def _formats(pipeline: Any | None) -> _Formats:
     if "jsonl" in supported:
         return _Formats(rows="jsonl", arrow=None)
     if "csv" in supported:
-        return _Formats(rows="csv", arrow="csv")
+        # dicts stay `insert_values`: dlt's csv COPY loads an empty string as NULL
+        return _Formats(rows=None, arrow="csv")
     return _Formats(rows=None, arrow=None)
 
 

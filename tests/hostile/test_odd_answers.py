@@ -479,3 +479,51 @@ def test_warehouse_paths_that_cannot_be_used_are_one_line(
     sqlite3.connect(lite).execute("CREATE TABLE t (x)").connection.commit()
     result = devportal(*sync_args(warehouse=lite), env=token_env(api))
     assert result.code == 2 and "is not a DuckDB database" in one_line_error(result)
+
+
+# -- NUL characters: valid JSON, fine in DuckDB, impossible in PostgreSQL text ----------------
+
+NUL_SETTINGS = {"theme": "a\u0000b", "k\u0000": ["\u0000"]}  # sent as `\u0000` escapes
+NUL_STORED = {"theme": "a\ufffdb", "k\ufffd": ["\ufffd"]}
+
+
+def test_a_nul_character_is_replaced_and_the_same_on_duckdb(
+    api: HostileApi, devportal: Cli, sync_args: Args
+) -> None:
+    api.settings = [{"user": {"service": {"id": 1}}, "settings": NUL_SETTINGS}]
+    assert b"\\u0000" in Answer(200, api.settings).payload()  # as JSON escapes
+    args = sync_args("--resources", "user_settings")
+    result = devportal(*args, env=token_env(api))
+    assert result.code == 0, result.err
+    stored = query(warehouse_of(args), "SELECT settings FROM devportal.user_settings")[0][0]
+    assert json.loads(stored) == NUL_STORED
+    values = query(
+        warehouse_of(args),
+        "SELECT key, value FROM devportal.user_setting_values WHERE user_id = 1 ORDER BY key",
+    )
+    assert values == [("/k\ufffd", '["\ufffd"]'), ("/theme", "a\ufffdb")]
+    counted = "SELECT row_count FROM devportal.data_quality WHERE problem = 'nul_replaced'"
+    assert query(warehouse_of(args), counted) == [(3,)]
+
+
+def test_a_nul_character_no_longer_breaks_a_postgres_sync(
+    api: HostileApi, postgres: str, tmp_path: Path
+) -> None:
+    from devportal.engines import connect
+    from devportal.sync import sync
+
+    api.subscriptions = [subscription(1, status="act\u0000ive")]
+    api.settings = [{"user": {"service": {"id": 1001}}, "settings": NUL_SETTINGS}]
+    sync(
+        tmp_path / "pg" / "warehouse.duckdb",
+        base_url=api.base_url,
+        access_token=api.token,
+        destination="postgres",
+        build_models=False,
+        max_attempts=2,
+    )
+    with connect("unused.duckdb", "postgres") as engine:
+        settings = engine.execute("SELECT settings FROM devportal.user_settings")
+        statuses = engine.execute("SELECT status FROM devportal.subscriptions")
+    assert [json.loads(row[0]) for row in settings] == [NUL_STORED]
+    assert statuses == [("act\ufffdive",)]

@@ -57,6 +57,33 @@ def test_duckdb_runs_the_files_as_written() -> None:
         ),
         ("select 1 as n where n > 0", "WHERE reads n, a name the SELECT list gives"),
         ("select count(*) as c from x having c > 1", "HAVING reads c"),
+        # PostgreSQL rounds double precision half to even (DuckDB: half away from zero)
+        ("select round(x::double) from x", "round() of anything but cast(... as decimal(p, s))"),
+        ("select round(a / b, 2) from x", "round() of anything but cast(... as decimal(p, s))"),
+        ("select round(a) from x", "round() of anything but cast(... as decimal(p, s))"),
+        ("select round(try_cast(a as decimal(9, 2))) from x", "round() of anything but"),
+        # CAST raises on PostgreSQL where try_cast gives NULL on DuckDB
+        ("select try_cast(a as int) from x", "try_cast() becomes CAST"),
+        ("select try_cast(a as decimal(9, 2)) from x", "try_cast() becomes CAST"),
+        # functions PostgreSQL lacks under sqlglot's name, or returns another type
+        ("select arg_max(a, b) from x", "arg_max()/max_by()"),
+        ("select max_by(a, b) from x", "arg_max()/max_by()"),
+        ("select arg_min(a, b) from x", "arg_min()/min_by()"),
+        ("select min_by(a, b) from x", "arg_min()/min_by()"),
+        ("select first(a order by b) from x", "first()/last() are no PostgreSQL aggregates"),
+        ("select first(a) from x", "first()/last() are no PostgreSQL aggregates"),
+        ("select last(a) from x", "first()/last() are no PostgreSQL aggregates"),
+        ("select * from x where contains(s, 'a')", "contains() becomes CONTAINS()"),
+        ("select make_date(2026, 1, 2) as d", "make_date() becomes DATE_FROM_PARTS()"),
+        ("select epoch_ms(t) from x", "epoch_ms()/to_timestamp() become TO_TIMESTAMP()"),
+        ("select to_timestamp(t) from x", "epoch_ms()/to_timestamp() become TO_TIMESTAMP()"),
+        # ... also inside a CTE, a subquery or a data test's HAVING
+        (
+            "with c as (select max_by(a, b) as m from x) select * from c",
+            "arg_max()/max_by()",
+        ),
+        ("select * from (select try_cast(a as int) as n from x) as t", "try_cast()"),
+        ("select a from x group by a having round(sum(b)) > 1", "round() of anything but"),
         # sqlglot itself refuses: PostgreSQL's any_value has no IGNORE NULLS
         ("select any_value(a) from x", "PostgreSQL does not support IGNORE NULLS"),
     ],
@@ -72,6 +99,11 @@ def test_the_portable_forms_pass() -> None:
         "select a as b from x where a > 0",
         "select * from (select 1 as n) as t where n > 0",
         "select a, count(*) from x group by a",
+        "select round(cast(a as decimal(12, 4)), 2) from x",
+        "select round(a::numeric(12, 4)) from x",
+        "select first_value(a) over (order by b) from x",
+        "select s like '%a%' from x",
+        "select a, b from x order by a nulls first",
     ]
     for sql in portable:
         assert models.translate(sql, "postgres")
@@ -214,3 +246,26 @@ def test_the_optional_stand_ins_translate() -> None:
     assert "CAST(NULL AS INT64)" in models.for_engine(model, "bigquery").stubs["user_settings"]
     as_written = models.for_engine(model, "duckdb").stubs["user_settings"]
     assert duckdb.connect().execute(f"select count(*) from {as_written}").fetchall() == [(0,)]
+
+
+def test_round_of_a_decimal_agrees_on_both_engines_and_of_a_double_would_not(
+    postgres: str,
+) -> None:
+    """The one round() the runner accepts rounds half away from zero on both engines; the
+    double precision form it refuses would round half to even on PostgreSQL."""
+    halves = "select v from (values (0.5), (1.5), (2.5), (-2.5), (2.45)) as t(v)"
+    accepted = (
+        "select round(cast(v as decimal(10, 2))) as r0, round(cast(v as decimal(10, 2)), 1) as r1 "
+        f"from ({halves}) as h order by v"
+    )
+    on_duckdb = duckdb.connect().execute(accepted).fetchall()
+    with engines.connect("unused.duckdb", "postgres") as engine:
+        on_postgres = engine.execute(models.translate(accepted, "postgres"))
+        refused_form = engine.execute(
+            f"select round(cast(v as double precision)) from ({halves}) as h order by v"
+        )
+    assert [tuple(float(x) for x in row) for row in on_postgres] == [
+        tuple(float(x) for x in row) for row in on_duckdb
+    ]
+    assert [float(r[0]) for r in on_duckdb] == [-3.0, 1.0, 2.0, 2.0, 3.0]
+    assert [r[0] for r in refused_form] == [-2.0, 0.0, 2.0, 2.0, 2.0]  # half to even

@@ -152,8 +152,8 @@ def test_each_engine_loads_in_its_fast_formats(
     sandbox_factory: Any, postgres: str, tmp_path: Path
 ) -> None:
     """DuckDB: Arrow as parquet, dicts as jsonl (its `insert_values` default costs several
-    times the memory); PostgreSQL: csv for both (COPY). A regression here is a 7x slower sync
-    that no result shows."""
+    times the memory); PostgreSQL: Arrow as csv (COPY), dicts as `insert_values` (COPY reads ''
+    as NULL). A regression here is a 7x slower sync that no result shows."""
     sb = sandbox_factory(subscriptions=300, users=40, seed=84)
     duck = tmp_path / "duck" / "warehouse.duckdb"
     both(sb, duck, tmp_path)
@@ -162,7 +162,8 @@ def test_each_engine_loads_in_its_fast_formats(
     assert on_duckdb["subscriptions"] == {"parquet"}
     assert all(on_duckdb[t] == {"jsonl"} for t in data[1:]), on_duckdb
     on_pg = loaded_formats(tmp_path / "pg.duckdb", "postgres")
-    assert all(on_pg[t] == {"csv"} for t in data), on_pg
+    assert on_pg["subscriptions"] == {"csv"}
+    assert all(on_pg[t] == {"insert_values"} for t in data[1:]), on_pg
 
 
 def test_duckdb_and_postgres_synced_from_one_folder_keep_their_own_window_cursor(
@@ -186,3 +187,20 @@ def test_duckdb_and_postgres_synced_from_one_folder_keep_their_own_window_cursor
         "SELECT id, status FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL ORDER BY id"
     )
     assert len(current) == len({r[0] for r in current})
+
+
+def test_empty_strings_and_nulls_stay_apart_on_both_engines(
+    sandbox_factory: Any, postgres: str, tmp_path: Path
+) -> None:
+    sb = sandbox_factory(subscriptions=50, users=10, seed=86)
+    user = sb.truth_users()[0]["user"]["service"]["id"]
+    sb.world.set_settings(user, {"nickname": "", "motto": None, "color": "teal"})
+    duck = tmp_path / "duck" / "warehouse.duckdb"
+    both(sb, duck, tmp_path)
+    sql = (
+        "SELECT key, value, value_type FROM devportal.user_setting_values "
+        f"WHERE user_id = {user} ORDER BY key"
+    )
+    expected = [("/color", "teal", "string"), ("/motto", None, "null"), ("/nickname", "", "string")]
+    assert query(duck, sql) == expected
+    assert on_postgres(sql) == expected
