@@ -55,7 +55,7 @@ from requests.adapters import HTTPAdapter
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_random_exponential
 
 from devportal.errors import ApiError, ConfigError
-from devportal.values import to_int
+from devportal.values import replace_nul_escapes, to_int
 
 log = logging.getLogger("devportal.client")
 
@@ -194,8 +194,6 @@ _LONG_NUMBER = re.compile(rb"\d{20,}")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _NUL = b"\\u0000"
-# a `\u0000` escape: its backslash is preceded by an even run of backslashes (escaped ones)
-_NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 
 
 def parse_json(content: bytes, status: int) -> tuple[Any, int, int]:
@@ -214,7 +212,7 @@ def parse_json(content: bytes, status: int) -> tuple[Any, int, int]:
     """
     nul = 0
     if _NUL in content:
-        content, nul = _replace_nul_escapes(content)
+        content, nul = replace_nul_escapes(content)
     if _LONG_NUMBER.search(content) is not None or _SURROGATE_ESCAPE.search(content) is not None:
         try:
             body = json.loads(content, parse_constant=_not_json)
@@ -229,13 +227,6 @@ def parse_json(content: bytes, status: int) -> tuple[Any, int, int]:
         pass
     kind = "truncated JSON" if content[:1] in (b"{", b"[") else "a body that is not JSON"
     raise RetryableError(f"{status} with {kind} ({len(content)} bytes)") from None
-
-
-def _replace_nul_escapes(content: bytes) -> tuple[bytes, int]:
-    """CONTENT with every `\\u0000` escape written as `\\ufffd` (the same length), and how many.
-    `\\\\u0000` is an escaped backslash followed by the text `u0000`, and stays; `\\\\\\u0000`
-    (an escaped backslash, then the escape) does not."""
-    return _NUL_ESCAPE.subn(rb"\1\\ufffd", content)
 
 
 def _not_json(constant: str) -> Any:

@@ -173,3 +173,25 @@ def test_validation_never_crashes(document: dict[str, Any]) -> None:
     report = Report(bundle / "manifest.json", bundle, b"{}", document, "0" * 64, findings)
     rows = build_rows(report)
     assert rows["app_manifests"][0]["error_count"] == len(report.errors)
+
+
+def test_a_nul_escape_is_warned_about_and_recorded_as_u_fffd_on_postgres(
+    complete: Bundle, postgres: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """U+0000 is valid JSON but no PostgreSQL text (nor jsonb) can hold it: validated as
+    written, said in a warning, recorded as U+FFFD (as in API answers), on PostgreSQL too."""
+    complete.edit(lambda doc: doc.update(name="Stream\u0000Widgets"))
+    assert "\\u0000" in complete.manifest_path.read_text("utf-8")
+    assert main(["manifest", "validate", "--json", str(complete.root)]) == 0
+    findings = json.loads(capsys.readouterr().out)
+    assert [(f["severity"], f["rule"]) for f in findings if f["rule"] == "nul-character"] == [
+        ("warning", "nul-character")
+    ]
+    warehouse = tmp_path / "pg" / "warehouse.duckdb"
+    args = ["manifest", "load", str(complete.root), "--warehouse", str(warehouse)]
+    assert main([*args, "--destination", "postgres"]) == 0
+    from devportal.engines import connect
+
+    with connect(warehouse, "postgres", read_only=True) as engine:
+        names = engine.execute("SELECT name FROM devportal.app_manifests")
+    assert names == [("Stream\ufffdWidgets",)]

@@ -226,7 +226,7 @@ CASES = [
     Case(
         "nul-in-path",
         setv("/pages/1/file", "chat.html\u0000.png"),
-        [(E, "/pages/1/file", "path-escapes-bundle")],
+        [(E, "/pages/1/file", "path-escapes-bundle"), (W, "", "nul-character")],
         "contains a NUL character",
     ),
     Case(

@@ -102,6 +102,7 @@ def platform_history(
     name = manifest.document.get("name")
     if not isinstance(name, str):
         return None
+    name = name.replace("\x00", "\ufffd")  # as recorded (resource.build_rows)
     if pipeline is not None:
         return pipeline_platforms(pipeline, name, exclude_hash=manifest.content_hash)
     if warehouse is not None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from devportal.errors import DevportalError
 from devportal.manifest.report import TYPE_NAMES, WARNING, Finding, json_type, pointer
+from devportal.values import replace_nul_escapes_text
 
 MANIFEST_NAME = "manifest.json"
 # The spec sets no size; 1 MiB is far above any real manifest (a few KiB) and bounds the memory
@@ -150,6 +151,19 @@ def parse(text: str, manifest_path: Path) -> tuple[dict[str, Any], list[Finding]
 
     if not text.strip():
         raise ManifestUnreadable(f"{manifest_path} is empty; a manifest is a JSON object")
+    nul_findings: list[Finding] = []
+    if "\\u0000" in text:
+        nul = replace_nul_escapes_text(text)[1]
+        if nul:  # validated as written; recorded with U+FFFD (resource.build_rows)
+            nul_findings.append(
+                Finding(
+                    WARNING,
+                    "",
+                    "nul-character",
+                    f"{nul} `\\u0000` escape(s): a NUL character is invisible on screen and no "
+                    "PostgreSQL text can hold it; it is recorded as U+FFFD: remove it",
+                )
+            )
     try:
         document = json.loads(text, object_pairs_hook=pairs_hook, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
@@ -172,7 +186,7 @@ def parse(text: str, manifest_path: Path) -> tuple[dict[str, Any], list[Finding]
         raise ManifestUnreadable(
             f"{manifest_path} holds {kind} at the top level; a manifest is a JSON object {{...}}"
         )
-    return document, _repeated_key_findings(document, repeated)
+    return document, nul_findings + _repeated_key_findings(document, repeated)
 
 
 def _repeated_key_findings(

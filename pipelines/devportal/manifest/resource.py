@@ -165,7 +165,7 @@ def build_rows(report: Report, loaded_at: datetime | None = None) -> dict[str, l
     """Rows for every table, keyed by table name (pure: no warehouse access)."""
     doc = report.document
     key = report.content_hash
-    return {
+    tables = {
         MANIFESTS: [_manifest_row(report, loaded_at or datetime.now(UTC))],
         SOURCES: _object_rows(key, doc.get("sources"), _source_row),
         PAGES: _object_rows(key, doc.get("pages"), _page_row),
@@ -187,6 +187,24 @@ def build_rows(report: Report, loaded_at: datetime | None = None) -> dict[str, l
         ),
         FINDINGS: _finding_rows(report),
     }
+    # U+0000 (valid JSON, see the `nul-character` warning) as U+FFFD: PostgreSQL text cannot
+    # hold it, and every engine records the same text
+    return {
+        table: [{k: _no_nul(v) for k, v in row.items()} for row in rows]
+        for table, rows in tables.items()
+    }
+
+
+def _no_nul(value: Any) -> Any:
+    """VALUE with U+0000 as U+FFFD in every string, inside JSON columns too (PostgreSQL's jsonb
+    refuses the `\\u0000` escape as well)."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_no_nul(v) for v in value]
+    return value
 
 
 def _child_row(key: str, ordinal: int, values: Row) -> Row:
