@@ -11,48 +11,32 @@ it with the reason: no skip hides it.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+
+from devportal.demo import LocalPostgres, local_postgres
 
 
 @dataclass
 class Cluster:
-    server: Any
-    folder: str
+    local: LocalPostgres
 
     def uri(self, database: str = "postgres") -> str:
-        """dlt's form: a host is required (the socket folder goes in `host=`), and a password."""
-        return f"postgresql://postgres:throwaway@localhost/{database}?host={self.folder}"
+        return self.local.uri(database)
 
     def create_database(self) -> str:
         name = f"t_{uuid.uuid4().hex[:12]}"
-        self.server.psql(f"create database {name};")
+        self.local.server.psql(f"create database {name};")
         return name
 
     def drop_database(self, name: str) -> None:
-        self.server.psql(f"drop database if exists {name} with (force);")
+        self.local.server.psql(f"drop database if exists {name} with (force);")
 
 
 @contextmanager
 def cluster() -> Iterator[Cluster]:
-    import pgserver
-
-    # not under pytest's 0700 temp root: the `pgserver` OS user must reach the folder
-    folder = tempfile.mkdtemp(prefix="devportal-pg-")
-    try:
-        server = pgserver.get_server(folder, cleanup_mode="stop")
-    except Exception as err:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise RuntimeError(
-            f"cannot start a throwaway PostgreSQL cluster with pgserver: {err}"
-        ) from err
-    try:
-        yield Cluster(server, folder)
-    finally:
-        server.cleanup()
-        shutil.rmtree(folder, ignore_errors=True)
+    """`devportal.demo.local_postgres`, with a fresh database per test."""
+    with local_postgres() as local:
+        yield Cluster(local)

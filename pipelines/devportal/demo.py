@@ -13,9 +13,10 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from devportal.errors import ConfigError, DevportalError
 
@@ -54,40 +55,60 @@ def record_release(warehouse: str | Path, *, first: bool, destination: str | Non
 POSTGRES_ENV = "DESTINATION__POSTGRES__CREDENTIALS"
 
 
-@contextmanager
-def throwaway_postgres() -> Iterator[str]:
-    """A local PostgreSQL 16 cluster (the pip package `pgserver`) for the demo, removed after.
+@dataclass(frozen=True)
+class LocalPostgres:
+    """A running throwaway server: pgserver's handle and the folder of its data and socket."""
 
-    It listens on a Unix socket in its own folder only and trusts local connections (the
-    password in the URI is a placeholder dlt requires). As root, pgserver runs the server as
-    an OS user of its own. Yields the connection URI in dlt's form, also set as
-    DESTINATION__POSTGRES__CREDENTIALS meanwhile."""
+    server: Any
+    folder: str
+
+    def uri(self, database: str = "postgres") -> str:
+        """dlt's form: a host is required (the socket folder goes in `host=`), and a password,
+        a placeholder: the server trusts local connections."""
+        return f"postgresql://postgres:throwaway@localhost/{database}?host={self.folder}"
+
+
+@contextmanager
+def local_postgres() -> Iterator[LocalPostgres]:
+    """A local PostgreSQL 16 cluster (the pip package `pgserver`), stopped and removed after.
+
+    It listens on a Unix socket in its own folder only and trusts local connections. As root,
+    pgserver runs the server as an OS user of its own, which must reach the folder: it is made
+    by `tempfile.mkdtemp`, not under a 0700 folder of this user (as pytest's are)."""
     try:
         import pgserver
     except ImportError:
         raise ConfigError(
-            f"no PostgreSQL for the demo: set {POSTGRES_ENV} to a server's URI, or install "
-            "pgserver (`pip install pgserver`, in `make setup`'s venv already) for a throwaway one"
+            f"no PostgreSQL: set {POSTGRES_ENV} to a server's URI, or install pgserver "
+            "(`pip install pgserver`, in `make setup`'s venv already) for a throwaway one"
         ) from None
-    # not under a 0700 folder of this user: the server's own OS user must reach it
     folder = tempfile.mkdtemp(prefix="devportal-pg-")
-    previous = os.environ.get(POSTGRES_ENV)
     try:
         server = pgserver.get_server(folder, cleanup_mode="stop")
     except Exception as err:
         shutil.rmtree(folder, ignore_errors=True)
         raise DevportalError(f"cannot start a throwaway PostgreSQL with pgserver: {err}") from None
-    uri = f"postgresql://postgres:throwaway@localhost/postgres?host={folder}"
-    os.environ[POSTGRES_ENV] = uri
     try:
-        yield uri
+        yield LocalPostgres(server, folder)
     finally:
-        if previous is None:
-            os.environ.pop(POSTGRES_ENV, None)
-        else:
-            os.environ[POSTGRES_ENV] = previous
         server.cleanup()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextmanager
+def throwaway_postgres() -> Iterator[str]:
+    """`local_postgres` for the demo: yields its URI, also set as
+    DESTINATION__POSTGRES__CREDENTIALS meanwhile."""
+    previous = os.environ.get(POSTGRES_ENV)
+    with local_postgres() as local:
+        os.environ[POSTGRES_ENV] = local.uri()
+        try:
+            yield local.uri()
+        finally:
+            if previous is None:
+                os.environ.pop(POSTGRES_ENV, None)
+            else:
+                os.environ[POSTGRES_ENV] = previous
 
 
 def require_empty_postgres() -> None:
