@@ -4,7 +4,9 @@ Nothing is transformed, spooled or loaded, so the time is what the network, the 
 parsing cost on this machine: no sync can be faster than this with the same client. Prints one
 JSON line with the rows seen.
 
-    python -m benchmarks.floor --base-url URL [--workers 8]
+    python -m benchmarks.floor --base-url URL [--workers N]
+
+Without `--workers` the client adapts its concurrency as devportal's does by default.
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ class FloorSettings:
 
     base_url: str
     access_token: str = field(repr=False)
-    workers: int = 8
+    workers: int | None = None
+    min_workers: int = 1
+    max_workers: int = 32
     timeout_s: float = 30.0
     max_attempts: int = 8
     max_wait_s: float = 120.0
@@ -37,7 +41,7 @@ class FloorSettings:
     allow_insecure_remote: bool = False
 
 
-def fetch_all(base_url: str, token: str, workers: int) -> tuple[int, int]:
+def fetch_all(base_url: str, token: str, workers: int | None) -> tuple[int, int]:
     """(rows, pages) of one full read of the list."""
     rows = pages = 0
     settings = FloorSettings(base_url=base_url, access_token=token, workers=workers)
@@ -59,7 +63,7 @@ def token_from_env() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True)
-    parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rows, pages = fetch_all(args.base_url, token_from_env(), args.workers)

@@ -21,9 +21,15 @@ cause.
 Redirects: followed by this module, not by requests, and only on the configured origin (a few
 hops at most); a redirect to another origin is refused before anything is sent there.
 
-Pagination: page 1 tells `last_page`; pages 2..last are fetched by a bounded pool of workers
-sharing the session, in order, with a bounded number in flight so memory stays flat. Without a
-usable `last_page` the pager follows `next_page_url` one page at a time.
+Concurrency: every attempt takes a slot from the client's one `concurrency.Concurrency` before
+it is sent, so all lists and the account fetches share one adaptive limit (slow start, additive
+increase, halved on 429/503/timeouts or rising latency, everyone paused on `Retry-After`),
+between `min_workers` and `max_workers`; `workers` pins it (see that module).
+
+Pagination: page 1 tells `last_page`; pages 2..last are fetched by a pool of workers sharing the
+session, yielded in order, with at most twice the current limit of pages fetched ahead so
+memory stays flat. Without a usable `last_page` the pager follows `next_page_url` one page at a
+time.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import re
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -54,6 +61,7 @@ import urllib3.connection
 from requests.adapters import HTTPAdapter
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_random_exponential
 
+from devportal.concurrency import Concurrency, Outcome, Slot
 from devportal.errors import ApiError, ConfigError
 from devportal.values import replace_nul_escapes, to_int
 
@@ -68,6 +76,7 @@ TOKEN_HINT = "set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token in .dlt/secre
 MAX_REDIRECTS = 5  # same-origin hops followed within one attempt
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 READ_CHUNK = 256 * 1024  # one socket read at most; the deadline is checked between reads
+_END = object()
 
 
 class HttpSettings(Protocol):
@@ -77,7 +86,9 @@ class HttpSettings(Protocol):
 
     base_url: Any
     access_token: Any
-    workers: int
+    workers: int | None  # pins the number of requests in flight; None: adaptive
+    min_workers: int
+    max_workers: int
     timeout_s: float
     max_attempts: int
     max_wait_s: float
@@ -88,11 +99,17 @@ class HttpSettings(Protocol):
 
 
 class RetryableError(Exception):
-    """A transient failure worth another attempt; `retry_after` is the server's own hint."""
+    """A transient failure worth another attempt; `retry_after` is the server's own hint.
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    `timed_out`: no complete answer in time, a sign of an overloaded server (the concurrency
+    controller cuts on it, not on a connection error)."""
+
+    def __init__(
+        self, message: str, retry_after: float | None = None, timed_out: bool = False
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.timed_out = timed_out
 
 
 class NotFound(ApiError):
@@ -476,8 +493,14 @@ class ApiClient:
         self.config = config
         self.base_url = check_base_url(config.base_url or "", config.allow_insecure_remote)
         self.stats = ClientStats()
+        self.concurrency = Concurrency(
+            config.min_workers,
+            config.max_workers,
+            pinned=config.workers,
+            pause_cap_s=config.retry_after_cap_s,
+        )
         self.session = requests.Session()
-        adapter = _Adapter(pool_connections=1, pool_maxsize=max(1, config.workers), max_retries=0)
+        adapter = _Adapter(pool_connections=1, pool_maxsize=self.concurrency.max, max_retries=0)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self.session.headers.update(
@@ -563,19 +586,13 @@ class ApiClient:
     ) -> Any:
         started = time.monotonic()
         deadline, bound = budget.start_attempt()
-        target, query = url, params
-        for _hop in range(MAX_REDIRECTS + 1):
-            resp, content = self._fetch(
-                target, query, deadline, f"{deadline - started:.1f}s, {bound}"
-            )
-            if resp.status_code not in REDIRECT_STATUSES:
-                break
-            target, query = self._redirect_target(url, params, resp), None
-        else:
-            raise ApiError(
-                f"GET {_display(url, params)} was redirected more than {MAX_REDIRECTS} times "
-                "on the API's own origin; check base_url"
-            )
+        with self.concurrency.slot() as slot:
+            try:
+                resp, content = self._exchange(url, params, deadline, bound, started)
+            except RetryableError as err:
+                slot.done(Outcome.CONGESTED if err.timed_out else Outcome.FAILED)
+                raise
+            _report(slot, resp)
         status = resp.status_code
         if status == 429:
             raise RetryableError(
@@ -606,6 +623,28 @@ class ApiClient:
         if surrogates or nul:
             self.stats.count_replaced(surrogates, nul)
         return check(body, resp.headers) if check else (body, resp.headers)
+
+    def _exchange(
+        self,
+        url: str,
+        params: Mapping[str, Any] | None,
+        deadline: float,
+        bound: str,
+        started: float,
+    ) -> tuple[requests.Response, bytes]:
+        """One attempt's answer, following same-origin redirects, all by `deadline`."""
+        target, query = url, params
+        for _hop in range(MAX_REDIRECTS + 1):
+            resp, content = self._fetch(
+                target, query, deadline, f"{deadline - started:.1f}s, {bound}"
+            )
+            if resp.status_code not in REDIRECT_STATUSES:
+                return resp, content
+            target, query = self._redirect_target(url, params, resp), None
+        raise ApiError(
+            f"GET {_display(url, params)} was redirected more than {MAX_REDIRECTS} times "
+            "on the API's own origin; check base_url"
+        )
 
     def _fetch(
         self, url: str, params: Mapping[str, Any] | None, deadline: float, bound: str
@@ -724,37 +763,30 @@ class ApiClient:
     def _concurrent_pages(
         self, path: str, params: Mapping[str, Any], numbers: range
     ) -> Iterator[Page]:
-        workers = max(1, self.config.workers)
-        window = workers * 2  # pages in flight: keeps memory flat on long lists
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="devportal-page") as pool:
-            pending: list[Future[Page]] = []
-            it = iter(numbers)
-            try:
-                for n in it:
-                    pending.append(pool.submit(self.fetch_page, path, params, n))
-                    if len(pending) >= window:
-                        yield pending.pop(0).result()
-                while pending:
-                    yield pending.pop(0).result()
-            finally:
-                for fut in pending:
-                    fut.cancel()
+        pages = self.map_concurrent(lambda n: self.fetch_page(path, params, n), list(numbers))
+        for _number, page in pages:
+            yield page
 
     def map_concurrent(
         self, fn: Callable[[Any], Any], items: list[Any]
     ) -> Iterator[tuple[Any, Any]]:
-        """(item, fn(item)) for each item, at most `workers` at a time, in input order."""
-        workers = max(1, self.config.workers)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="devportal-get") as pool:
-            pending: list[tuple[Any, Future[Any]]] = []
+        """(item, fn(item)) for each item, in input order, as many at a time as the client's
+        concurrency allows (its slots gate every attempt). At most twice the current limit of
+        items are started ahead of the one being yielded, so memory stays flat."""
+        limit = self.concurrency
+        with ThreadPoolExecutor(max_workers=limit.max, thread_name_prefix="devportal-get") as pool:
+            pending: deque[tuple[Any, Future[Any]]] = deque()
+            it = iter(items)
             try:
-                for item in items:
-                    pending.append((item, pool.submit(fn, item)))
-                    if len(pending) >= workers * 2:
-                        head, fut = pending.pop(0)
-                        yield head, fut.result()
-                while pending:
-                    head, fut = pending.pop(0)
+                while True:
+                    while len(pending) < 2 * limit.slots:
+                        item = next(it, _END)
+                        if item is _END:
+                            break
+                        pending.append((item, pool.submit(fn, item)))
+                    if not pending:
+                        return
+                    head, fut = pending.popleft()
                     yield head, fut.result()
             finally:
                 for _, fut in pending:
@@ -766,7 +798,21 @@ class _DeadlinePassed(Exception):
 
 
 def _timeout(bound: str) -> RetryableError:
-    return RetryableError(f"timeout (no complete answer within {bound})")
+    return RetryableError(f"timeout (no complete answer within {bound})", timed_out=True)
+
+
+def _report(slot: Slot, resp: requests.Response) -> None:
+    """Tell the concurrency controller what an answer says about the server's load."""
+    status = resp.status_code
+    retry_after = None
+    if status in (429, 503) or status >= 500:
+        retry_after = _retry_after_seconds(resp.headers.get("Retry-After"))
+    if status in (429, 503):
+        slot.done(Outcome.CONGESTED, retry_after, throttled=status == 429)
+    elif status >= 500:
+        slot.done(Outcome.FAILED, retry_after)
+    else:
+        slot.done(Outcome.OK, remaining=to_int(resp.headers.get("X-RateLimit-Remaining")))
 
 
 def _read_body(raw: urllib3.BaseHTTPResponse, deadline: float) -> bytes:

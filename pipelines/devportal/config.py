@@ -30,12 +30,16 @@ class DevportalConfig(BaseConfiguration):
     `timeout_s` bounds one attempt in total (connect, headers, body, same-origin redirects);
     `max_attempts` and `max_wait_s` bound one request in total, attempts and sleeps included;
     `retry_after_cap_s` is the longest sleep on a server's `Retry-After`.
+    Requests in flight adapt between `min_workers` and `max_workers` (`concurrency.py`);
+    `workers` pins them to that number instead.
     """
 
     base_url: str | None = None
     access_token: TSecretStrValue | None = None
     # -- HTTP
-    workers: int = 8
+    workers: int | None = None  # pins the requests in flight; unset: adaptive
+    min_workers: int = 1
+    max_workers: int = 32
     timeout_s: float = 30.0
     max_attempts: int = 8
     max_wait_s: float = 120.0
@@ -84,7 +88,24 @@ def resolve(*, require_api: bool = True, **explicit: Any) -> DevportalConfig:
         ) from None
     except ConfigValueCannotBeCoercedException as err:
         raise ConfigError(bad_value(err.field_name, err.field_value, err.hint)) from None
+    check_workers(cfg)
     return require_endpoint(cfg) if require_api else cfg
+
+
+def check_workers(cfg: DevportalConfig) -> None:
+    """Concurrency bounds that make sense: 1 <= min_workers <= max_workers, workers >= 1."""
+    for name in ("workers", "min_workers", "max_workers"):
+        value = getattr(cfg, name)
+        if value is not None and value < 1:
+            raise ConfigError(
+                f"configuration {name} = {value} must be at least 1: fix [sources.devportal] "
+                f"{name} in .dlt/config.toml or SOURCES__DEVPORTAL__{name.upper()}"
+            )
+    if cfg.min_workers > cfg.max_workers:
+        raise ConfigError(
+            f"configuration min_workers = {cfg.min_workers} is above max_workers = "
+            f"{cfg.max_workers}: fix [sources.devportal] in .dlt/config.toml"
+        )
 
 
 def require_endpoint(cfg: DevportalConfig) -> DevportalConfig:

@@ -30,6 +30,15 @@ RUN_RECORD_FIELDS = (
     "requests",
     "retries",
 )
+# how many requests the run kept in flight (concurrency.py), as sync_runs records it
+CONCURRENCY_FIELDS = (
+    "concurrency_mode",
+    "concurrency_settled",
+    "concurrency_peak",
+    "concurrency_cuts",
+    "rate_limited",
+    "paused_s",
+)
 
 
 class Destination:
@@ -138,7 +147,7 @@ class Destination:
 
     def run_record(self, load_id: str) -> dict[str, Any] | None:
         """The `sync_runs` row a load wrote, JSON columns decoded."""
-        names = RUN_RECORD_FIELDS
+        names = RUN_RECORD_FIELDS + CONCURRENCY_FIELDS
         rows = self.query(
             f"SELECT {', '.join(names)} FROM {{sync_runs}} WHERE _dlt_load_id = %s", load_id
         )

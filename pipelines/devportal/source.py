@@ -428,6 +428,14 @@ SYNC_RUNS_COLUMNS: dict[str, dict[str, Any]] = {
     "clock_source": {"data_type": "text"},
     "requests": {"data_type": "bigint"},  # HTTP requests made, retries included
     "retries": {"data_type": "bigint"},
+    # requests in flight (concurrency.py): `adaptive` or `pinned` (workers), where the limit
+    # settled (the median limit requests were sent under) and its peak
+    "concurrency_mode": {"data_type": "text"},
+    "concurrency_settled": {"data_type": "bigint"},
+    "concurrency_peak": {"data_type": "bigint"},
+    "concurrency_cuts": {"data_type": "bigint"},
+    "rate_limited": {"data_type": "bigint"},  # 429 answers
+    "paused_s": {"data_type": "double"},  # every worker waiting out a Retry-After
 }
 
 DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {
@@ -463,6 +471,19 @@ def _run_record(
         "clock_source": run.clock_source,
         "requests": client.stats.requests,
         "retries": client.stats.retries,
+        **_concurrency_record(client),
+    }
+
+
+def _concurrency_record(client: ApiClient) -> dict[str, Any]:
+    stats = client.concurrency.stats()
+    return {
+        "concurrency_mode": stats.mode,
+        "concurrency_settled": stats.settled,
+        "concurrency_peak": stats.peak,
+        "concurrency_cuts": stats.cuts,
+        "rate_limited": stats.throttled,
+        "paused_s": stats.paused_s,
     }
 
 

@@ -25,7 +25,7 @@ from dlt.pipeline.exceptions import PipelineStepFailed
 
 from devportal import config as settings
 from devportal.config import RESOURCES
-from devportal.destination import Destination
+from devportal.destination import CONCURRENCY_FIELDS, Destination
 from devportal.errors import DevportalError, devportal_cause, first_line
 from devportal.pipeline import PackageSetAside, load_whole, open_pipeline, warehouse_or
 from devportal.source import devportal_source
@@ -51,6 +51,24 @@ class SyncResult:
     data_quality_problems: int
     resumed_packages: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    concurrency: dict[str, Any] = field(default_factory=dict)  # sync_runs' concurrency_*
+
+    def _concurrency(self) -> str:
+        c = self.concurrency
+        if not c.get("concurrency_mode"):
+            return ""
+        if c["concurrency_mode"] == "pinned":
+            text = f", {c['concurrency_settled']} in flight (pinned)"
+        else:
+            text = (
+                f", concurrency settled at {c['concurrency_settled']} "
+                f"(adaptive, peak {c['concurrency_peak']})"
+            )
+        if c.get("rate_limited"):
+            text += f", {c['rate_limited']} rate-limited (429)"
+        if c.get("paused_s"):
+            text += f", paused {c['paused_s']:.1f}s on Retry-After"
+        return text
 
     def summary(self) -> str:
         parts = [f"{table} {n}" for table, n in self.rows.items()]
@@ -67,6 +85,7 @@ class SyncResult:
             + (", ".join(parts) or "no rows")
             + f"; subscription history +{self.new_versions} versions, {self.closed_versions} closed"
             + f"; {self.requests} requests, {self.retries} retries"
+            + self._concurrency()
             + f"; {self.data_quality_problems} data-quality problems"
             + (f"; as of {self.observed_at:%Y-%m-%d %H:%M:%S}" if self.observed_at else "")
             + "".join(f"; {text}" for key, text in notes.items() if self.extra.get(key))
@@ -204,4 +223,5 @@ def _result(record: dict[str, Any], before: tuple[int, int], after: tuple[int, i
             "machine_clock": record.get("clock_source") == "machine",
             "unverified": unverified,
         },
+        concurrency={key: record.get(key) for key in CONCURRENCY_FIELDS},
     )

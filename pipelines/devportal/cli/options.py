@@ -51,6 +51,17 @@ def build_models(warehouse: str, destination: str | None) -> None:
         print(models.summary_line(summary))
 
 
+def positive_int(text: str) -> int:
+    """A whole number >= 1 (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
 def date(text: str) -> datetime:
     """`YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS`."""
     for fmt in ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d"):

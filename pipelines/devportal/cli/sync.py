@@ -39,7 +39,14 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "--include-test", action="store_true", default=None, help="also load is_test=true rows"
     )
     p.add_argument(
-        "--workers", type=int, help="concurrent requests (default 8, [sources.devportal] workers)"
+        "--workers",
+        type=options.positive_int,
+        help="pin the requests in flight to N (default: adaptive between min and max workers)",
+    )
+    p.add_argument(
+        "--max-workers",
+        type=options.positive_int,
+        help="most requests in flight while adapting (default 32, [sources.devportal])",
     )
     p.add_argument(
         "--allow-mass-close",
@@ -71,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         progress=args.progress,
         build_models=False,
         allow_mass_close=args.allow_mass_close,
-        **({"workers": args.workers} if args.workers else {}),
+        workers=args.workers,
+        max_workers=args.max_workers,
     )
     print(result.summary())
     code = 0

@@ -1,0 +1,291 @@
+"""The adaptive concurrency controller: its rules alone, then through a real sync over HTTP.
+
+First the controller (`concurrency.Concurrency`) with threads and no network: it never lets
+more than `max_workers` requests out, grows while answers are clean, halves on a 429 (once per
+burst), holds every worker during a `Retry-After`, and stays at N when pinned. Then the real
+`devportal sync` against the hostile server, which counts the requests it is serving at once
+and when each arrives: the server-side count never exceeds the bounds, `--workers N` is N, and
+after a 429 with `Retry-After` no worker sends anything until the pause is over. Nothing here
+asserts a speed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from devportal.concurrency import Concurrency, Outcome
+from tests.hostile.conftest import CliResult, token_env
+from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
+
+# -- the controller alone ---------------------------------------------------------------------
+
+
+def hammer(
+    limit: Concurrency, requests: int, threads: int, outcome: Callable[[int], str] | None = None
+) -> int:
+    """REQUESTS attempts from THREADS threads through LIMIT; the most seen in flight at once."""
+    lock = threading.Lock()
+    state = {"now": 0, "most": 0, "next": 0}
+
+    def work() -> None:
+        while True:
+            with lock:
+                n = state["next"]
+                state["next"] += 1
+            if n >= requests:
+                return
+            with limit.slot() as slot:
+                with lock:
+                    state["now"] += 1
+                    state["most"] = max(state["most"], state["now"])
+                time.sleep(0.002)
+                with lock:
+                    state["now"] -= 1
+                slot.done(outcome(n) if outcome else Outcome.OK)
+
+    pool = [threading.Thread(target=work) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return state["most"]
+
+
+def test_it_grows_to_max_workers_and_never_beyond() -> None:
+    limit = Concurrency(min_workers=1, max_workers=6)
+    assert limit.slots == 4  # starts modestly
+    most = hammer(limit, requests=400, threads=20)
+    assert most == 6
+    stats = limit.stats()
+    assert (stats.mode, stats.peak, stats.final) == ("adaptive", 6, 6)
+
+
+def test_pinned_stays_at_n_whatever_the_answers() -> None:
+    limit = Concurrency(min_workers=1, max_workers=32, pinned=3)
+    most = hammer(limit, 300, 12, lambda n: Outcome.CONGESTED if n % 10 == 0 else Outcome.OK)
+    assert most == 3
+    stats = limit.stats()
+    assert (stats.mode, stats.settled, stats.peak, stats.final, stats.cuts) == (
+        "pinned",
+        3,
+        3,
+        3,
+        0,
+    )
+
+
+def test_a_429_halves_the_limit_once_per_burst() -> None:
+    limit = Concurrency(min_workers=2, max_workers=32, start=16)
+    early = [limit.acquire() for _ in range(10)]  # ten requests out at 16
+    early[0].done(Outcome.CONGESTED, throttled=True)
+    assert limit.slots == 8
+    for slot in early[1:]:  # the rest of the burst, sent before the cut: no further cut
+        slot.done(Outcome.CONGESTED, throttled=True)
+    assert limit.slots == 8
+    later = limit.acquire()
+    later.done(Outcome.CONGESTED, throttled=True)
+    assert limit.slots == 4
+    for _ in range(3):
+        limit.acquire().done(Outcome.CONGESTED)
+    assert limit.slots == 2  # never below min_workers
+    stats = limit.stats()
+    assert (stats.cuts, stats.throttled) == (5, 11)
+
+
+def test_a_server_with_few_requests_left_caps_the_limit() -> None:
+    limit = Concurrency(min_workers=1, max_workers=32, start=16)
+    limit.acquire().done(Outcome.OK, remaining=3)
+    assert limit.slots == 3
+    limit.acquire().done(Outcome.OK, remaining=0)
+    assert limit.slots == 1
+
+
+def test_retry_after_holds_every_worker() -> None:
+    limit = Concurrency(min_workers=1, max_workers=8, start=8)
+    got_429 = limit.acquire()
+    got_429.done(Outcome.CONGESTED, retry_after=0.6, throttled=True)
+    paused_at = time.monotonic()
+    sent: list[float] = []
+
+    def another() -> None:
+        with limit.slot() as slot:
+            sent.append(time.monotonic())
+            slot.done(Outcome.OK)
+
+    pool = [threading.Thread(target=another) for _ in range(5)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    assert len(sent) == 5
+    assert min(sent) >= paused_at + 0.6 - 0.01  # nobody went while the server said wait
+    stats = limit.stats()
+    assert stats.pauses == 1 and 0.55 <= stats.paused_s <= 0.65
+
+
+def test_retry_after_is_capped() -> None:
+    limit = Concurrency(pause_cap_s=0.2)
+    limit.acquire().done(Outcome.CONGESTED, retry_after=3600)
+    started = time.monotonic()
+    limit.acquire().done(Outcome.OK)
+    assert time.monotonic() - started < 1.0
+
+
+# -- through a real sync, counted by the server ------------------------------------------------
+
+
+class Counting:
+    """Wraps the hostile server's subscriptions route: counts requests in progress at once,
+    notes when each arrived, and can answer chosen arrivals with a 429."""
+
+    def __init__(self, api: HostileApi, delay_s: float = 0.02) -> None:
+        self.api = api
+        self.delay_s = delay_s
+        self.lock = threading.Lock()
+        self.now = 0
+        self.most = 0
+        self.arrivals: list[float] = []
+        self.throttle_at: dict[int, str] = {}  # arrival number -> Retry-After
+        self.throttled_at: list[float] = []
+        api.route(SUBSCRIPTIONS, self.answer)
+
+    def answer(self, req: Request) -> Answer:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+            number = len(self.arrivals)
+            self.arrivals.append(time.monotonic())
+            retry_after = self.throttle_at.get(number)
+        try:
+            if retry_after is not None:
+                self.throttled_at.append(time.monotonic())
+                return Answer(429, {"message": "Too Many Attempts."}, {"Retry-After": retry_after})
+            time.sleep(self.delay_s)
+            return Answer(200, self.api.page(req, self.api.subscriptions))
+        finally:
+            with self.lock:
+                self.now -= 1
+
+
+@pytest.fixture
+def many_pages(api: HostileApi) -> HostileApi:
+    api.per_page = 2
+    api.subscriptions = [
+        {"id": i, "service_id": 1000 + i, "status": "active", "expires_at": "2027-01-01 00:00:00"}
+        for i in range(1, 161)
+    ]
+    return api
+
+
+def sync_runs(warehouse: Path) -> dict[str, Any]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        cur = con.execute(
+            "select concurrency_mode, concurrency_settled, concurrency_peak, rate_limited, "
+            "paused_s, requests from devportal.sync_runs"
+        )
+        names = [d[0] for d in cur.description]
+        rows = cur.fetchall()
+    finally:
+        con.close()
+    assert len(rows) == 1
+    return dict(zip(names, rows[0], strict=True))
+
+
+def run_sync(
+    devportal: Callable[..., CliResult],
+    api: HostileApi,
+    tmp_path: Path,
+    *extra: str,
+    **settings: Any,
+) -> tuple[CliResult, Path]:
+    warehouse = tmp_path / "warehouse.duckdb"
+    result = devportal(
+        "sync",
+        "--base-url",
+        api.base_url,
+        "--warehouse",
+        str(warehouse),
+        "--no-models",
+        "--resources",
+        "subscriptions",
+        *extra,
+        env=token_env(api, **settings),
+    )
+    assert result.code == 0, result.err
+    return result, warehouse
+
+
+def test_adaptive_sync_stays_within_max_workers(
+    many_pages: HostileApi, devportal: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    server = Counting(many_pages)
+    result, warehouse = run_sync(devportal, many_pages, tmp_path, "--max-workers", "5")
+    assert server.most <= 5
+    assert server.most >= 4  # it did run requests side by side
+    record = sync_runs(warehouse)
+    assert record["concurrency_mode"] == "adaptive"
+    assert 1 <= record["concurrency_settled"] <= record["concurrency_peak"] <= 5
+    assert record["requests"] == len(server.arrivals) == 80
+    assert f"concurrency settled at {record['concurrency_settled']} (adaptive" in result.out
+
+
+def test_workers_n_pins_it_at_n(
+    many_pages: HostileApi, devportal: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    server = Counting(many_pages)
+    server.throttle_at = {10: "0"}  # a 429 does not move a pinned count
+    result, warehouse = run_sync(devportal, many_pages, tmp_path, "--workers", "3")
+    assert server.most == 3
+    record = sync_runs(warehouse)
+    assert (record["concurrency_mode"], record["concurrency_settled"]) == ("pinned", 3)
+    assert record["concurrency_peak"] == 3 and record["rate_limited"] == 1
+    assert "3 in flight (pinned), 1 rate-limited (429)" in result.out
+
+
+def test_retry_after_pauses_all_workers_not_just_one(
+    many_pages: HostileApi, devportal: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    server = Counting(many_pages, delay_s=0.01)
+    server.throttle_at = {12: "1"}
+    result, warehouse = run_sync(devportal, many_pages, tmp_path, "--workers", "6")
+    [throttled] = server.throttled_at
+    # requests already on their way when the 429 left may still arrive; none is sent after it
+    # reached the client until the second has passed
+    during = [t for t in server.arrivals if throttled + 0.15 < t < throttled + 0.95]
+    assert during == []
+    assert any(t >= throttled + 0.95 for t in server.arrivals)  # and then it went on
+    record = sync_runs(warehouse)
+    assert record["rate_limited"] == 1 and 0.9 <= record["paused_s"] <= 1.1
+    assert record["requests"] == 81  # 80 pages and the one retried
+    assert "paused 1.0s on Retry-After" in result.out
+
+
+def test_bad_worker_bounds_are_one_line_errors(
+    many_pages: HostileApi,
+    devportal: Callable[..., CliResult],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env = token_env(many_pages, min_workers=8, max_workers=4)
+    result = devportal(
+        "sync",
+        "--base-url",
+        many_pages.base_url,
+        "--warehouse",
+        str(tmp_path / "w.duckdb"),
+        env=env,
+    )
+    assert result.code != 0
+    assert "min_workers = 8 is above max_workers = 4" in result.err
+    with pytest.raises(SystemExit) as exit_:
+        devportal("sync", "--workers", "0", env=env)
+    assert exit_.value.code == 2
+    assert "argument --workers: 0 must be at least 1" in capsys.readouterr().err
