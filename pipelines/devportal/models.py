@@ -830,6 +830,157 @@ _RECONCILIATION_SQL: dict[str, str] = {
         where not is_test and service_id is not null
           and service_id not in (select user_id from analytics.users)
     """,
+    # -- renewals, retention, lifetimes, platforms (issue 13) --
+    "billing_periods_one_row_per_live_subscription": """
+        select coalesce(live.id, periods.subscription_id) as id,
+               live.id is null as only_in_billing_periods
+        from (select id from analytics.subscriptions_current where not is_test) as live
+        full outer join analytics.billing_periods as periods
+            on periods.subscription_id = live.id
+        where live.id is null or periods.subscription_id is null
+    """,
+    "monthly_churn_churned_by_period_adds_up": """
+        select month, churned, churned_monthly, churned_yearly, churned_unknown
+        from analytics.monthly_churn
+        where churned <> churned_monthly + churned_yearly + churned_unknown
+    """,
+    "monthly_renewals_outcomes_add_up_to_came_due": """
+        select month, period, came_due, renewed, churned, undecided
+        from analytics.monthly_renewals
+        where renewed + churned + undecided <> came_due
+    """,
+    "monthly_renewals_periods_add_up_to_all": """
+        with every_period as (
+            select month, came_due, renewed, churned, undecided
+            from analytics.monthly_renewals where period = 'all'
+        ),
+        by_period as (
+            select month,
+                   sum(came_due) as came_due, sum(renewed) as renewed,
+                   sum(churned) as churned, sum(undecided) as undecided
+            from analytics.monthly_renewals where period <> 'all'
+            group by month
+        )
+        select coalesce(every_period.month, by_period.month) as month
+        from every_period
+        full outer join by_period on by_period.month = every_period.month
+        where every_period.month is null or by_period.month is null
+           or every_period.came_due <> by_period.came_due
+           or every_period.renewed <> by_period.renewed
+           or every_period.churned <> by_period.churned
+           or every_period.undecided <> by_period.undecided
+    """,
+    "monthly_renewals_churned_matches_monthly_churn": """
+        with renewals as (
+            select month, churned from analytics.monthly_renewals where period = 'all'
+        )
+        select coalesce(renewals.month, churn.month) as month,
+               renewals.churned as renewals_churned, churn.churned as monthly_churn_churned
+        from renewals
+        full outer join analytics.monthly_churn as churn on churn.month = renewals.month
+        where coalesce(renewals.churned, 0) <> coalesce(churn.churned, 0)
+    """,
+    "cohort_retention_cohorts_cover_every_live_subscription": """
+        select * from (
+            select
+                (select coalesce(sum(cohort_size), 0) from analytics.cohort_retention
+                 where month_offset = 0) as cohort_sizes,
+                (select count(*) from analytics.subscriptions_current where not is_test)
+                    as live_subscriptions
+        ) as totals
+        where cohort_sizes <> live_subscriptions
+    """,
+    "cohort_retention_month_ends_match_monthly_churn_bases": """
+        -- usable at a month's end is usable at the next month's start
+        with month_ends as (
+            select month, sum(usable) as usable
+            from analytics.cohort_retention where is_complete
+            group by month
+        )
+        select month_ends.month, month_ends.usable, churn.subscribers_at_start
+        from month_ends
+        left join analytics.monthly_churn as churn
+            on churn.month = month_ends.month + interval 1 month
+        where churn.month is null or month_ends.usable <> churn.subscribers_at_start
+    """,
+    "cohort_retention_at_as_of_matches_subscriptions_current": """
+        select * from (
+            select
+                (select coalesce(sum(retention.usable), 0)
+                 from analytics.cohort_retention as retention
+                 cross join analytics.as_of as clock
+                 where retention.month = date_trunc('month', clock.as_of)) as usable_in_cohorts,
+                (select count(*) from analytics.subscriptions_current
+                 where not is_test and is_usable) as usable_now
+        ) as totals
+        where usable_in_cohorts <> usable_now
+    """,
+    "subscription_lifetimes_churn_matches_expired_events": """
+        select * from (
+            select
+                (select count(*) from analytics.subscription_lifetimes where is_churned)
+                    as churned,
+                (select count(*) from analytics.subscription_events where event_type = 'expired')
+                    as expired_events,
+                (select count(*) from analytics.subscription_lifetimes) as lifetimes,
+                (select count(*) from analytics.subscriptions_current where not is_test)
+                    as live_subscriptions
+        ) as totals
+        where churned <> expired_events or lifetimes <> live_subscriptions
+    """,
+    "survival_curve_counts_every_followed_subscription_once": """
+        with followed as (
+            select count(*) as subscriptions,
+                   count(*) filter (where is_churned) as churned,
+                   count(*) filter (where is_censored) as censored
+            from analytics.subscription_lifetimes where not is_backfill
+        ),
+        curve as (
+            select coalesce(max(at_risk), 0) as subscriptions,
+                   coalesce(sum(churned), 0) as churned,
+                   coalesce(sum(censored), 0) as censored
+            from analytics.survival_curve
+        )
+        select * from followed
+        except
+        select * from curve
+    """,
+    "survival_curve_at_risk_steps_down_by_its_exits": """
+        select day, at_risk, churned, censored, next_at_risk from (
+            select day, at_risk, churned, censored,
+                   lead(at_risk) over (order by day) as next_at_risk
+            from analytics.survival_curve
+        ) as steps
+        where next_at_risk is not null and next_at_risk <> at_risk - churned - censored
+    """,
+    "reactivations_match_reactivated_events": """
+        with events as (
+            select date_trunc('month', event_at)::date as month, count(*) as reactivated
+            from analytics.subscription_events where event_type = 'reactivated'
+            group by date_trunc('month', event_at)::date
+        )
+        select coalesce(events.month, reactivations.month) as month,
+               events.reactivated as events, reactivations.reactivated
+        from events
+        full outer join analytics.reactivations on reactivations.month = events.month
+        where coalesce(events.reactivated, 0) <> coalesce(reactivations.reactivated, 0)
+           or reactivations.month is null
+           or reactivations.saved + reactivations.won_back <> reactivations.reactivated
+    """,
+    "churn_by_platform_adds_up_to_monthly_churn": """
+        with platforms as (
+            select month, sum(subscribers_at_start) as subscribers_at_start,
+                   sum(churned) as churned
+            from analytics.churn_by_platform
+            group by month
+        )
+        select churn.month, platforms.month as platform_month
+        from analytics.monthly_churn as churn
+        full outer join platforms on platforms.month = churn.month
+        where churn.month is null or platforms.month is null
+           or churn.subscribers_at_start <> platforms.subscribers_at_start
+           or churn.churned <> platforms.churned
+    """,
 }
 
 

@@ -5,6 +5,8 @@
 -- `churned`: canceled subscriptions whose `expires_at` falls in the month and is <= as_of (the
 --   `expired` events of the month, backfill included: an expiry date is a fact even when the
 --   sync learned it later).
+-- `churned_monthly`, `churned_yearly`, `churned_unknown`: `churned` split by the subscription's
+--   period in billing_periods (inferred from its whole history up to as_of); they sum to it.
 -- `cancellations`, `new`: `canceled` / `new` events observed in the month, backfill excluded;
 --   NULL for months that ended before the first sync (nothing was observed then, which is not 0).
 -- `subscribers_at_start`: live subscriptions usable at the first instant of the month.
@@ -19,6 +21,7 @@
 --
 -- @test unique(month)
 -- @test not_null(month, churned, subscribers_at_start, is_estimate, is_complete)
+-- @test not_null(churned_monthly, churned_yearly, churned_unknown)
 
 with clock as (
     select
@@ -88,17 +91,35 @@ estimated_bases as (
 
 monthly_events as (
     select
-        date_trunc('month', event_at) as month_start,
-        count(*) filter (where event_type = 'expired') as churned,
-        count(*) filter (where event_type = 'canceled' and not is_initial_load) as cancellations,
-        count(*) filter (where event_type = 'new' and not is_initial_load) as new_subscriptions
+        date_trunc('month', live_events.event_at) as month_start,
+        count(*) filter (where live_events.event_type = 'expired') as churned,
+        count(*) filter (
+            where live_events.event_type = 'expired' and periods.period = 'monthly'
+        ) as churned_monthly,
+        count(*) filter (
+            where live_events.event_type = 'expired' and periods.period = 'yearly'
+        ) as churned_yearly,
+        count(*) filter (
+            where live_events.event_type = 'expired' and periods.period = 'unknown'
+        ) as churned_unknown,
+        count(*) filter (
+            where live_events.event_type = 'canceled' and not live_events.is_initial_load
+        ) as cancellations,
+        count(*) filter (
+            where live_events.event_type = 'new' and not live_events.is_initial_load
+        ) as new_subscriptions
     from live_events
+    left join analytics.billing_periods as periods
+        on periods.subscription_id = live_events.subscription_id
     group by 1
 )
 
 select
     months.month_start::date as month,
     coalesce(monthly_events.churned, 0) as churned,
+    coalesce(monthly_events.churned_monthly, 0) as churned_monthly,
+    coalesce(monthly_events.churned_yearly, 0) as churned_yearly,
+    coalesce(monthly_events.churned_unknown, 0) as churned_unknown,
     case
         when months.month_end > clock.first_sync_at
             then coalesce(monthly_events.cancellations, 0)

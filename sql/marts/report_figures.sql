@@ -12,6 +12,15 @@
 -- `new_30d`, `canceled_30d`: `new` / `canceled` events of subscription_events in the last 30
 --   days, (as_of - 30 days, as_of], backfill of the first sync excluded (`is_initial_load`);
 --   `churned_30d`: the `expired` events of those days (as `churned` in monthly_churn).
+-- `last_full_month_came_due`, `_renewed`, `_renewal_rate`: monthly_renewals of period 'all'
+--   in its latest complete month (the month of `last_full_month`, as both end at the month of
+--   as_of); NULL while it has no complete month (nothing came due before as_of's month).
+-- `median_lifetime_days`: the first day of survival_curve whose survival is <= 0.5; NULL while
+--   the curve has not reached one half (or there is no curve).
+-- `top_churn_platform`, `top_churn_platform_churn_rate`: of churn_by_platform's latest
+--   complete month, the platform with the highest churn rate among those with at least one
+--   subscriber at the month start (ties: the first platform by name; all rates may be 0);
+--   NULL while no month is complete.
 --
 -- @test unique(as_of)
 -- @test not_null(usable_subscribers, usable_active, usable_canceled)
@@ -57,6 +66,35 @@ expiring as (
     from analytics.expiring_soon
 ),
 
+last_full_month_renewals as (
+    select
+        came_due as last_full_month_came_due,
+        renewed as last_full_month_renewed,
+        renewal_rate as last_full_month_renewal_rate
+    from analytics.monthly_renewals
+    where is_complete and period = 'all'
+    order by month desc
+    limit 1
+),
+
+median_lifetime as (
+    select min(day) as median_lifetime_days
+    from analytics.survival_curve
+    where survival <= 0.5
+),
+
+top_churn_platform as (
+    select
+        platform as top_churn_platform,
+        churn_rate as top_churn_platform_churn_rate
+    from analytics.churn_by_platform
+    where
+        subscribers_at_start > 0
+        and month = (select max(month) from analytics.churn_by_platform where is_complete)
+    order by churn_rate desc, platform
+    limit 1
+),
+
 last_30_days as (
     select
         count(*) filter (where event_type = 'new' and not is_initial_load) as new_30d,
@@ -85,9 +123,18 @@ select
     expiring.expiring_30d_churning,
     last_30_days.new_30d,
     last_30_days.canceled_30d,
-    last_30_days.churned_30d
+    last_30_days.churned_30d,
+    last_full_month_renewals.last_full_month_came_due,
+    last_full_month_renewals.last_full_month_renewed,
+    last_full_month_renewals.last_full_month_renewal_rate,
+    median_lifetime.median_lifetime_days,
+    top_churn_platform.top_churn_platform,
+    top_churn_platform.top_churn_platform_churn_rate
 from clock
 cross join usable
 cross join expiring
 cross join last_30_days
+cross join median_lifetime
 left join last_full_month on true
+left join last_full_month_renewals on true
+left join top_churn_platform on true

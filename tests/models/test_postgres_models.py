@@ -75,7 +75,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
 
     summary = result.extra["models"]
     assert summary["destination"] == "postgres" and summary["skipped"] == {}
-    assert len(summary["built"]) == 19
+    assert len(summary["built"]) == 26
     for warehouse, destination in ((duck, None), (pg, "postgres")):
         checked = models.build(warehouse, check=True, destination=destination)
         assert checked["built"] == summary["built"] and checked["tests"] > 90
@@ -91,7 +91,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
     # the CLI builds there too, and says where
     assert main(["models", "--destination", "postgres", "--warehouse", str(pg), "--check"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("models ok: 19 built on postgres in ") and "data tests passed" in out
+    assert out.startswith("models ok: 26 built on postgres in ") and "data tests passed" in out
 
 
 def test_the_runner_on_postgres_skips_stands_in_and_rolls_back(

@@ -1,0 +1,110 @@
+-- cohort_retention: of the live subscriptions first seen in a month, how many are still usable
+-- at the end of each later month.
+--
+-- Grain: one row per (cohort, month_offset).
+-- `cohort`: the month a live subscription was first seen (subscriptions_current.first_seen_at,
+--   'YYYY-MM'); the API has no creation date, so first seen is the nearest start there is.
+--   The subscriptions the first sync listed (first_seen_at <= as_of.first_sync_at) started at
+--   unknown times before it: they form the cohort 'backfill' (`is_backfill`), whose
+--   `cohort_month` is the first sync's month.
+-- `cohort_month`: the cohort's month (first day); `month_offset`: 0 for it, 1 for the next...;
+--   `month`: the calendar month measured (first day). Only observed months: from the cohort
+--   month to the month of as_of, nothing extrapolated.
+-- `cohort_size`: the cohort's subscriptions.
+-- `usable`: those usable at the end of `month` (the first instant of the next month), or at
+--   as_of for the month as_of falls in (then `is_complete` is false). Usable at an instant t:
+--   the version valid at t (valid_from <= t < valid_to, or still current) has `usable_until` > t
+--   (see subscription_versions), as in monthly_churn's bases and daily_subscribers; a
+--   subscription the API stopped listing has no version valid after that.
+-- `retention`: usable / cohort_size.
+--
+-- @test unique(cohort, month_offset)
+-- @test not_null(cohort, cohort_month, is_backfill, month_offset, month, measured_at)
+-- @test not_null(cohort_size, usable, retention, is_complete)
+
+with clock as (
+    select
+        as_of,
+        first_sync_at
+    from analytics.as_of
+),
+
+members as (
+    select
+        current_subscriptions.id,
+        current_subscriptions.first_seen_at <= clock.first_sync_at as is_backfill,
+        date_trunc(
+            'month',
+            case
+                when current_subscriptions.first_seen_at <= clock.first_sync_at
+                    then clock.first_sync_at
+                else current_subscriptions.first_seen_at
+            end
+        ) as cohort_start
+    from analytics.subscriptions_current as current_subscriptions
+    cross join clock
+    where not current_subscriptions.is_test
+),
+
+cohorts as (
+    select
+        is_backfill,
+        cohort_start,
+        count(*) as cohort_size
+    from members
+    group by is_backfill, cohort_start
+),
+
+cohort_months as (
+    select
+        cohorts.is_backfill,
+        cohorts.cohort_start,
+        cohorts.cohort_size,
+        series.month_start::timestamp as month_start,
+        least(series.month_start::timestamp + interval 1 month, clock.as_of) as measured_at
+    from cohorts
+    cross join clock,
+        generate_series(
+            cohorts.cohort_start, date_trunc('month', clock.as_of), interval 1 month
+        ) as series(month_start)
+),
+
+usable_counts as (
+    select
+        cohort_months.is_backfill,
+        cohort_months.cohort_start,
+        cohort_months.month_start,
+        count(*) as usable
+    from cohort_months
+    inner join members
+        on members.is_backfill = cohort_months.is_backfill
+        and members.cohort_start = cohort_months.cohort_start
+    inner join analytics.subscription_versions as versions
+        on versions.id = members.id
+        and versions.valid_from <= cohort_months.measured_at
+        and (versions.valid_to is null or versions.valid_to > cohort_months.measured_at)
+        and versions.usable_until > cohort_months.measured_at
+    group by cohort_months.is_backfill, cohort_months.cohort_start, cohort_months.month_start
+)
+
+select
+    case
+        when cohort_months.is_backfill then 'backfill'
+        else strftime(cohort_months.cohort_start, '%Y-%m')
+    end as cohort,
+    cohort_months.cohort_start::date as cohort_month,
+    cohort_months.is_backfill,
+    date_diff('month', cohort_months.cohort_start, cohort_months.month_start) as month_offset,
+    cohort_months.month_start::date as month,
+    cohort_months.measured_at,
+    cohort_months.cohort_size,
+    coalesce(usable_counts.usable, 0) as usable,
+    coalesce(usable_counts.usable, 0) / cohort_months.cohort_size as retention,
+    cohort_months.month_start + interval 1 month <= clock.as_of as is_complete
+from cohort_months
+cross join clock
+left join usable_counts
+    on usable_counts.is_backfill = cohort_months.is_backfill
+    and usable_counts.cohort_start = cohort_months.cohort_start
+    and usable_counts.month_start = cohort_months.month_start
+order by cohort_months.cohort_start, cohort_months.is_backfill desc, month_offset

@@ -1,0 +1,169 @@
+-- monthly_renewals: per month, the live subscriptions that came due, and what became of them.
+--
+-- Grain: one row per (month, period): every calendar month (`month`, its first day) from the
+-- first month with a due date to the month of as_of, times `period` in all, monthly, yearly,
+-- unknown (the subscription's period in billing_periods; 'all' is every period). Rows with
+-- nothing due are there, with zeros. A period is known only from a renewal the history shows,
+-- so 'unknown' gathers the subscriptions that never renewed while watched (mostly churn) and
+-- the monthly and yearly rows are biased towards renewing; 'all' has no such bias.
+-- A due date is a distinct (subscription, `expires_at`) of the live history: every expiry a
+-- sync recorded, the use the subscription had paid for up to then. An expiry between two syncs
+-- that a renewal had already moved on before the next sync saw it is not in the history, so
+-- sparse syncs see fewer due dates (billing_periods tells how many months a step spans).
+-- `came_due`: due dates falling in the month (after as_of too, within its month).
+-- `churned`: the due date is the subscription's `expired` event (subscription_events: its
+--   latest version is canceled with this expiry, <= as_of); so the `churned` of period 'all'
+--   equals monthly_churn.churned of the month.
+-- `renewed`: not churned, and a version seen after the one that first carried the due date has
+--   a later `expires_at` (a renewal, or a win-back after expiry: its churn was undone, as in
+--   monthly_churn).
+-- `undecided`: neither, as of as_of: not yet due, or due but no later expiry seen yet (the
+--   next sync tells), or the API stopped listing the subscription (subscriptions_current
+--   .is_removed) before a renewal was seen. renewed + churned + undecided = came_due.
+-- `renewal_rate`: renewed / (renewed + churned), undecided ones left out; NULL when both are
+--   0, and in `is_estimate` months.
+-- `is_estimate`: the month started before the first sync (as in monthly_churn). Of its due
+--   dates before the first sync, the history holds only those the first sync still listed:
+--   mostly expiries that ended in churn; the ones renewed before the history began are unseen.
+--   So `renewed` is a lower bound there and no renewal rate is given.
+-- `is_complete`: the month ended at or before as_of.
+--
+-- @test unique(month, period)
+-- @test not_null(month, period, came_due, renewed, churned, undecided, is_estimate, is_complete)
+-- @test accepted_values(period: all, monthly, yearly, unknown)
+
+with clock as (
+    select
+        as_of,
+        first_sync_at
+    from analytics.as_of
+),
+
+live_versions as (
+    select *
+    from analytics.subscription_versions
+    where not is_test and expires_at is not null
+),
+
+due_dates as (
+    select
+        id,
+        expires_at,
+        min(valid_from) as first_seen_at
+    from live_versions
+    group by id, expires_at
+),
+
+expiries as (
+    select
+        subscription_id,
+        expires_at
+    from analytics.subscription_events
+    where event_type = 'expired'
+),
+
+extended as (
+    -- due dates a later version moved on
+    select distinct
+        due_dates.id,
+        due_dates.expires_at
+    from due_dates
+    inner join live_versions
+        on live_versions.id = due_dates.id
+        and live_versions.valid_from > due_dates.first_seen_at
+        and live_versions.expires_at > due_dates.expires_at
+),
+
+outcomes as (
+    select
+        date_trunc('month', due_dates.expires_at) as month_start,
+        coalesce(periods.period, 'unknown') as period,
+        case
+            when expiries.subscription_id is not null then 'churned'
+            when extended.id is not null then 'renewed'
+            else 'undecided'
+        end as outcome
+    from due_dates
+    cross join clock
+    left join expiries
+        on expiries.subscription_id = due_dates.id
+        and expiries.expires_at = due_dates.expires_at
+    left join extended
+        on extended.id = due_dates.id
+        and extended.expires_at = due_dates.expires_at
+    left join analytics.billing_periods as periods on periods.subscription_id = due_dates.id
+    where due_dates.expires_at < date_trunc('month', clock.as_of) + interval 1 month
+),
+
+month_range as (
+    select
+        min(outcomes.month_start) as first_month,
+        date_trunc('month', clock.as_of) as last_month
+    from clock
+    left join outcomes on true
+    group by clock.as_of
+),
+
+months as (
+    select series.month_start::timestamp as month_start
+    from month_range,
+        generate_series(month_range.first_month, month_range.last_month, interval 1 month)
+            as series(month_start)
+),
+
+period_names as (
+    select 'all' as period
+    union all
+    select 'monthly' as period
+    union all
+    select 'yearly' as period
+    union all
+    select 'unknown' as period
+),
+
+outcomes_by_period as (
+    select
+        month_start,
+        period,
+        outcome
+    from outcomes
+    union all
+    select
+        month_start,
+        'all' as period,
+        outcome
+    from outcomes
+),
+
+counts as (
+    select
+        month_start,
+        period,
+        count(*) as came_due,
+        count(*) filter (where outcome = 'renewed') as renewed,
+        count(*) filter (where outcome = 'churned') as churned,
+        count(*) filter (where outcome = 'undecided') as undecided
+    from outcomes_by_period
+    group by month_start, period
+)
+
+select
+    months.month_start::date as month,
+    period_names.period,
+    coalesce(counts.came_due, 0) as came_due,
+    coalesce(counts.renewed, 0) as renewed,
+    coalesce(counts.churned, 0) as churned,
+    coalesce(counts.undecided, 0) as undecided,
+    case
+        when months.month_start >= clock.first_sync_at
+            then counts.renewed / nullif(counts.renewed + counts.churned, 0)
+    end as renewal_rate,
+    months.month_start < clock.first_sync_at as is_estimate,
+    months.month_start + interval 1 month <= clock.as_of as is_complete
+from months
+cross join period_names
+cross join clock
+left join counts
+    on counts.month_start = months.month_start
+    and counts.period = period_names.period
+order by month, period_names.period

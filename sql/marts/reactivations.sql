@@ -1,0 +1,54 @@
+-- reactivations: canceled live subscriptions that came back, per month, saved or won back.
+--
+-- Grain: one row per calendar month (`month`, its first day) from the month of the first sync
+-- to the month of as_of (a reactivation is a change between two syncs, so none is seen before).
+-- A reactivation is a `reactivated` event of subscription_events (status active where the
+-- previous version was canceled), in the month of its `event_at`: when a sync first saw it.
+-- `saved`: seen before the canceled version's `expires_at` (the event's `previous_expires_at`):
+--   the subscriber changed their mind while the paid period still ran, no use was lost.
+-- `won_back`: seen at or after that expiry: the subscription had lapsed and came back (or the
+--   expiry is unknown). Judged by when the sync saw it: a save that the next sync only saw
+--   after the expiry counts as won back, so sparse syncs undercount saves.
+-- `reactivated`: saved + won_back, the month's `reactivated` events.
+-- `is_complete`: the month ended at or before as_of.
+--
+-- @test unique(month)
+-- @test not_null(month, reactivated, saved, won_back, is_complete)
+
+with clock as (
+    select
+        as_of,
+        first_sync_at
+    from analytics.as_of
+),
+
+months as (
+    select series.month_start::timestamp as month_start
+    from clock,
+        generate_series(
+            date_trunc('month', clock.first_sync_at),
+            date_trunc('month', clock.as_of),
+            interval 1 month
+        ) as series(month_start)
+),
+
+monthly_reactivations as (
+    select
+        date_trunc('month', event_at) as month_start,
+        count(*) as reactivated,
+        count(*) filter (where event_at < previous_expires_at) as saved
+    from analytics.subscription_events
+    where event_type = 'reactivated'
+    group by date_trunc('month', event_at)
+)
+
+select
+    months.month_start::date as month,
+    coalesce(monthly_reactivations.reactivated, 0) as reactivated,
+    coalesce(monthly_reactivations.saved, 0) as saved,
+    coalesce(monthly_reactivations.reactivated - monthly_reactivations.saved, 0) as won_back,
+    months.month_start + interval 1 month <= clock.as_of as is_complete
+from months
+cross join clock
+left join monthly_reactivations on monthly_reactivations.month_start = months.month_start
+order by month
