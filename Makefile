@@ -6,9 +6,11 @@ STAMP  := $(VENV)/.installed
 WAREHOUSE ?= warehouse/warehouse.duckdb
 DEMO_WAREHOUSE ?= warehouse/demo.duckdb
 ARGS ?=
+# the browser of the HTML report's browser test (tests/models/test_browser.py reads $CHROMIUM)
+export CHROMIUM ?= chromium
 
 .DEFAULT_GOAL := help
-.PHONY: help setup demo demo-postgres sync models report sandbox test soak lint bench notebook lock clean
+.PHONY: help setup chromium demo demo-postgres sync models report sandbox test soak lint bench notebook lock clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -39,7 +41,19 @@ report: $(STAMP)  ## print the business report from the warehouse
 sandbox: $(STAMP)  ## run the Developer API sandbox in the foreground
 	$(BIN)/devportal sandbox $(ARGS)
 
-test: $(STAMP)  ## run the test suite (sandbox over real HTTP, real DuckDB files)
+chromium:  ## Debian's chromium for the browser test (apt-get install, as root, when missing)
+	@if command -v "$(CHROMIUM)" >/dev/null 2>&1; then :; \
+	elif [ "$(CHROMIUM)" = chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium for the HTML report's browser test (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	else \
+	  echo "make test checks the HTML report in a real browser and found no '$(CHROMIUM)':" \
+	    "install it (as root: apt-get install chromium) or set CHROMIUM=/path/to/chromium" >&2; \
+	  exit 1; \
+	fi
+
+test: $(STAMP) chromium  ## run the test suite (sandbox over real HTTP, real DuckDB files, Chromium)
 	$(BIN)/pytest -q -m "not soak" $(ARGS)
 
 soak: $(STAMP)  ## the long reliability suite: 12 random kill points, 200 fuzz examples

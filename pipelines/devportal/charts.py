@@ -1,7 +1,7 @@
 """The charts of the HTML report and the notebook: their queries and their matplotlib figures.
 
 Each chart is a query on the `analytics` models (`QUERIES`) and a function drawing its
-DataFrame. Figures are built with `matplotlib.figure.Figure`, never pyplot: no global state,
+DataFrame; `PAGE` names the ones on the report's HTML page, the notebooks draw them all. Figures are built with `matplotlib.figure.Figure`, never pyplot: no global state,
 no GUI backend, safe in any thread; `png_bytes` renders one with the Agg canvas. Every chart
 draws an empty state instead of failing, so a young warehouse still gets a page.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import math
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 ACTIVE_COLOR = "#2f6f9f"
 CANCELED_COLOR = "#e08a2c"
 RATE_COLOR = "#b8323a"
+MUTED_COLOR = "#888888"
+# one colour per billing period and per platform, in the order they are drawn
+SERIES_COLORS = ("#2f6f9f", "#e08a2c", "#4c9a5b", "#8a5fb0", "#b8323a", "#6b6b6b", "#c9a227")
 EXPIRY_DAYS = 60
 
 # Live subscriptions only, like the report. Each query names the model(s) it needs as
@@ -69,6 +72,37 @@ QUERIES: dict[str, str] = {
         group by listed.platform
         order by users desc, listed.platform
     """,
+    # rates are cast to double precision: PostgreSQL's numeric would come back as Decimal,
+    # an exact 1 of it as int, and a column of ints and floats is not DuckDB's float column
+    "cohort_retention": """
+        select cohort, cohort_month, is_backfill, month_offset, month, cohort_size, usable,
+            cast(retention as double precision) as retention, is_complete
+        from analytics.cohort_retention
+        order by is_backfill desc, cohort_month, month_offset
+    """,
+    "survival_curve": """
+        select day, at_risk, churned, censored,
+            cast(survival as double precision) as survival
+        from analytics.survival_curve
+        order by day
+    """,
+    "monthly_renewals": """
+        select month, period, came_due, renewed, churned, undecided,
+            cast(renewal_rate as double precision) as renewal_rate, is_complete
+        from analytics.monthly_renewals
+        order by month, period
+    """,
+    "churn_by_platform": """
+        select month, platform, subscribers_at_start, churned,
+            cast(churn_rate as double precision) as churn_rate, is_complete
+        from analytics.churn_by_platform
+        order by month, platform
+    """,
+    "reactivations": """
+        select month, saved, won_back, reactivated, is_complete
+        from analytics.reactivations
+        order by month
+    """,
 }
 
 TITLES: dict[str, str] = {
@@ -76,7 +110,22 @@ TITLES: dict[str, str] = {
     "monthly_churn": "Monthly churn",
     "expiry_calendar": f"Expiry calendar, next {EXPIRY_DAYS} days",
     "users_by_platform": "Users by platform",
+    "cohort_retention": "Cohort retention: share still usable, by month since first seen",
+    "survival_curve": "Subscription survival (Kaplan-Meier)",
+    "monthly_renewals": "Renewal rate by billing period",
+    "churn_by_platform": "Churn rate by platform",
+    "reactivations": "Reactivations",
 }
+
+# The charts of the report's HTML page, in page order (the notebooks draw every chart).
+PAGE = (
+    "usable_over_time",
+    "monthly_churn",
+    "expiry_calendar",
+    "users_by_platform",
+    "cohort_retention",
+    "survival_curve",
+)
 
 
 # -- reading the models, alike on every engine ------------------------------------------------
@@ -146,9 +195,11 @@ def frame(engine: Engine, name: str) -> pd.DataFrame:
 # -- the figures ------------------------------------------------------------------------------
 
 
-def _figure(name: str, frame: pd.DataFrame, height: float = 3.4) -> tuple[Figure, Any]:
+def _figure(
+    name: str, frame: pd.DataFrame, height: float = 3.4, empty: str = "no data yet"
+) -> tuple[Figure, Any]:
     """The figure of chart NAME and its axes, titled. For an empty FRAME the figure shows the
-    empty state and the axes are None: there is nothing to draw."""
+    empty state (EMPTY) and the axes are None: there is nothing to draw."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(8.0, height), layout="constrained")
@@ -156,7 +207,7 @@ def _figure(name: str, frame: pd.DataFrame, height: float = 3.4) -> tuple[Figure
     ax.set_title(TITLES[name])
     if not frame.empty:
         return fig, ax
-    ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
+    ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
     ax.set_xticks([])
     ax.set_yticks([])
     return fig, None
@@ -196,10 +247,7 @@ def monthly_churn(monthly: pd.DataFrame) -> Figure:
     fig, ax = _figure("monthly_churn", monthly)
     if ax is None:
         return fig
-    labels = [
-        f"{m:%Y-%m}" + ("" if complete else " (to date)")
-        for m, complete in zip(monthly["month"], monthly["is_complete"], strict=True)
-    ]
+    labels = _month_labels(monthly["month"], monthly["is_complete"])
     positions = list(range(len(labels)))
     estimate = monthly["is_estimate"].astype(bool).tolist()
     bars = ax.bar(
@@ -276,17 +324,236 @@ def users_by_platform(platforms: pd.DataFrame) -> Figure:
     return fig
 
 
+def _month_labels(months: Any, complete: Any) -> list[str]:
+    """`YYYY-MM` per month, `(to date)` after one not over yet."""
+    return [
+        f"{m:%Y-%m}" + ("" if done else " (to date)")
+        for m, done in zip(months, complete, strict=True)
+    ]
+
+
+def cohort_label(cohort: str, month: date, is_backfill: bool, size: int) -> str:
+    """A cohort's row label: its month (for the first sync's backfill, that sync's month and
+    `backfill`) and its size."""
+    name = f"{month:%Y-%m} backfill" if is_backfill else str(cohort)
+    return f"{name} (n={size})"
+
+
+def cohort_retention(cohorts: pd.DataFrame) -> Figure:
+    """Heat map: one row per cohort (the backfill of the first sync first, then by month first
+    seen), one column per month since; each cell the share of the cohort still usable, as a
+    colour and a percent. Cells of a month not over yet are marked `*`; no cell, no month yet."""
+    import numpy as np
+
+    rows = cohorts.drop_duplicates("cohort")
+    fig, ax = _figure("cohort_retention", cohorts, height=max(2.6, 0.42 * len(rows) + 1.8))
+    if ax is None:
+        return fig
+    order = {cohort: i for i, cohort in enumerate(rows["cohort"])}
+    offsets = int(cohorts["month_offset"].max()) + 1
+    shares = np.full((len(order), offsets), np.nan)
+    partial = np.zeros((len(order), offsets), dtype=bool)
+    for record in cohorts.itertuples(index=False):
+        cell = (order[record.cohort], int(record.month_offset))
+        if record.retention is not None and not np.isnan(record.retention):
+            shares[cell] = float(record.retention)
+        partial[cell] = not bool(record.is_complete)
+    from matplotlib import colormaps
+
+    palette = colormaps["Blues"].with_extremes(bad="#f4f4f4")
+    image = ax.imshow(np.ma.masked_invalid(shares), cmap=palette, vmin=0.0, vmax=1.0, aspect="auto")
+    # a percent in every cell while they stay readable; white on the dark cells
+    if offsets <= 24:
+        size = 9 if offsets <= 12 else 7
+        for (row, column), share in np.ndenumerate(shares):
+            if np.isnan(share):
+                continue
+            text = f"{share:.0%}" + ("*" if partial[row, column] else "")
+            color = "white" if share >= 0.6 else "#222222"
+            ax.text(column, row, text, ha="center", va="center", color=color, fontsize=size)
+    labels = [
+        cohort_label(r.cohort, r.cohort_month, bool(r.is_backfill), int(r.cohort_size))
+        for r in rows.itertuples(index=False)
+    ]
+    ax.set_yticks(range(len(labels)), labels)
+    step = max(1, offsets // 12)
+    ax.set_xticks(range(0, offsets, step))
+    ax.set_xlabel("months since the cohort's month (* month not over yet)")
+    bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label("still usable")
+    bar.ax.yaxis.set_major_formatter(_percent_formatter())
+    return fig
+
+
+def _percent_formatter() -> Any:
+    from matplotlib.ticker import PercentFormatter
+
+    return PercentFormatter(xmax=1.0, decimals=0)
+
+
+def median_lifetime(curve: pd.DataFrame) -> int | None:
+    """The Kaplan-Meier median: the first day the survival is at or below 50%; None when the
+    curve has not come down that far (yet)."""
+    reached = curve[curve["survival"].astype(float) <= 0.5]
+    return int(reached["day"].min()) if not reached.empty else None
+
+
+def survival_curve(curve: pd.DataFrame) -> Figure:
+    """Step plot of the Kaplan-Meier survival: the share of subscriptions not yet churned by
+    each day since first seen, with the censored ones (still subscribed when last seen) ticked,
+    the 50% line and the median lifetime when the curve reaches it."""
+    fig, ax = _figure(
+        "survival_curve",
+        curve,
+        empty="no data yet: the curve follows the subscriptions first seen after the first sync",
+    )
+    if ax is None:
+        return fig
+    days = [0, *curve["day"].astype(int).tolist()]
+    survival = [1.0, *curve["survival"].astype(float).tolist()]
+    ax.step(days, survival, where="post", color=ACTIVE_COLOR, label="still subscribed")
+    censored = curve[curve["censored"].astype(int) > 0]
+    if not censored.empty:
+        ax.plot(
+            censored["day"].astype(int),
+            censored["survival"].astype(float),
+            linestyle="none",
+            marker="|",
+            markersize=9,
+            color=ACTIVE_COLOR,
+            label="censored (no churn seen: still subscribed, or no longer listed)",
+        )
+    ax.axhline(0.5, color=MUTED_COLOR, linestyle="--", linewidth=1)
+    median = median_lifetime(curve)
+    if median is not None:
+        ax.axvline(median, color=RATE_COLOR, linestyle=":", linewidth=1.5)
+        ax.annotate(
+            f"median {median} days",
+            xy=(median, 0.5),
+            xytext=(6, 6),
+            textcoords="offset points",
+            color=RATE_COLOR,
+        )
+    else:
+        ax.annotate(
+            "median: not reached yet",
+            xy=(0, 0.5),
+            xytext=(6, 6),
+            textcoords="offset points",
+            color=MUTED_COLOR,
+        )
+    # a little room left of day 0: a drop on day 0 would hide in the axis
+    span = max(days[-1], 1)
+    ax.set_xlim(-0.02 * span, 1.04 * span)
+    ax.set_ylim(0, 1.05)
+    ax.yaxis.set_major_formatter(_percent_formatter())
+    ax.set_xlabel("days since first seen")
+    ax.set_ylabel("still subscribed")
+    _integer_ticks(ax.xaxis)
+    ax.legend(loc="lower left", frameon=False)
+    return fig
+
+
+def _rates_by(
+    name: str,
+    frame: pd.DataFrame,
+    series: str,
+    rate: str,
+    ylabel: str,
+    first: tuple[str, ...] = (),
+) -> Figure:
+    """Lines: RATE per month, one line per value of SERIES (those in FIRST first, in that
+    order, then the others by name); `all` is drawn dark and thicker, as the total."""
+    fig, ax = _figure(name, frame)
+    if ax is None:
+        return fig
+    months = frame.drop_duplicates("month").sort_values("month")
+    labels = _month_labels(months["month"], months["is_complete"])
+    position = {m: i for i, m in enumerate(months["month"])}
+    # a series without a single rate (nothing decided in any month) has no line to draw
+    present = set(frame[frame[rate].notna()][series].astype(str))
+    names = [s for s in first if s in present] + sorted(present - set(first))
+    colors = iter(SERIES_COLORS * len(names))
+    for value in names:
+        rows = frame[frame[series].astype(str) == value].sort_values("month")
+        total = value == "all"
+        ax.plot(
+            [position[m] for m in rows["month"]],
+            rows[rate].astype(float),
+            marker="o",
+            color="#222222" if total else next(colors),
+            linewidth=2.4 if total else 1.5,
+            label=value,
+        )
+    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+    ax.set_xlim(-0.5, len(labels) - 0.5)
+    ax.set_ylim(0, 1.05)
+    ax.yaxis.set_major_formatter(_percent_formatter())
+    ax.set_ylabel(ylabel)
+    if names:
+        # beside the plot: rates near 100% leave no room for it inside
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no rate yet", ha="center", va="center", transform=ax.transAxes)
+    return fig
+
+
+def monthly_renewals(renewals: pd.DataFrame) -> Figure:
+    """Lines: renewal rate per month (renewed / (renewed + churned) of those that came due),
+    for all and per billing period."""
+    return _rates_by(
+        "monthly_renewals",
+        renewals,
+        "period",
+        "renewal_rate",
+        "renewed of those decided",
+        ("all", "monthly", "yearly"),
+    )
+
+
+def churn_by_platform(churn: pd.DataFrame) -> Figure:
+    """Lines: churn rate per month (churned / subscribers at its start), one per platform."""
+    return _rates_by(
+        "churn_by_platform", churn, "platform", "churn_rate", "churned of subscribers at start"
+    )
+
+
+def reactivations(monthly: pd.DataFrame) -> Figure:
+    """Stacked bars per month: canceled subscriptions saved before they ran out, and expired
+    ones won back."""
+    fig, ax = _figure("reactivations", monthly)
+    if ax is None:
+        return fig
+    labels = _month_labels(monthly["month"], monthly["is_complete"])
+    positions = list(range(len(labels)))
+    saved = monthly["saved"].astype(float).tolist()
+    won_back = monthly["won_back"].astype(float).tolist()
+    ax.bar(positions, saved, color=ACTIVE_COLOR, label="saved (reactivated before expiry)")
+    ax.bar(positions, won_back, bottom=saved, color=CANCELED_COLOR, label="won back (after expiry)")
+    ax.set_xticks(positions, labels, rotation=45, ha="right")
+    ax.set_ylabel("subscriptions")
+    top = max([a + b for a, b in zip(saved, won_back, strict=True)] or [0.0])
+    ax.set_ylim(0, max(1.0, top) * 1.35)
+    _integer_ticks(ax.yaxis)
+    ax.legend(loc="upper left", frameon=False)
+    return fig
+
+
 def draw(name: str, frame: pd.DataFrame, as_of: datetime | None = None) -> Figure:
     """The figure of chart NAME (a key of QUERIES) for its query's FRAME."""
-    if name == "usable_over_time":
-        return usable_over_time(frame)
-    if name == "monthly_churn":
-        return monthly_churn(frame)
     if name == "expiry_calendar":
         return expiry_calendar(frame, as_of)
-    if name == "users_by_platform":
-        return users_by_platform(frame)
-    raise KeyError(name)
+    drawers = {
+        "usable_over_time": usable_over_time,
+        "monthly_churn": monthly_churn,
+        "users_by_platform": users_by_platform,
+        "cohort_retention": cohort_retention,
+        "survival_curve": survival_curve,
+        "monthly_renewals": monthly_renewals,
+        "churn_by_platform": churn_by_platform,
+        "reactivations": reactivations,
+    }
+    return drawers[name](frame)
 
 
 def png_bytes(fig: Figure, dpi: int = 110) -> bytes:

@@ -9,11 +9,17 @@ subscriptions only, all relative to `analytics.as_of`, never the wall clock):
   its base is an estimate (a month that began before the first sync);
 - subscriptions expiring within 7 and 30 days: renewing (active) vs churning (canceled);
 - the last 30 days, (as_of - 30 days, as_of]: new subscriptions and cancellations observed
-  (backfill of the first sync excluded), and churned (expiries, as in monthly_churn).
+  (backfill of the first sync excluded), and churned (expiries, as in monthly_churn);
+- renewals and retention: of the subscriptions that came due in the last full month, how many
+  renewed and the renewal rate (renewed / (renewed + churned): the ones still undecided are
+  left out; monthly_renewals), the median lifetime since first seen of the Kaplan-Meier curve
+  (survival_curve; "not reached yet" while the curve has not come down to 50%), and the
+  platform with the highest churn rate in the last full month (churn_by_platform).
 
 Formats: an aligned text table, JSON (one flat object), CSV (metric,label,value) and Markdown.
 `--html PATH` also writes one self-contained page: the figures and the charts of
-`devportal.charts` as inline PNG images. The `devportal report` command is devportal.cli.report.
+`devportal.charts` (`charts.PAGE`: among them the cohort retention heat map and the survival
+curve) as inline PNG images. The `devportal report` command is devportal.cli.report.
 
 The models are read through `devportal.engines`, read-only: the DuckDB warehouse by default,
 or the PostgreSQL database of `destination="postgres"`. The queries are plain SELECTs from
@@ -55,7 +61,7 @@ class Metric:
     key: str
     label: str
     value: Any
-    kind: str = "count"  # count | rate | time | month | flag
+    kind: str = "count"  # count | rate | days | text | time | month | flag
 
 
 @dataclass
@@ -167,7 +173,21 @@ _LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
             ("churned_30d", "churned (expired)", "count"),
         ),
     ),
+    (
+        "Renewals and retention",
+        (
+            ("last_full_month_came_due", "came due, last full month", "count"),
+            ("last_full_month_renewed", "renewed", "count"),
+            ("last_full_month_renewal_rate", "renewal rate (of those decided)", "rate"),
+            ("median_lifetime_days", "median lifetime since first seen", "days"),
+            ("top_churn_platform", "highest-churn platform", "text"),
+            ("top_churn_platform_churn_rate", "its churn rate, last full month", "rate"),
+        ),
+    ),
 )
+
+# What a figure that is missing (NULL) reads as, where "n/a" would not say why.
+_MISSING_TEXT = {"median_lifetime_days": "not reached yet"}
 
 
 # figure key -> its kind
@@ -199,10 +219,16 @@ def _figures(reader: _Reader) -> dict[str, Any]:
 
 def _figure(value: Any, kind: str) -> Any:
     """A figure as one Python type per KIND, whatever the engine returned: a count int, a rate
-    float, a time a naive UTC datetime, a month a date, a flag bool; missing (NULL, NaN) None."""
+    float, days an int (a float only when not whole), text str, a time a naive UTC datetime, a
+    month a date, a flag bool; missing (NULL, NaN) None."""
     value = charts.plain(value)
     if value is None:
         return None
+    if kind == "days":
+        days = float(value)
+        return int(days) if days.is_integer() else days
+    if kind == "text":
+        return str(value)
     if kind == "time":
         return value if isinstance(value, datetime) else datetime.combine(value, time())
     if kind == "month":
@@ -243,12 +269,15 @@ def collect(warehouse: str | Path, destination: str | None = None) -> Report:
 
 
 def _text(metric: Metric) -> str:
-    """A value for people: counts as numbers, rates as percents, missing as n/a."""
+    """A value for people: counts as numbers, rates as percents, days with their unit, missing
+    as n/a (or what a missing figure means, `_MISSING_TEXT`)."""
     value = metric.value
     if value is None:
-        return "n/a"
+        return _MISSING_TEXT.get(metric.key, "n/a")
     if metric.kind == "rate":
         return f"{value * 100:.1f}%"
+    if metric.kind == "days":
+        return f"{value:g} day" + ("" if value == 1 else "s")
     if metric.kind == "time":
         return f"{value:%Y-%m-%d %H:%M:%S}"
     if metric.kind == "month":
@@ -301,13 +330,18 @@ def format_csv(report: Report) -> str:
     return buffer.getvalue().rstrip("\n")
 
 
+def _markdown_cell(text: str) -> str:
+    """TEXT safe in a Markdown table cell (a platform's name comes from the API)."""
+    return text.replace("|", "\\|")
+
+
 def format_markdown(report: Report) -> str:
     as_of = _text(report.sections[0].metrics[0])
     lines = [f"## Subscriptions as of {as_of}", "", "| Figure | Value |", "|---|---:|"]
     for section in report.sections[1:]:
         lines.append(f"| **{section.title}** | |")
         lines.extend(
-            f"| {m.label} | {_text(m)} |"
+            f"| {m.label} | {_markdown_cell(_text(m))} |"
             for m in section.metrics
             if m.kind not in ("month", "flag")
         )
@@ -364,7 +398,8 @@ def _chart_frames(reader: _Reader) -> dict[str, pd.DataFrame]:
     """The DataFrame of every chart whose models exist (e.g. no users before any model could
     build it)."""
     frames = {}
-    for name, sql in charts.QUERIES.items():
+    for name in charts.PAGE:
+        sql = charts.QUERIES[name]
         if set(re.findall(r"analytics\.(\w+)", sql)) <= reader.tables:
             frames[name] = reader.frame(sql)
     return frames

@@ -242,6 +242,18 @@ EXPECTED_FIGURES = {
     "new_30d": 2,  # 11 (T2) and 12 (T3); the first sync's backfill is before the window anyway
     "canceled_30d": 3,  # 5 and 6 (T2), 8 (T3)
     "churned_30d": 2,  # 5 (02-05) and 12 (03-03)
+    # due in February: 1 (02-01), 2 and 9 (02-20), 11 (02-25) renewed, 5 (02-05) churned, 10
+    # (02-28, then no longer listed) undecided: 4 of the 5 decided renewed
+    "last_full_month_came_due": 6,
+    "last_full_month_renewed": 4,
+    "last_full_month_renewal_rate": 0.8,
+    # followed (first seen after the first sync): 12 churned on day 0 (first seen expired), 11
+    # still active 23 days after T2: the curve is at 1/2 on day 0
+    "median_lifetime_days": 0,
+    # February's bases: youtube (Carol, 103) 5 and 6, 5 churned; twitch 1 and 2, unknown
+    # (no account) 7 to 10 did not churn
+    "top_churn_platform": "youtube",
+    "top_churn_platform_churn_rate": 0.5,
 }
 
 
@@ -281,7 +293,7 @@ def test_report_html_is_one_self_contained_page(story_warehouse: Path, tmp_path:
     report.print_report(story_warehouse, fmt="table", html=page)
     text = page.read_text(encoding="utf-8")
     assert text.startswith("<!doctype html>")
-    assert text.count('src="data:image/png;base64,') == 4  # the four charts, inline
+    assert text.count('src="data:image/png;base64,') == 6  # the six charts, inline
     # nothing to fetch: no external scripts, styles or images
     assert "http://" not in text and "https://" not in text
     assert "<script" not in text

@@ -177,7 +177,7 @@ def test_the_html_page_is_identical_on_both_engines(
     on_duckdb = report.write_html(story_warehouse, tmp_path / "duckdb.html")
     on_pg = report.write_html(story_warehouse, tmp_path / "pg.html", destination="postgres")
     page = on_pg.read_text(encoding="utf-8")
-    assert page.count('src="data:image/png;base64,') == 4
+    assert page.count('src="data:image/png;base64,') == len(charts.PAGE) == 6
     assert "<title>Subscriptions as of 2026-03-05 00:00:00</title>" in page
     assert '<td class="sub">churn rate</td><td class="value">12.5%</td>' in page
     # the figures, and the charts drawn from the same DataFrames to the same PNG bytes

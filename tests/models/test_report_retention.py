@@ -1,0 +1,202 @@
+"""The report's *Renewals and retention* block, in every format, and its two charts on the page.
+
+On the known-answer story (test_known_answers.py's docstring), as_of 2026-03-05, last full
+month February:
+
+- came due in February: 1 (02-01), 5 (02-05), 2 and 9 (02-20), 11 (02-25), 10 (02-28): 6;
+  renewed 1, 2, 9, 11: 4; churned 5; undecided 10 (no longer listed at T3, no renewal seen):
+  the renewal rate is of the decided ones, 4 / 5 = 80%;
+- the survival curve follows the subscriptions first seen after the first sync, 11 (T2, still
+  active at as_of: censored after 23 days) and 12 (first seen at T3 already expired: churned on
+  day 0): 1/2 on day 0, so the median lifetime is 0 days;
+- February by platform (users.primary_platform): youtube (Carol, 103) had 5 and 6 at the
+  start and lost 5: 1 of 2, 50%; twitch (1, 2) and unknown (no account: 7 to 10) lost none.
+
+A warehouse of one sync has only the first sync's backfill, whose lifetimes are unknown: no
+survival curve, and the median is "not reached yet".
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devportal import charts, report
+from devportal.sync import sync
+from tests.models.browser import Browser, find_chromium, images, unrendered
+
+BLOCK = {
+    "last_full_month_came_due": ("came due, last full month", 6, "6"),
+    "last_full_month_renewed": ("renewed", 4, "4"),
+    "last_full_month_renewal_rate": ("renewal rate (of those decided)", 0.8, "80.0%"),
+    "median_lifetime_days": ("median lifetime since first seen", 0, "0 days"),
+    "top_churn_platform": ("highest-churn platform", "youtube", "youtube"),
+    "top_churn_platform_churn_rate": ("its churn rate, last full month", 0.5, "50.0%"),
+}
+TITLE = "Renewals and retention"
+
+
+def _rendered(warehouse: Path, fmt: str, capsys: pytest.CaptureFixture[str]) -> str:
+    report.print_report(warehouse, fmt=fmt)
+    return capsys.readouterr().out
+
+
+def test_the_block_as_a_table(story_warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _rendered(story_warehouse, "table", capsys).splitlines()
+    start = lines.index(TITLE)
+    block = lines[start + 1 : start + 1 + len(BLOCK)]
+    assert [re.split(r"\s{2,}", line.strip()) for line in block] == [
+        [label, text] for label, _, text in BLOCK.values()
+    ]
+    assert start + 1 + len(BLOCK) == len(lines)  # the last section
+    # aligned with the rest of the table: every value ends in the same column
+    assert len({len(line) for line in lines[2:] if line.startswith("  ")}) == 1
+
+
+def test_the_block_as_json_and_csv(
+    story_warehouse: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    figures = json.loads(_rendered(story_warehouse, "json", capsys))
+    assert {key: figures[key] for key in BLOCK} == {key: v for key, (_, v, _) in BLOCK.items()}
+    assert list(figures)[-len(BLOCK) :] == list(BLOCK)
+    rows = list(csv.reader(io.StringIO(_rendered(story_warehouse, "csv", capsys))))
+    assert rows[-len(BLOCK) :] == [[key, label, str(v)] for key, (label, v, _) in BLOCK.items()]
+
+
+def test_the_block_as_markdown(story_warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lines = _rendered(story_warehouse, "markdown", capsys).splitlines()
+    start = lines.index(f"| **{TITLE}** | |")
+    assert lines[start + 1 :] == [f"| {label} | {text} |" for label, _, text in BLOCK.values()]
+
+
+def test_the_block_and_its_charts_on_the_page(story_warehouse: Path, tmp_path: Path) -> None:
+    page = report.write_html(story_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
+    assert f'<tr class="section"><td colspan="2">{TITLE}</td></tr>' in page
+    for label, _, text in BLOCK.values():
+        assert f'<tr><td class="sub">{label}</td><td class="value">{text}</td></tr>' in page
+    alts = re.findall(r'<img alt="([^"]*)"', page)
+    assert alts[-2:] == [charts.TITLES["cohort_retention"], charts.TITLES["survival_curve"]]
+
+
+def test_the_figures_have_one_type_each(story_warehouse: Path) -> None:
+    values = report.collect(story_warehouse).values()
+    assert {key: type(values[key]) for key in BLOCK} == {
+        key: type(v) for key, (_, v, _) in BLOCK.items()
+    }
+
+
+def test_the_charts_frames_on_the_story(story_warehouse: Path) -> None:
+    """The heat map's and the curve's data, as drawn (the models' rows are tested in
+    test_retention_known_answers.py; this is what the charts make of them)."""
+    from devportal.engines import connect
+
+    with connect(story_warehouse, read_only=True) as engine:
+        cohorts = charts.frame(engine, "cohort_retention")
+        curve = charts.frame(engine, "survival_curve")
+    # the backfill first, then by month first seen
+    assert cohorts.drop_duplicates("cohort")["cohort"].tolist() == [
+        "backfill",
+        "2026-02",
+        "2026-03",
+    ]
+    labels = [
+        charts.cohort_label(r.cohort, r.cohort_month, r.is_backfill, r.cohort_size)
+        for r in cohorts.drop_duplicates("cohort").itertuples()
+    ]
+    assert labels == ["2026-01 backfill (n=10)", "2026-02 (n=1)", "2026-03 (n=1)"]
+    assert curve[["day", "at_risk", "churned", "censored", "survival"]].values.tolist() == [
+        [0, 2, 1, 0, 0.5],
+        [23, 1, 0, 1, 0.5],
+    ]
+    assert charts.median_lifetime(curve) == 0
+
+
+def test_every_chart_draws_an_empty_state(story_warehouse: Path) -> None:
+    """A young warehouse has empty frames: each chart draws its empty state, no error."""
+    from devportal.engines import connect
+
+    with connect(story_warehouse, read_only=True) as engine:
+        frames = {name: charts.frame(engine, name) for name in charts.QUERIES}
+    for name, frame in frames.items():
+        assert not frame.empty, name  # the story has rows for every chart
+        png = charts.png_bytes(charts.draw(name, frame.iloc[0:0]))
+        assert png.startswith(b"\x89PNG"), name
+
+
+@pytest.fixture(scope="module")
+def one_sync_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A sandbox world synced once (models built): only the first sync's backfill."""
+    from devportal.sandbox import Sandbox
+
+    warehouse = tmp_path_factory.mktemp("one-sync") / "warehouse.duckdb"
+    with Sandbox(subscriptions=60, users=15, seed=3) as sb:
+        sync(warehouse, base_url=sb.base_url, access_token=sb.token)
+    return warehouse
+
+
+def test_a_median_not_reached_says_so(
+    one_sync_warehouse: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    table = _rendered(one_sync_warehouse, "table", capsys).splitlines()
+    assert [line.split("  ")[-1].strip() for line in table if "median lifetime" in line] == [
+        "not reached yet"
+    ]
+    markdown = _rendered(one_sync_warehouse, "markdown", capsys)
+    assert "| median lifetime since first seen | not reached yet |" in markdown
+    assert json.loads(_rendered(one_sync_warehouse, "json", capsys))["median_lifetime_days"] is None
+    rows = {
+        r["metric"]: r["value"]
+        for r in csv.DictReader(io.StringIO(_rendered(one_sync_warehouse, "csv", capsys)))
+    }
+    assert rows["median_lifetime_days"] == ""
+    page = report.write_html(one_sync_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
+    assert '<td class="value">not reached yet</td>' in page
+
+
+def test_the_page_of_a_young_warehouse_renders_in_chromium(
+    one_sync_warehouse: Path, tmp_path: Path
+) -> None:
+    """No survival curve yet (only the backfill): the chart's empty state is on the page, and
+    every chart still renders in a real browser (see test_browser.py)."""
+
+    path = report.write_html(one_sync_warehouse, tmp_path / "page.html")
+    with Browser(find_chromium()) as browser:
+        seen = images(browser.open(path.as_uri()))
+    assert [image["alt"] for image in seen] == [charts.TITLES[name] for name in charts.PAGE]
+    assert [unrendered(image) for image in seen] == [None] * len(seen)
+
+
+@pytest.mark.parametrize(
+    ("value", "kind", "expected"),
+    [
+        (Decimal("45"), "days", 45),
+        (Decimal("45.0"), "days", 45),  # PostgreSQL's numeric, whole
+        (45.5, "days", 45.5),
+        (None, "days", None),
+        ("twitch", "text", "twitch"),
+    ],
+)
+def test_the_new_kinds_have_one_type_each(value: Any, kind: str, expected: Any) -> None:
+    got = report._figure(value, kind)
+    assert got == expected and type(got) is type(expected)
+
+
+def test_days_and_a_platform_read_well() -> None:
+    def text(key: str, value: Any, kind: str) -> str:
+        return report._text(report.Metric(key, key, value, kind))
+
+    assert text("median_lifetime_days", 1, "days") == "1 day"
+    assert text("median_lifetime_days", 45, "days") == "45 days"
+    assert text("median_lifetime_days", None, "days") == "not reached yet"
+    assert text("top_churn_platform", None, "text") == "n/a"
+    section = report.Section(TITLE, [report.Metric("top_churn_platform", "p", "a|b", "text")])
+    as_of = report.Section("As of", [report.Metric("as_of", "as of", None, "time")])
+    markdown = report.format_markdown(report.Report(None, [as_of, section]))
+    assert markdown.splitlines()[-1] == "| p | a\\|b |"
