@@ -31,6 +31,10 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 # Connections devportal opens never fetch or load extensions behind the user's back: a SQLite
 # file at the warehouse path would otherwise make DuckDB try to download `sqlite_scanner`.
 NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
+# devportal's own connections (models, report, manifest history): DuckDB's buffers are capped
+# (it spills to `<warehouse>.tmp` beyond), so a models build stays flat in memory however large
+# the history; DuckDB's default is 80% of the machine's RAM.
+OWN_CONNECTION = {**NO_EXTENSION_AUTOLOAD, "memory_limit": "64MB"}
 
 # The warehouse's schemas: dlt's dataset (raw tables, `pipeline.DATASET`) and the SQL models'.
 RAW_SCHEMA = "devportal"
@@ -287,7 +291,7 @@ def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
     import duckdb  # here, not at import: `devportal --help` stays fast
 
     try:
-        return duckdb.connect(str(path), read_only=read_only, config=dict(NO_EXTENSION_AUTOLOAD))
+        return duckdb.connect(str(path), read_only=read_only, config=dict(OWN_CONNECTION))
     except duckdb.Error as err:
         raise open_error(path, err) from None
 
