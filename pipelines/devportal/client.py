@@ -41,17 +41,18 @@ import http.client
 import ipaddress
 import json
 import logging
+import queue
 import re
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 from urllib.parse import urljoin, urlsplit
 
 import orjson
@@ -70,6 +71,8 @@ log = logging.getLogger("devportal.client")
 SUBSCRIPTIONS_PATH = "/api/v1/developer/subscriptions"
 USER_SETTINGS_PATH = "/api/v1/developer/users/settings"
 USER_ACCOUNTS_PATH = "/api/v1/developer/users/{user_id}"
+# what a sync can read, one resource per endpoint, in the order it reads them
+RESOURCES = ("subscriptions", "user_settings", "user_accounts")
 
 TOKEN_HINT = "set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token in .dlt/secrets.toml"
 
@@ -499,6 +502,7 @@ class ApiClient:
             pinned=config.workers,
             pause_cap_s=config.retry_after_cap_s,
         )
+        self._prefetch: Prefetch | None = None
         self.session = requests.Session()
         adapter = _Adapter(pool_connections=1, pool_maxsize=self.concurrency.max, max_retries=0)
         self.session.mount("http://", adapter)
@@ -513,6 +517,8 @@ class ApiClient:
         )
 
     def close(self) -> None:
+        if self._prefetch is not None:
+            self._prefetch.close()
         self.session.close()
 
     def __enter__(self) -> ApiClient:
@@ -734,15 +740,38 @@ class ApiClient:
         result: Page = self.get_json(path, {**params, "page": page}, _page_parser(page, path))
         return result
 
+    def prefetch(self, path: str, params: Mapping[str, Any] | None = None) -> None:
+        """Start reading a whole list now, on a thread of its own, before anyone asks for it
+        (`devportal sync` does this while dlt and DuckDB import). `first_page` and `iter_pages`
+        with the same path and params then take what it read; nothing else sees it."""
+        if self._prefetch is None:
+            self._prefetch = Prefetch(self, path, dict(params or {}))
+
+    def first_page(self, path: str, params: Mapping[str, Any] | None = None) -> Page:
+        """Page 1 of a list: the prefetched one when it is that list, else fetched now."""
+        ahead = self._prefetch
+        if ahead is not None and ahead.matches(path, params):
+            return ahead.first()
+        return self.fetch_page(path, dict(params or {}), 1)
+
     def iter_pages(
         self, path: str, params: Mapping[str, Any] | None = None, first: Page | None = None
     ) -> Iterator[Page]:
         """Every page of a list, in page order. Page 1 first, then the rest concurrently.
 
-        `first`: page 1 when the caller has already fetched it (it is not fetched again)."""
+        `first`: page 1 when the caller has already fetched it (it is not fetched again); the
+        prefetched page 1 brings the pages read ahead with it (once)."""
         params = dict(params or {})
+        ahead = self._prefetch
+        if ahead is not None and first is not None and ahead.owns(first, path, params):
+            yield from ahead.take()
+            return
         first = first if first is not None else self.fetch_page(path, params, 1)
         yield first
+        yield from self.pages_after(first, path, params)
+
+    def pages_after(self, first: Page, path: str, params: Mapping[str, Any]) -> Iterator[Page]:
+        """The pages after page 1 (`first`), in order."""
         last = first.last_page
         if last is None:
             yield from self._follow_next(first, path)
@@ -791,6 +820,136 @@ class ApiClient:
             finally:
                 for _, fut in pending:
                     fut.cancel()
+
+
+def adopt(early: ApiClient | None, settings: HttpSettings) -> ApiClient | None:
+    """EARLY, a client started before the settings were resolved (to read ahead while the rest
+    of devportal imports), if it reaches the same API with the same token and every HTTP
+    setting agrees with SETTINGS. Otherwise it is closed and forgotten: None."""
+    if early is None:
+        return None
+    names = set(HttpSettings.__annotations__) - {"base_url", "access_token"}
+    try:
+        same = (
+            early.base_url
+            == check_base_url(settings.base_url or "", settings.allow_insecure_remote)
+            and early.session.headers.get("Authorization")
+            == f"Bearer {clean_token(settings.access_token or '')}"
+            and all(getattr(early.config, n) == getattr(settings, n) for n in names)
+        )
+    except ConfigError:
+        same = False
+    if not same:
+        early.close()
+        return None
+    early.config = settings
+    return early
+
+
+@dataclass
+class DefaultHttpSettings:
+    """`config.DevportalConfig`'s HTTP defaults, spelled out so that a client can start before
+    dlt's configuration is imported (the early start of `devportal sync`, the benchmark's
+    floor); a test keeps the two equal."""
+
+    base_url: str
+    access_token: str = field(repr=False)
+    workers: int | None = None
+    min_workers: int = 1
+    max_workers: int = 32
+    timeout_s: float = 30.0
+    max_attempts: int = 8
+    max_wait_s: float = 120.0
+    backoff_initial_s: float = 0.2
+    backoff_max_s: float = 10.0
+    retry_after_cap_s: float = 30.0
+    allow_insecure_remote: bool = False
+
+
+class Prefetch:
+    """One list read ahead on its own thread: page 1 as soon as it comes, then the rest into a
+    bounded queue (`DEPTH` pages, so memory stays flat when nobody reads them yet).
+
+    Errors are kept and raised to whoever takes the pages, as if they had been read then.
+    `close()` stops it: pages in flight finish (each bounded by `timeout_s`) and are dropped.
+    """
+
+    DEPTH = 256  # pages read ahead at most: about 50k subscriptions, ~28 MB parsed
+
+    def __init__(self, client: ApiClient, path: str, params: dict[str, Any]) -> None:
+        self.client = client
+        self.path, self.params = path, params
+        self._first: Page | None = None
+        self._first_error: BaseException | None = None
+        self._got_first = threading.Event()
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=self.DEPTH)
+        self._stop = threading.Event()
+        self._taken = False
+        self._thread = threading.Thread(target=self._run, name="devportal-prefetch", daemon=True)
+        self._thread.start()
+
+    def matches(self, path: str, params: Mapping[str, Any] | None) -> bool:
+        return path == self.path and dict(params or {}) == self.params
+
+    def owns(self, first: Page, path: str, params: Mapping[str, Any]) -> bool:
+        return not self._taken and self.matches(path, params) and first is self._first
+
+    def first(self) -> Page:
+        self._got_first.wait()
+        if self._first_error is not None:
+            raise self._first_error
+        assert self._first is not None
+        return self._first
+
+    def take(self) -> Iterator[Page]:
+        """Page 1 and every page after it, once; closes the prefetch when done or abandoned."""
+        self._taken = True
+        try:
+            yield self.first()
+            while True:
+                kind, value = self._queue.get()
+                if kind == "page":
+                    yield value
+                elif kind == "end":
+                    return
+                else:
+                    raise value
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        try:
+            first = self.client.fetch_page(self.path, self.params, 1)
+        except BaseException as err:  # raised to the reader, in its own thread
+            self._first_error = err
+            self._got_first.set()
+            return
+        self._first = first
+        self._got_first.set()
+        pages = cast(
+            Generator[Page, None, None], self.client.pages_after(first, self.path, self.params)
+        )
+        try:
+            for page in pages:
+                if not self._put(("page", page)):
+                    return
+            self._put(("end", None))
+        except BaseException as err:
+            self._put(("error", err))
+        finally:
+            pages.close()  # cancels what is queued; requests in flight finish
+
+    def _put(self, item: tuple[str, Any]) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
 
 class _DeadlinePassed(Exception):

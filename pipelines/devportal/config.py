@@ -18,8 +18,6 @@ from devportal.errors import ConfigError
 
 SECTION = "devportal"
 SECTIONS = ("sources", SECTION)
-# what a sync can read, in the order it reads them
-RESOURCES = ("subscriptions", "user_settings", "user_accounts")
 
 
 @configspec

@@ -40,13 +40,14 @@ from dlt.common.typing import TSecretStrValue
 
 from devportal import transform
 from devportal.client import (
+    RESOURCES,
     SUBSCRIPTIONS_PATH,
     USER_SETTINGS_PATH,
     ApiClient,
     Page,
     is_loopback,
 )
-from devportal.config import RESOURCES, SECTION, DevportalConfig, require_endpoint
+from devportal.config import SECTION, DevportalConfig, require_endpoint
 from devportal.destination import Holdings
 from devportal.errors import ConfigError
 from devportal.reading import (
@@ -80,13 +81,15 @@ def devportal_source(
     window: bool = False,
     progress_every_s: float | None = None,
     config: DevportalConfig = None,  # type: ignore[assignment]
+    client: ApiClient | None = None,
 ) -> list[Any]:
     """Every resource of one run, read and verified.
 
     Settings arrive from `[sources.devportal]` (every field of `DevportalConfig`), or pass a
     resolved `config`. `resources` picks what to read (default all); `since` or `window` read a
     `start`/`end` window instead of a full sweep (`window`: from the last run's clock minus
-    `lookback_hours`). `progress_every_s` prints a line while lists are paged.
+    `lookback_hours`). `progress_every_s` prints a line while lists are paged. `client`: an
+    `ApiClient` already reading (see `client.adopt`), used and closed instead of a new one.
     """
     cfg = require_endpoint(config)
     unknown = set(resources) - set(RESOURCES)
@@ -99,7 +102,7 @@ def devportal_source(
     # else the one in this pipeline's state (kept in the same package as the data)
     cursor = dlt.current.source_state().get("window_cursor") if pipeline is not None else None
     held = Holdings.read(pipeline, cfg.include_test)
-    with ApiClient(cfg) as client:
+    with client or ApiClient(cfg) as client:
         run = _Run.start(client, cfg, held, tuple(resources), since, window, cursor)
         return _read(
             run,
@@ -222,7 +225,7 @@ def _clock_page(client: ApiClient, resources: tuple[str, ...], mode: str) -> tup
     if "subscriptions" not in resources:
         return client.fetch_page(USER_SETTINGS_PATH, {}, 1), True
     if mode == "sweep":
-        return client.fetch_page(SUBSCRIPTIONS_PATH, {}, 1), True
+        return client.first_page(SUBSCRIPTIONS_PATH, {}), True
     replaced = client.stats.replaced_surrogates, client.stats.replaced_nul
     page = client.fetch_page(SUBSCRIPTIONS_PATH, {"start": "1970-01-01", "end": "1970-01-02"}, 1)
     # nothing of this page is kept

@@ -24,7 +24,7 @@ import dlt
 from dlt.pipeline.exceptions import PipelineStepFailed
 
 from devportal import config as settings
-from devportal.config import RESOURCES
+from devportal.client import RESOURCES, ApiClient, adopt
 from devportal.destination import CONCURRENCY_FIELDS, Destination
 from devportal.errors import DevportalError, devportal_cause, first_line
 from devportal.pipeline import PackageSetAside, load_whole, open_pipeline, warehouse_or
@@ -104,12 +104,15 @@ def sync(
     destination: Any = None,
     progress: str = "off",
     build_models: bool = True,
+    early: ApiClient | None = None,
     **overrides: Any,
 ) -> SyncResult:
     """Run one sync into `warehouse`. Raises DevportalError with a one-line cause on failure.
 
     Settings come from `[sources.devportal]` (see `config.py`); non-None arguments and
-    `overrides` (any of its fields) win over it.
+    `overrides` (any of its fields) win over it. `early`: a client that started reading the
+    first list before the settings were resolved (`devportal sync` does); used if it reads
+    the same API with the same token (`client.adopt`), else closed.
     """
     destination = warehouse_or(destination)
     cfg = settings.resolve(
@@ -127,6 +130,7 @@ def sync(
             window=window,
             progress_every_s=PROGRESS_PERIOD.get(progress),
             config=cfg,
+            client=adopt(early, cfg),
         )
         load_id = _extract_and_load(pipeline, source, warehouse, destination)
         with Destination(pipeline) as dest:

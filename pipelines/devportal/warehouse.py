@@ -34,7 +34,7 @@ NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_
 # devportal's own connections (models, report, manifest history): DuckDB's buffers are capped
 # (it spills to `<warehouse>.tmp` beyond), so a models build stays flat in memory however large
 # the history; DuckDB's default is 80% of the machine's RAM.
-OWN_CONNECTION = {**NO_EXTENSION_AUTOLOAD, "memory_limit": "64MB"}
+OWN_CONNECTION: dict[str, Any] = {**NO_EXTENSION_AUTOLOAD, "memory_limit": "64MB"}
 
 # The warehouse's schemas: dlt's dataset (raw tables, `pipeline.DATASET`) and the SQL models'.
 RAW_SCHEMA = "devportal"
@@ -220,6 +220,27 @@ def warehouse_lock(warehouse: str | Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def looks_busy(warehouse: str | Path) -> bool:
+    """Whether a sync would find WAREHOUSE busy now: another sync holds `<warehouse>.lock`, or
+    another process has the DuckDB file open (DuckDB's own fcntl lock). A probe that holds
+    nothing; `devportal sync` reads the API early only when it says no (the sync itself then
+    says why it cannot run, with the holder)."""
+    path = Path(warehouse).resolve()
+    probes = ((path.with_name(path.name + ".lock"), fcntl.flock), (path, fcntl.lockf))
+    for target, lock in probes:
+        try:
+            fd = os.open(target, os.O_RDWR)
+        except OSError:
+            continue  # not there (yet): nothing holds it
+        try:
+            lock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # releases the probe's lock
+    return False
 
 
 # -- opening it with DuckDB: one helper, one classification of DuckDB's refusals ----------------

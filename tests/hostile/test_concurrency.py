@@ -289,3 +289,54 @@ def test_bad_worker_bounds_are_one_line_errors(
         devportal("sync", "--workers", "0", env=env)
     assert exit_.value.code == 2
     assert "argument --workers: 0 must be at least 1" in capsys.readouterr().err
+
+
+# -- the early start: the list is read while dlt imports, and only adopted when settings agree -
+
+
+def test_the_early_start_reads_each_page_once_and_is_adopted(
+    many_pages: HostileApi,
+    devportal: Callable[..., CliResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from devportal.cli import early
+
+    started: list[Any] = []
+    real_start = early.start
+
+    def recording_start(*args: Any) -> Any:
+        client = real_start(*args)
+        started.append(client)
+        return client
+
+    monkeypatch.setattr(early, "start", recording_start)
+    _result, warehouse = run_sync(devportal, many_pages, tmp_path, timeout_s=7)
+    [client] = started
+    assert client is not None and client.config.timeout_s == 7  # read from the environment
+    assert sorted(int(r.query.get("page", 1)) for r in many_pages.requests) == list(range(1, 81))
+    record = sync_runs(warehouse)
+    assert record["requests"] == client.stats.requests == 80  # the run used the early client
+
+
+def test_an_early_client_whose_settings_disagree_is_closed_not_used(
+    many_pages: HostileApi,
+) -> None:
+    from devportal.client import ApiClient, DefaultHttpSettings, adopt
+
+    early = ApiClient(DefaultHttpSettings(base_url=many_pages.base_url, access_token="t0ken"))
+    early.prefetch(SUBSCRIPTIONS)
+    for differs in (
+        {"timeout_s": 5.0},
+        {"access_token": "another"},
+        {"base_url": "http://127.0.0.2:1"},
+        {"workers": 3},
+    ):
+        resolved = DefaultHttpSettings(
+            **{"base_url": many_pages.base_url, "access_token": "t0ken", **differs}
+        )
+        fresh = ApiClient(DefaultHttpSettings(base_url=many_pages.base_url, access_token="t0ken"))
+        assert adopt(fresh, resolved) is None, differs
+    same = DefaultHttpSettings(base_url=many_pages.base_url + "/", access_token=" t0ken ")
+    assert adopt(early, same) is early
+    early.close()

@@ -9,7 +9,7 @@ from typing import Any
 import dlt
 import pytest
 
-from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, NotFound, parse_json
+from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, HttpSettings, NotFound, parse_json
 from devportal.config import DevportalConfig
 from devportal.errors import ApiError, ConfigError
 from devportal.source import devportal_source
@@ -130,16 +130,19 @@ def test_devportal_source_in_a_users_own_pipeline(sandbox_factory: Any, tmp_path
     assert users == [(len(sb.truth_users()),)]
 
 
-def test_the_benchmark_floor_uses_devportals_http_defaults() -> None:
+def test_spelled_out_http_defaults_are_devportals() -> None:
+    """The settings of the early start and of the benchmark floor (client.DefaultHttpSettings)
+    are the configuration's defaults, field for field."""
     from dataclasses import fields
 
-    from benchmarks.floor import FloorSettings
+    from devportal.client import DefaultHttpSettings
 
-    floor = FloorSettings(base_url="http://127.0.0.1:1", access_token="t")
+    spelled = DefaultHttpSettings(base_url="http://127.0.0.1:1", access_token="t")
     defaults = DevportalConfig()
-    for f in fields(FloorSettings):
-        if f.name not in ("base_url", "access_token"):
-            assert getattr(floor, f.name) == getattr(defaults, f.name), f.name
+    names = {f.name for f in fields(DefaultHttpSettings)} - {"base_url", "access_token"}
+    assert names == set(HttpSettings.__annotations__) - {"base_url", "access_token"}
+    for name in names:
+        assert getattr(spelled, name) == getattr(defaults, name), name
 
 
 # -- NUL (U+0000): valid JSON, but no PostgreSQL text can hold it ---------------------------------

@@ -73,8 +73,8 @@ def date(text: str) -> datetime:
 
 
 def resources(text: str) -> list[str]:
-    """A comma list of names from `devportal.config.RESOURCES`."""
-    from devportal.config import RESOURCES  # dlt: only when --resources is given
+    """A comma list of names from `devportal.client.RESOURCES`."""
+    from devportal.client import RESOURCES  # not config: that imports dlt
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in RESOURCES]

@@ -94,12 +94,33 @@ def _without_pandas() -> Iterator[None]:
         sys.meta_path.remove(finder)
 
 
-def run(args: argparse.Namespace) -> int:
-    with _without_pandas():
-        from devportal.config import RESOURCES, resolve
-        from devportal.sync import sync
+def _early_start(args: argparse.Namespace) -> Any:
+    """A client already reading the subscription list while dlt and DuckDB import (see
+    `cli.early`), for a sweep that reads subscriptions; else None."""
+    wanted = args.resources or ["subscriptions"]
+    if args.since or args.window or "subscriptions" not in wanted:
+        return None
+    from devportal.cli import early
+    from devportal.warehouse import looks_busy
 
-        result = _sync(args, sync, RESOURCES)
+    if args.destination in (None, "duckdb") and looks_busy(args.warehouse):
+        return None  # the sync will stop at once: no API requests for nothing
+
+    return early.start(args.base_url, args.workers, args.max_workers)
+
+
+def run(args: argparse.Namespace) -> int:
+    early = _early_start(args)
+    try:
+        with _without_pandas():
+            from devportal.client import RESOURCES
+            from devportal.config import resolve
+            from devportal.sync import sync
+
+            result = _sync(args, sync, RESOURCES, early)
+    finally:
+        if early is not None:
+            early.close()
     print(result.summary())
     code = 0
     manifest = args.manifest or resolve(require_api=False).manifest_path
@@ -113,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
-def _sync(args: argparse.Namespace, sync: Any, resources: Sequence[str]) -> Any:
+def _sync(args: argparse.Namespace, sync: Any, resources: Sequence[str], early: Any) -> Any:
     return sync(
         args.warehouse,
         base_url=args.base_url,
@@ -127,4 +148,5 @@ def _sync(args: argparse.Namespace, sync: Any, resources: Sequence[str]) -> Any:
         allow_mass_close=args.allow_mass_close,
         workers=args.workers,
         max_workers=args.max_workers,
+        early=early,
     )
