@@ -2,7 +2,7 @@
 
 Nothing is transformed, spooled or loaded, so the time is what the network, the server and JSON
 parsing cost on this machine: no sync can be faster than this with the same client. Prints one
-JSON line with the rows seen.
+JSON line with the rows and pages seen and the concurrency controller's stats.
 
     python -m benchmarks.floor --base-url URL [--workers N]
 
@@ -15,41 +15,26 @@ import argparse
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict
+from typing import Any
 
-from devportal.client import SUBSCRIPTIONS_PATH, ApiClient
+from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, DefaultHttpSettings
 
 TOKEN_ENV = "SOURCES__DEVPORTAL__ACCESS_TOKEN"
 
 
-@dataclass(frozen=True)
-class FloorSettings:
-    """devportal's HTTP defaults (`config.DevportalConfig`), spelled out here so the floor does
-    not import dlt's configuration machinery; a test keeps the two equal."""
-
-    base_url: str
-    access_token: str = field(repr=False)
-    workers: int | None = None
-    min_workers: int = 1
-    max_workers: int = 32
-    timeout_s: float = 30.0
-    max_attempts: int = 8
-    max_wait_s: float = 120.0
-    backoff_initial_s: float = 0.2
-    backoff_max_s: float = 10.0
-    retry_after_cap_s: float = 30.0
-    allow_insecure_remote: bool = False
-
-
-def fetch_all(base_url: str, token: str, workers: int | None) -> tuple[int, int]:
-    """(rows, pages) of one full read of the list."""
+def fetch_all(base_url: str, token: str, workers: int | None) -> tuple[int, int, dict[str, Any]]:
+    """(rows, pages, the concurrency controller's stats) of one full read of the list."""
     rows = pages = 0
-    settings = FloorSettings(base_url=base_url, access_token=token, workers=workers)
+    # devportal's HTTP defaults, spelled out in the client so the floor imports no dlt
+    settings = DefaultHttpSettings(base_url=base_url, access_token=token, workers=workers)
     with ApiClient(settings) as client:
         for page in client.iter_pages(SUBSCRIPTIONS_PATH):
             rows += len(page.data)
             pages += 1
-    return rows, pages
+        stats = asdict(client.concurrency.stats())
+        stats["requests"] = client.stats.requests
+    return rows, pages, stats
 
 
 def token_from_env() -> str:
@@ -66,9 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    rows, pages = fetch_all(args.base_url, token_from_env(), args.workers)
+    rows, pages, concurrency = fetch_all(args.base_url, token_from_env(), args.workers)
     seconds = time.perf_counter() - started
-    print(json.dumps({"rows": rows, "pages": pages, "seconds": seconds}))
+    print(
+        json.dumps({"rows": rows, "pages": pages, "seconds": seconds, "concurrency": concurrency})
+    )
     return 0
 
 

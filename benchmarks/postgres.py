@@ -106,6 +106,33 @@ class PostgresServer:
             return None
         return int(value) if value is not None else None
 
+    def last_row(self, database: str, table: str, columns: tuple[str, ...]) -> dict[str, Any]:
+        """The newest row (by `_dlt_load_id`) of `devportal.<table>`, the `columns` it has;
+        {} when it cannot be read."""
+        try:
+            con = self._connect(database)
+            try:
+                with con.cursor() as cur:
+                    cur.execute(
+                        "SELECT column_name FROM information_schema.columns "
+                        "WHERE table_schema = 'devportal' AND table_name = %s",
+                        (table,),
+                    )
+                    present = {r[0] for r in cur.fetchall()}
+                    names = [c for c in columns if c in present]
+                    if not names:
+                        return {}
+                    cur.execute(
+                        f"SELECT {', '.join(names)} FROM devportal.{table} "
+                        "ORDER BY _dlt_load_id DESC LIMIT 1"
+                    )
+                    row = cur.fetchone()
+            finally:
+                con.close()
+        except Exception:
+            return {}
+        return {k: v for k, v in zip(names, row or (), strict=False) if v is not None}
+
     # -- cost -------------------------------------------------------------------------------
 
     def postmaster(self) -> psutil.Process | None:

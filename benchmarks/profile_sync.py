@@ -81,7 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--users", type=int, default=2_000)
     p.add_argument("--latency", type=float, default=0.0)
     p.add_argument("--resources", default="subscriptions")
-    p.add_argument("--workers", type=int, default=6)
+    p.add_argument(
+        "--workers", type=int, default=None, help="pin the requests in flight (default: adaptive)"
+    )
     p.add_argument("--what-if", default="", help="comma list, see benchmarks/whatif.py")
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args(argv)
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
             return [
                 *("sync", "--base-url", sandbox.base_url, "--warehouse", str(warehouse)),
                 *("--resources", args.resources, "--no-models", "--progress", "off"),
-                *("--workers", str(args.workers)),
+                *(("--workers", str(args.workers)) if args.workers else ()),
             ]
 
         runner = str(HERE / "whatif.py")
@@ -158,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = [
         f"# devportal sync profile: {args.size:,} subscriptions, {args.latency:g} ms, "
-        f"resources {args.resources}, {args.workers} workers",
+        f"resources {args.resources}, "
+        + (f"{args.workers} workers (pinned)" if args.workers else "adaptive concurrency"),
         "",
         f"Command: `python -m benchmarks.profile_sync {' '.join(argv if argv is not None else sys.argv[1:])}`",
         "",

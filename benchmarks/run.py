@@ -6,14 +6,30 @@ process with a fresh DuckDB file and a fresh dlt working folder, round after rou
 
     devportal, peer, floor, devportal second sweep, devportal window    (x rounds)
 
-plus, at latencies above 0, devportal with `--variant-workers` (16) concurrent requests, to show
-what more concurrency buys, and at 0 ms devportal into PostgreSQL right after the DuckDB sweep
-(`sweep_postgres`: `--destination postgres`, a fresh database of a throwaway local server per
-round, see `benchmarks/postgres.py`). Then user_accounts for the size's users at 50 ms (after
-syncing subscriptions and settings) and `devportal models` on that warehouse, and the same on
-PostgreSQL (`models_setup_postgres`: the three resources at 0 ms into a fresh database, then
-`models_postgres`). Then one devportal sweep of 1,000,000 subscriptions (peak RSS must stay
-flat), the floor for the same list, and `devportal models` on that warehouse.
+devportal and the floor run with their defaults (adaptive concurrency) unless `--workers` pins
+them. At latencies above 0, devportal pinned at `--pinned-workers` (8, the old fixed default)
+also runs each round (informational). At 0 ms, each round also has:
+
+- devportal into PostgreSQL right after the DuckDB sweep (`sweep_postgres`: a fresh database of
+  a throwaway local server per round, see `benchmarks/postgres.py`);
+- `sync_models`: a plain `devportal sync` (every resource, the models built after the load) on
+  a fresh warehouse, for the peak-RSS target;
+- `slow_server`: devportal, then the floor, against the sandbox with `--server-ms` (8 ms of
+  serial server time per request: a single-worker backend);
+- in the first `--rate-rounds` rounds, `rate_limited`: devportal (adaptive), then pinned at
+  `--workers 8` (`rate_limited_workers8`), against a per-token rate limit of `--rate-limit`
+  requests/s (burst `--rate-burst`), set afresh before each run (a full bucket).
+The server cost and the rate limit are cleared after their scenario (`SandboxProcess.throttled`).
+
+Then user_accounts for the size's users at 50 ms (after syncing subscriptions and settings) and
+`devportal models` on that warehouse, and the same on PostgreSQL (`models_setup_postgres`: the
+three resources at 0 ms into a fresh database, then `models_postgres`). Then one devportal sweep
+of 1,000,000 subscriptions (peak RSS must stay flat), the floor for the same list, and
+`devportal models` on that warehouse.
+
+Every devportal run records its requests, retries and concurrency (mode, settled, peak, cuts,
+429s, Retry-After pauses) from its `sync_runs` row (the summary line for PostgreSQL), and every
+run the sandbox's own count of API requests and rate-limit 429s during it.
 
 Results: `benchmarks/results/latest.json` and `latest.md` (`quick.*` for `--quick`), with the
 machine description; the Markdown is printed at the end. `--render FILE.json` re-renders one.
@@ -109,14 +125,40 @@ class Run:
     db_cpu_s: float | None = None  # the PostgreSQL server's CPU during the run (not in RSS)
     db_peak_pss_bytes: int | None = None  # the server tree's peak summed PSS during the run
     db_idle_pss_bytes: int | None = None  # the same just before the run
+    # what the command asked for: None = devportal's default (adaptive), N = `--workers N`
+    workers: int | None = None
+    # the sandbox's load settings during the run (0 / None: none)
+    server_ms: float = 0.0
+    rate_limit_per_s: float | None = None
+    rate_burst: float | None = None
+    # the run's own record (`sync_runs`, else the summary line): requests in flight
+    retries: int | None = None
+    concurrency_mode: str | None = None  # adaptive | pinned
+    concurrency_settled: int | None = None
+    concurrency_peak: int | None = None
+    concurrency_cuts: int | None = None
+    rate_limited: int | None = None  # 429s the client counted
+    paused_s: float | None = None  # every worker waiting out a Retry-After
+    # the sandbox's counters, after minus before the run (nothing else talks to it meanwhile)
+    server_requests: int | None = None  # API requests (429s included)
+    server_rate_limited: int | None = None  # the rate limit's 429s
 
     @property
     def rows_per_s(self) -> float | None:
         return self.rows / self.wall_s if self.rows and self.wall_s > 0 else None
 
+    @property
+    def sent(self) -> int | None:
+        """Requests the server saw (its counter), else the client's own count."""
+        return self.server_requests if self.server_requests is not None else self.requests
+
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["rows_per_s"] = self.rows_per_s
+        sent = self.sent
+        # average request rates: over the sync's own seconds, and over the process wall time
+        data["request_rate_per_s"] = sent / self.work_s if sent and self.work_s else None
+        data["request_rate_wall_per_s"] = sent / self.wall_s if sent and self.wall_s > 0 else None
         return data
 
 
@@ -125,19 +167,82 @@ class Run:
 SUMMARY = re.compile(r"sync ok \((\w+)\) in ([\d.]+)s: (.*)")
 
 
+CONCURRENCY_PATTERNS = {
+    "retries": r"(\d+) retries",
+    "pinned": r"(\d+) in flight \(pinned\)",
+    "adaptive": r"concurrency settled at (\d+) \(adaptive, peak (\d+)\)",
+    "rate_limited": r"(\d+) rate-limited \(429\)",
+    "paused_s": r"paused ([\d.]+)s on Retry-After",
+}
+
+
 def parse_devportal(stdout: str) -> dict[str, Any]:
-    """Seconds, rows per table and requests from the `sync ok ...` summary line."""
+    """Seconds, rows per table, requests and concurrency from the `sync ok ...` summary line."""
     match = SUMMARY.search(stdout)
     if not match:
         return {}
     rest = match.group(3)
     rows = {name: int(n) for name, n in re.findall(r"(\w+) (\d+)", rest.split(";")[0])}
     requests = re.search(r"(\d+) requests", rest)
-    return {
+    out: dict[str, Any] = {
         "work_s": float(match.group(2)),
         "rows": rows,
         "requests": int(requests.group(1)) if requests else None,
     }
+    found = {k: re.search(p, rest) for k, p in CONCURRENCY_PATTERNS.items()}
+    if found["retries"]:
+        out["retries"] = int(found["retries"].group(1))
+    if found["pinned"]:
+        n = int(found["pinned"].group(1))
+        out.update(concurrency_mode="pinned", concurrency_settled=n, concurrency_peak=n)
+    elif found["adaptive"]:
+        out.update(
+            concurrency_mode="adaptive",
+            concurrency_settled=int(found["adaptive"].group(1)),
+            concurrency_peak=int(found["adaptive"].group(2)),
+        )
+    if out.get("concurrency_mode"):  # the summary leaves out zeros
+        out["rate_limited"] = int(found["rate_limited"].group(1)) if found["rate_limited"] else 0
+        out["paused_s"] = float(found["paused_s"].group(1)) if found["paused_s"] else 0.0
+    return out
+
+
+SYNC_RUN_FIELDS = (
+    "requests",
+    "retries",
+    "concurrency_mode",
+    "concurrency_settled",
+    "concurrency_peak",
+    "concurrency_cuts",
+    "rate_limited",
+    "paused_s",
+)
+
+
+def read_sync_run(warehouse: Path) -> dict[str, Any]:
+    """The last `sync_runs` row of a devportal DuckDB warehouse (read-only, after the run):
+    requests and concurrency as the run recorded them; {} when it cannot be read."""
+    try:
+        import duckdb
+
+        with duckdb.connect(str(warehouse), read_only=True) as con:
+            present = {
+                r[0]
+                for r in con.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = 'devportal' AND table_name = 'sync_runs'"
+                ).fetchall()
+            }
+            names = [n for n in SYNC_RUN_FIELDS if n in present]
+            if not names:
+                return {}
+            row = con.execute(
+                f"SELECT {', '.join(names)} FROM devportal.sync_runs "
+                "ORDER BY _dlt_load_id DESC LIMIT 1"
+            ).fetchone()
+    except Exception:
+        return {}
+    return {k: v for k, v in zip(names, row or (), strict=False) if v is not None}
 
 
 def parse_json_line(stdout: str) -> dict[str, Any]:
@@ -203,11 +308,16 @@ class Settings:
     big_size: int | None
     accounts_latency: float
     window_since: str
-    workers: int
-    variant_workers: int
+    workers: int | None  # None: devportal's and the floor's default (adaptive concurrency)
+    pinned_workers: int  # the pinned comparison (`--workers N`): 50 ms variant, rate-limited
     keep: bool
     quick: bool
     postgres: bool = True
+    server_ms: float = 8.0  # the slow-server scenario's serial cost per request (0: skip)
+    rate_limit: float = 50.0  # the rate-limited scenario's requests/s per token (0: skip)
+    rate_burst: float = 50.0
+    rate_rounds: int = 2  # rounds (of the 0 ms rounds) that include the rate-limited pair
+    models_rss: bool = True  # `devportal sync` with models, fresh warehouse, each 0 ms round
 
 
 class Bench:
@@ -245,9 +355,12 @@ class Bench:
         round_no: int,
         finish: Callable[[Run, Measured], None] | None = None,
         pg_database: str | None = None,
+        workers: int | None = None,
     ) -> Run:
         """Run `cmd` measured; with `pg_database`, against that database of `self.pg`."""
         load = os.getloadavg()[0]
+        throttle = self.throttle_state(sandbox)
+        before = self.sandbox_stats(sandbox)
         extra: dict[str, str] = {}
         cost: ServerCost | None = None
         if pg_database is not None:
@@ -275,7 +388,13 @@ class Bench:
             max_processes=measured.max_processes,
             server_cpu_s=measured.server_cpu_s,
             load_avg_1m=load,
+            workers=workers,
+            **throttle,
         )
+        after = self.sandbox_stats(sandbox)
+        if before is not None and after is not None:
+            run.server_requests = int(after["api_requests"]) - int(before["api_requests"])
+            run.server_rate_limited = int(after["rate_limited"]) - int(before["rate_limited"])
         if cost is not None:
             run.destination = "postgres"
             run.db_cpu_s = cost.cpu_s
@@ -289,11 +408,41 @@ class Bench:
         self.progress(run)
         return run
 
+    @staticmethod
+    def sandbox_stats(sandbox: SandboxProcess) -> dict[str, Any] | None:
+        try:
+            return sandbox.stats()
+        except Exception:  # a run that killed the server is reported by the run itself
+            return None
+
+    @staticmethod
+    def throttle_state(sandbox: SandboxProcess) -> dict[str, Any]:
+        """The server cost and rate limit in force, as `Run` fields."""
+        try:
+            state = sandbox.state()
+        except Exception:
+            return {}
+        limit = state.get("rate_limit") or {}
+        return {
+            "server_ms": float(state.get("server_ms") or 0.0),
+            "rate_limit_per_s": limit.get("per_second"),
+            "rate_burst": limit.get("burst"),
+        }
+
     def progress(self, run: Run) -> None:
         elapsed = time.perf_counter() - self._started
+        concurrency = ""
+        if run.concurrency_mode:
+            concurrency = f" [{run.concurrency_mode} {run.concurrency_settled}"
+            if run.concurrency_mode == "adaptive":
+                concurrency += f", peak {run.concurrency_peak}"
+            concurrency += "]"
+        if run.server_rate_limited:
+            concurrency += f" {run.server_rate_limited} x 429"
         what = (
             f"{run.wall_s:7.2f} s {run.peak_rss_bytes / MB:7.0f} MB"
             + (f" {run.rows} rows" if run.rows is not None else "")
+            + concurrency
             + (f" (postgres CPU {run.db_cpu_s:.2f} s)" if run.db_cpu_s is not None else "")
             + (f" [{run.rows_check}]" if run.rows_check not in (None, "ok") else "")
             + (f" FAILED: {run.error}" if run.error else "")
@@ -306,8 +455,15 @@ class Bench:
         )
 
     def sync_cmd(
-        self, sandbox: SandboxProcess, warehouse: Path, *extra: str, workers: int | None = None
+        self,
+        sandbox: SandboxProcess,
+        warehouse: Path,
+        *extra: str,
+        workers: int | None = None,
+        models: bool = False,
     ) -> list[str]:
+        """`devportal sync`; `--workers` only when pinned (`workers`, else `--workers` of the
+        bench), otherwise devportal's default: adaptive concurrency."""
         return [
             *self.devportal,
             "sync",
@@ -315,11 +471,10 @@ class Bench:
             sandbox.base_url,
             "--warehouse",
             str(warehouse),
-            "--no-models",
+            *([] if models else ["--no-models"]),
             "--progress",
             "off",
-            "--workers",
-            str(workers or self.settings.workers),
+            *(["--workers", str(workers)] if workers else []),
             *extra,
         ]
 
@@ -334,21 +489,37 @@ class Bench:
         scenario: str,
         latency: float,
         round_no: int,
-        resources: str = "subscriptions",
+        resources: str | None = "subscriptions",
         extra: tuple[str, ...] = (),
         expected: int | None = None,
         count_table: str = "subscriptions",
         workers: int | None = None,
         pg_database: str | None = None,
+        models: bool = False,
     ) -> Run:
         """`devportal sync` into DuckDB at `warehouse`, or into `pg_database` on `self.pg`
-        (`warehouse` then only places dlt's working folder and the lock file)."""
+        (`warehouse` then only places dlt's working folder and the lock file). `resources`
+        None reads them all; `models` lets the sync build the models (no `--no-models`);
+        `workers` pins the concurrency (else `--workers` of the bench, else adaptive)."""
+        workers = workers or self.settings.workers
 
         def finish(run: Run, measured: Measured) -> None:
             parsed = parse_devportal(measured.stdout)
+            # the run's own record (`sync_runs`), cuts included
+            if pg_database is None:
+                parsed.update(read_sync_run(warehouse))
+            elif self.pg is not None:
+                parsed.update(self.pg.last_row(pg_database, "sync_runs", SYNC_RUN_FIELDS))
             run.work_s = parsed.get("work_s")
             run.requests = parsed.get("requests")
             run.rows = parsed.get("rows", {}).get(count_table)
+            run.retries = parsed.get("retries")
+            run.concurrency_mode = parsed.get("concurrency_mode")
+            run.concurrency_settled = parsed.get("concurrency_settled")
+            run.concurrency_peak = parsed.get("concurrency_peak")
+            run.concurrency_cuts = parsed.get("concurrency_cuts")
+            run.rate_limited = parsed.get("rate_limited")
+            run.paused_s = parsed.get("paused_s")
             # the pipeline of each destination has its own name (devportal.pipeline_name)
             name = "devportal" if pg_database is None else "devportal_postgres"
             run.steps = dlt_steps(name, warehouse.parent / f".{warehouse.stem}.dlt", measured)
@@ -366,7 +537,9 @@ class Bench:
 
         if pg_database is not None:
             extra = ("--destination", "postgres", *extra)
-        cmd = self.sync_cmd(sandbox, warehouse, "--resources", resources, *extra, workers=workers)
+        if resources:
+            extra = ("--resources", resources, *extra)
+        cmd = self.sync_cmd(sandbox, warehouse, *extra, workers=workers, models=models)
         return self.measure(
             sandbox,
             cmd,
@@ -377,6 +550,7 @@ class Bench:
             round_no=round_no,
             finish=finish,
             pg_database=pg_database,
+            workers=workers,
         )
 
     def run_peer(
@@ -413,13 +587,27 @@ class Bench:
         )
 
     def run_floor(
-        self, sandbox: SandboxProcess, cwd: Path, *, latency: float, round_no: int, expected: int
+        self,
+        sandbox: SandboxProcess,
+        cwd: Path,
+        *,
+        latency: float,
+        round_no: int,
+        expected: int,
+        scenario: str = "sweep",
     ) -> Run:
         def finish(run: Run, measured: Measured) -> None:
             parsed = parse_json_line(measured.stdout)
             run.work_s = parsed.get("seconds")
             run.rows = parsed.get("rows")
-            run.requests = parsed.get("pages")
+            c = parsed.get("concurrency") or {}
+            run.requests = c.get("requests", parsed.get("pages"))
+            run.concurrency_mode = c.get("mode")
+            run.concurrency_settled = c.get("settled")
+            run.concurrency_peak = c.get("peak")
+            run.concurrency_cuts = c.get("cuts")
+            run.rate_limited = c.get("throttled")
+            run.paused_s = c.get("paused_s")
             run.rows_check = "ok" if run.rows == expected else f"read {run.rows}, API {expected}"
 
         cmd = [
@@ -427,18 +615,18 @@ class Bench:
             str(HERE / "floor.py"),
             "--base-url",
             sandbox.base_url,
-            "--workers",
-            str(self.settings.workers),
+            *(["--workers", str(self.settings.workers)] if self.settings.workers else []),
         ]
         return self.measure(
             sandbox,
             cmd,
             cwd,
             contender="floor",
-            scenario="sweep",
+            scenario=scenario,
             latency=latency,
             round_no=round_no,
             finish=finish,
+            workers=self.settings.workers,
         )
 
     def run_models(
@@ -523,9 +711,9 @@ class Bench:
                 self.run_floor(
                     sandbox, rdir / "floor", expected=expected, latency=latency, round_no=round_no
                 )
-                variant = self.settings.variant_workers
+                variant = self.settings.pinned_workers
                 if latency > 0 and variant and variant != self.settings.workers:
-                    # not a contender: shows how far more concurrent requests go at this latency
+                    # not a contender: what the old fixed default (`--workers 8`) gives here
                     vdir = rdir / "devportal_variant"
                     self.run_devportal(
                         sandbox,
@@ -555,7 +743,70 @@ class Bench:
                     latency=latency,
                     round_no=round_no,
                 )
+                if latency == 0:
+                    self.round_extras(sandbox, rdir, round_no=round_no, expected=expected)
                 self.cleanup(rdir)
+
+    def round_extras(
+        self, sandbox: SandboxProcess, rdir: Path, *, round_no: int, expected: int
+    ) -> None:
+        """The 0 ms round's other scenarios: sync with models (peak RSS), the slow server
+        (devportal, then the floor), the rate-limited sandbox (adaptive, then pinned)."""
+        if self.settings.models_rss:
+            # what a user's plain `devportal sync` costs: every resource, then the models
+            mdir = rdir / "sync_models"
+            self.run_devportal(
+                sandbox,
+                mdir / WAREHOUSE,
+                mdir,
+                scenario="sync_models",
+                expected=expected,
+                latency=0,
+                round_no=round_no,
+                resources=None,
+                models=True,
+            )
+        if self.settings.server_ms:
+            with sandbox.throttled(server_ms=self.settings.server_ms):
+                sdir = rdir / "slow_server"
+                self.run_devportal(
+                    sandbox,
+                    sdir / "devportal" / WAREHOUSE,
+                    sdir / "devportal",
+                    scenario="slow_server",
+                    expected=expected,
+                    latency=0,
+                    round_no=round_no,
+                )
+                self.run_floor(
+                    sandbox,
+                    sdir / "floor",
+                    scenario="slow_server",
+                    expected=expected,
+                    latency=0,
+                    round_no=round_no,
+                )
+        if self.settings.rate_limit and round_no <= self.settings.rate_rounds:
+            pinned = self.settings.pinned_workers
+            variants: list[tuple[str, int | None]] = [("rate_limited", None)]
+            if pinned and pinned != self.settings.workers:
+                variants.append((f"rate_limited_workers{pinned}", pinned))
+            for scenario, workers in variants:
+                # set again before each run: every bucket starts full, no run inherits a debt
+                with sandbox.throttled(
+                    rate_limit=self.settings.rate_limit, burst=self.settings.rate_burst
+                ):
+                    vdir = rdir / scenario
+                    self.run_devportal(
+                        sandbox,
+                        vdir / WAREHOUSE,
+                        vdir,
+                        scenario=scenario,
+                        expected=expected,
+                        latency=0,
+                        round_no=round_no,
+                        workers=workers,
+                    )
 
     def accounts_and_models(self, sandbox: SandboxProcess, base: Path) -> None:
         latency = self.settings.accounts_latency
@@ -779,13 +1030,52 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--accounts-latency", type=float, default=50.0, help="ms for user_accounts")
     p.add_argument(
-        "--workers", type=int, default=8, help="devportal and floor workers (devportal's default)"
+        "--workers",
+        type=int,
+        default=None,
+        help="pin devportal's and the floor's requests in flight (default: their own default, "
+        "adaptive concurrency)",
     )
     p.add_argument(
+        "--pinned-workers",
         "--variant-workers",
+        dest="pinned_workers",
         type=int,
-        default=16,
-        help="also run devportal with this many workers at latencies > 0 (0: don't)",
+        default=8,
+        help="the pinned comparison, `devportal sync --workers N`: a variant at latencies > 0 "
+        "and the rate-limited scenario's second contender (default 8, the old fixed default; "
+        "0: neither)",
+    )
+    p.add_argument(
+        "--server-ms",
+        type=float,
+        default=8.0,
+        help="the slow-server scenario's serial sandbox cost per request, ms (default 8: the "
+        "floor takes about 4 s at 100k; 0: skip the scenario)",
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=None,
+        help="the rate-limited scenario's requests/s per token (default 50, 20 with --quick; "
+        "0: skip the scenario)",
+    )
+    p.add_argument(
+        "--rate-burst",
+        type=float,
+        default=None,
+        help="its token bucket's burst (default 50, 10 with --quick)",
+    )
+    p.add_argument(
+        "--rate-rounds",
+        type=int,
+        default=2,
+        help="how many of the 0 ms rounds include the rate-limited pair (default 2)",
+    )
+    p.add_argument(
+        "--skip-models-rss",
+        action="store_true",
+        help="skip `devportal sync` with models (the peak-RSS target) in the 0 ms rounds",
     )
     p.add_argument("--name", help="results file stem (default latest, quick with --quick)")
     p.add_argument("--keep", action="store_true", help="keep the warehouses under work/")
@@ -804,10 +1094,15 @@ def settings_from(args: argparse.Namespace) -> Settings:
         accounts_latency=args.accounts_latency,
         window_since=WINDOW_SINCE,
         workers=args.workers,
-        variant_workers=args.variant_workers,
+        pinned_workers=args.pinned_workers,
         keep=args.keep,
         quick=args.quick,
         postgres=not args.skip_postgres,
+        server_ms=args.server_ms,
+        rate_limit=args.rate_limit if args.rate_limit is not None else (20 if args.quick else 50),
+        rate_burst=args.rate_burst if args.rate_burst is not None else (10 if args.quick else 50),
+        rate_rounds=args.rate_rounds,
+        models_rss=not args.skip_models_rss,
     )
 
 
@@ -833,7 +1128,7 @@ def main(argv: list[str] | None = None) -> int:
     description["load_avg_at_end"] = list(os.getloadavg())
     runs = [r.as_dict() for r in bench.runs]
     result: dict[str, Any] = {
-        "schema": 1,
+        "schema": 2,
         "command": "python -m benchmarks.run " + " ".join(sys.argv[1:] if argv is None else argv),
         "started_at": started_at.isoformat(timespec="seconds"),
         "total_wall_s": round(total, 1),

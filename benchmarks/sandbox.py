@@ -2,8 +2,10 @@
 
 The contenders must not share a process with the server, or their RSS and CPU would include
 it; so the sandbox runs as `devportal sandbox --port 0` and is reached over HTTP like the real
-API. Latency changes go through its control endpoint, so one generated world serves all the
-latencies of a size (the world and its clock are untouched between runs).
+API. Latency, the serial server cost (`--server-ms`) and the per-token rate limit change through
+its control endpoints, so one generated world serves every scenario of a size (the world and its
+clock are untouched between runs); `throttled()` sets the last two for one scenario and always
+clears them afterwards, so nothing leaks into the next scenario.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +122,50 @@ class SandboxProcess:
         self._call("POST", "/__sandbox/latency", {"ms": ms})
         if float(self.state()["latency_ms"]) != float(ms):
             raise RuntimeError(f"sandbox did not take latency {ms} ms")
+
+    def stats(self) -> dict[str, Any]:
+        """The sandbox's request counters (`requests`, `api_requests`, `rate_limited`, ...)."""
+        result: dict[str, Any] = self.state()["stats"]
+        return result
+
+    def set_server_ms(self, ms: float) -> None:
+        """Serial server time per API request (one global lock held `ms`); 0 clears."""
+        self._call("POST", "/__sandbox/server-ms", {"ms": ms})
+        if float(self.state()["server_ms"] or 0) != float(ms):
+            raise RuntimeError(f"sandbox did not take server-ms {ms}")
+
+    def set_rate_limit(self, per_second: float | None, burst: float | None = None) -> None:
+        """Per-token token bucket of `per_second` requests/s, bursts of `burst`; None clears.
+        Setting it (again) fills every bucket: each run starts with a full one."""
+        body: dict[str, Any] = {}
+        if per_second:
+            body = {"per_second": per_second}
+            if burst is not None:
+                body["burst"] = burst
+        self._call("POST", "/__sandbox/rate-limit", body)
+        limit = self.state()["rate_limit"]
+        if (limit is None) != (not per_second) or (
+            limit is not None and float(limit["per_second"]) != float(per_second or 0)
+        ):
+            raise RuntimeError(f"sandbox did not take rate limit {per_second}/s: {limit}")
+
+    @contextmanager
+    def throttled(
+        self, *, server_ms: float = 0.0, rate_limit: float | None = None, burst: float | None = None
+    ) -> Iterator[SandboxProcess]:
+        """The server cost and/or rate limit for one scenario; both cleared on the way out."""
+        try:
+            if server_ms:
+                self.set_server_ms(server_ms)
+            if rate_limit:
+                self.set_rate_limit(rate_limit, burst)
+            yield self
+        finally:
+            self.clear_throttles()
+
+    def clear_throttles(self) -> None:
+        """No serial server cost, no rate limit (what every other scenario runs against)."""
+        if self._proc is None or self._proc.poll() is not None:
+            return
+        self.set_server_ms(0)
+        self.set_rate_limit(None)
