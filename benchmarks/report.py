@@ -775,7 +775,7 @@ def render_markdown(result: dict[str, Any]) -> str:
             f"- devportal and the floor are pinned at `--workers {settings['workers']}`"
             if settings.get("workers")
             else "- devportal and the floor run with their defaults: adaptive concurrency "
-            "(slow start, AIMD, cuts on 429/503/timeouts/rising latency, 1..32 requests in "
+            "(slow start, AIMD, cuts on 429/503/timeouts/rising latency, 1..64 requests in "
             "flight; `pipelines/devportal/concurrency.py`)"
         )
         + "; the peer is dlt's `rest_api` with its defaults (sequential `json_link` paging, "

@@ -856,7 +856,7 @@ class DefaultHttpSettings:
     access_token: str = field(repr=False)
     workers: int | None = None
     min_workers: int = 1
-    max_workers: int = 32
+    max_workers: int = 64
     timeout_s: float = 30.0
     max_attempts: int = 8
     max_wait_s: float = 120.0

@@ -68,7 +68,7 @@ class Concurrency:
     def __init__(
         self,
         min_workers: int = 1,
-        max_workers: int = 32,
+        max_workers: int = 64,
         pinned: int | None = None,
         start: int = START,
         pause_cap_s: float = 30.0,

@@ -37,7 +37,7 @@ class DevportalConfig(BaseConfiguration):
     # -- HTTP
     workers: int | None = None  # pins the requests in flight; unset: adaptive
     min_workers: int = 1
-    max_workers: int = 32
+    max_workers: int = 64
     timeout_s: float = 30.0
     max_attempts: int = 8
     max_wait_s: float = 120.0
@@ -60,7 +60,7 @@ class DevportalConfig(BaseConfiguration):
     max_clock_skew_hours: float = 24.0
     # -- the DuckDB warehouse's load connection
     duckdb_threads: int = 1
-    duckdb_memory_limit: str = "256MB"
+    duckdb_memory_limit: str = "128MB"
     # -- `devportal sync` records this app manifest with every run when set
     manifest_path: str | None = None
 

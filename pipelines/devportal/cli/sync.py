@@ -50,7 +50,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--max-workers",
         type=options.positive_int,
-        help="most requests in flight while adapting (default 32, [sources.devportal])",
+        help="most requests in flight while adapting (default 64, [sources.devportal])",
     )
     p.add_argument(
         "--allow-mass-close",
