@@ -20,6 +20,7 @@
 -- `top_churn_platform`, `top_churn_platform_churn_rate`: of churn_by_platform's latest
 --   complete month, the platform with the highest churn rate among those with at least one
 --   subscriber at the month start (ties: the first platform by name; all rates may be 0);
+--   `unknown` (no account) is not a platform and is left out: churn_by_platform has its row;
 --   NULL while no month is complete.
 --
 -- @test unique(as_of)
@@ -90,6 +91,7 @@ top_churn_platform as (
     from analytics.churn_by_platform
     where
         subscribers_at_start > 0
+        and platform <> 'unknown'
         and month = (select max(month) from analytics.churn_by_platform where is_complete)
     order by churn_rate desc, platform
     limit 1

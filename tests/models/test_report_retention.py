@@ -200,3 +200,40 @@ def test_days_and_a_platform_read_well() -> None:
     as_of = report.Section("As of", [report.Metric("as_of", "as of", None, "time")])
     markdown = report.format_markdown(report.Report(None, [as_of, section]))
     assert markdown.splitlines()[-1] == "| p | a\\|b |"
+
+
+def test_subscribers_without_accounts_are_no_platform(
+    story_warehouse: Path, tmp_path: Path
+) -> None:
+    """`unknown` (no account) has its rows in churn_by_platform but is never the report's
+    highest-churn platform: with no account known at all, there is none."""
+    import shutil
+
+    import duckdb
+
+    from devportal import models
+
+    copy = tmp_path / "story.duckdb"
+    shutil.copy(story_warehouse, copy)
+    con = duckdb.connect(str(copy))
+    try:
+        con.execute("delete from devportal.user_account_profiles")
+        con.execute("delete from devportal.user_accounts")
+    finally:
+        con.close()
+    models.build(copy, check=True)
+    con = duckdb.connect(str(copy), read_only=True)
+    try:
+        platforms = con.execute(
+            "select distinct platform from analytics.churn_by_platform where is_complete"
+        ).fetchall()
+        churned = con.execute(
+            "select sum(churned) from analytics.churn_by_platform where is_complete"
+        ).fetchone()
+        top = con.execute(
+            "select top_churn_platform, top_churn_platform_churn_rate from analytics.report_figures"
+        ).fetchall()
+    finally:
+        con.close()
+    assert platforms == [("unknown",)] and churned is not None and churned[0] > 0
+    assert top == [(None, None)]
