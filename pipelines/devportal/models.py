@@ -677,6 +677,48 @@ def _build_all(
     return built, skipped
 
 
+def _build_within_memory(
+    engine: engines.Engine, models: Sequence[Model], code: Mapping[str, EngineSql], check: bool
+) -> tuple[list[str], dict[str, str], int]:
+    """Build (and with CHECK, test) within DuckDB's memory cap for devportal's connections
+    (`warehouse.OWN_CONNECTION`: lean, where DuckDB's default is 80% of the machine's RAM). A
+    history too large for it (DuckDB spills most work to disk, not all of what one transaction
+    holds) makes DuckDB run out of memory: the attempt is rolled back and made again under
+    DuckDB's own limit, with a warning. The cap grows with the history (`_memory_cap`), so
+    that rarely happens. PostgreSQL is built once."""
+    if engine.dialect == SOURCE_DIALECT:
+        cap = _memory_cap(engine)
+        if cap:
+            engine.execute(f"set memory_limit = '{cap}MB'")
+    try:
+        built, skipped = _build_all(engine, models, code)
+        return built, skipped, run_tests(engine, models, set(built)) if check else 0
+    except DevportalError as err:
+        if engine.dialect != SOURCE_DIALECT or "Out of Memory" not in str(err):
+            raise
+        log.warning("models: DuckDB ran out of its memory cap (%s); building again without it", err)
+    engine.execute("reset memory_limit")
+    built, skipped = _build_all(engine, models, code)
+    return built, skipped, run_tests(engine, models, set(built)) if check else 0
+
+
+# MB of DuckDB memory per subscription version: 1M versions build within 256 MB (5 s), where
+# 64 MB runs out; 100k build in 64 MB as fast as without a cap and with half the memory
+CAP_MB_PER_VERSION = 256 / 1_000_000
+
+
+def _memory_cap(engine: engines.Engine) -> int | None:
+    """The memory cap (MB) for this history: the connection's own (64 MB) up to 250k versions,
+    then growing with them; None to keep the connection's."""
+    if "subscriptions" not in engine.relations(RAW_SCHEMA):
+        return None
+    [(versions,)] = engine.execute(
+        f"select count(*) from {engine.qualify(RAW_SCHEMA, 'subscriptions')}"
+    )
+    cap = int(versions * CAP_MB_PER_VERSION)
+    return cap if cap > 64 else None
+
+
 def build_after_load(warehouse: str | Path, destination: Any) -> dict[str, Any] | None:
     """The models after a load: built on the engine the load wrote to, DuckDB at `warehouse`
     (destination None or "duckdb") or PostgreSQL ("postgres"); None for any other destination,
@@ -715,8 +757,7 @@ def build(
         require_warehouse(warehouse)  # before the lock, which would create the folder
     locked = warehouse_lock(warehouse) if lock else nullcontext()
     with locked, engines.connect(warehouse, engine_name) as engine:
-        built, skipped = _build_all(engine, models, code)
-        tests_run = run_tests(engine, models, set(built)) if check else 0
+        built, skipped, tests_run = _build_within_memory(engine, models, code, check)
     seconds = time.monotonic() - started
     log.info(
         "built %d models on %s in %.2fs, skipped %d", len(built), engine_name, seconds, len(skipped)

@@ -243,3 +243,29 @@ def test_a_missing_warehouse_is_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(DevportalError, match=r"no warehouse at .*: run `devportal sync`"):
         models.build(tmp_path / "nowhere" / "wh.duckdb")
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_history_too_big_for_the_memory_cap_is_built_again_without_it(
+    story_warehouse: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """DuckDB cannot spill all a transaction holds: under a cap too small for the history, the
+    build runs out of memory, is rolled back and made again under DuckDB's own limit, with the
+    same rows as a build that never ran out."""
+    import shutil
+
+    from devportal import warehouse
+
+    expected = query(story_warehouse, "select * from analytics.monthly_renewals order by all")
+    copy = tmp_path / "story.duckdb"
+    shutil.copy(story_warehouse, copy)
+    monkeypatch.setattr(
+        warehouse, "OWN_CONNECTION", {**warehouse.OWN_CONNECTION, "memory_limit": "2MB"}
+    )
+    with caplog.at_level("WARNING", logger="devportal.models"):
+        summary = models.build(copy, check=True)
+    assert "ran out of its memory cap" in caplog.text and "Out of Memory" in caplog.text
+    assert summary["tests"] > 100 and "monthly_renewals" in summary["built"]
+    assert query(copy, "select * from analytics.monthly_renewals order by all") == expected
