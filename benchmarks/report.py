@@ -376,7 +376,7 @@ def evaluate_targets(result: dict[str, Any]) -> list[dict[str, Any]]:
         accounts["rows_per_s"] if accounts else None,
         375.0,
         f"users read / process wall time of `devportal sync --resources user_accounts`, "
-        f"{_pinned_label(settings)}, {accounts['ok'] if accounts else 0} run(s), "
+        f"{_pinned_label(settings)}, median of {accounts['ok'] if accounts else 0} run(s), "
         f"{_int(accounts['rows'] if accounts else None)} users in "
         f"{_f(accounts['wall_s'] if accounts else None)} s"
         + (f"; {_settled_range(account_runs)}" if _settled_range(account_runs) else ""),

@@ -812,29 +812,37 @@ class Bench:
         latency = self.settings.accounts_latency
         sandbox.set_latency(latency)
         adir = base / "accounts"
-        warehouse = adir / WAREHOUSE
+        setup_dir = adir / "setup"
         setup = self.run_devportal(
             sandbox,
-            warehouse,
-            adir / "setup",
+            setup_dir / WAREHOUSE,
+            adir / "setup_run",
             scenario="accounts_setup",
             latency=latency,
             round_no=1,
             resources="subscriptions,user_settings",
         )
         if setup.ok:
-            accounts = self.run_devportal(
-                sandbox,
-                warehouse,
-                adir / "user_accounts",
-                scenario="user_accounts",
-                latency=latency,
-                round_no=1,
-                resources="user_accounts",
-                count_table="user_accounts",
-            )
+            # every round fetches all the accounts into its own copy of the set-up warehouse
+            # (the file and dlt's folder), so the target is a median like the others
+            warehouse = setup_dir / WAREHOUSE
+            accounts = None
+            for round_no in range(1, self.settings.rounds + 1):
+                round_dir = adir / f"round{round_no}"
+                shutil.copytree(setup_dir, round_dir)
+                warehouse = round_dir / WAREHOUSE
+                accounts = self.run_devportal(
+                    sandbox,
+                    warehouse,
+                    adir / f"user_accounts_r{round_no}",
+                    scenario="user_accounts",
+                    latency=latency,
+                    round_no=round_no,
+                    resources="user_accounts",
+                    count_table="user_accounts",
+                )
             sandbox.set_latency(0)
-            if accounts.ok:
+            if accounts is not None and accounts.ok:
                 self.run_models(sandbox, warehouse, adir / "models")
         sandbox.set_latency(0)
         database = self.pg_database(f"bench_{sandbox.subscriptions}_models")
