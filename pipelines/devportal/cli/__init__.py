@@ -48,6 +48,9 @@ def _one_line_dlt_records(record: logging.LogRecord) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # devportal runs as its own program (the console script, `python -m devportal`), not inside
+    # a caller's process: a command may then hand the rest of its work to a fresh process image
+    args.own_process = argv is None
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

@@ -1,0 +1,56 @@
+"""`devportal sync` as its own program: the models are built by a fresh process image.
+
+Run as the console program (`python -m devportal`), a sync that builds the models hands that
+work to `devportal models` in its own place (exec), so the sync's memory is gone before DuckDB
+builds them. Called inside another process (`cli.main(argv)`, as the other tests do), it never
+does: it builds them in place. Both give the same output and exit codes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import query
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_program(sb: Any, warehouse: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token}
+    return subprocess.run(
+        [sys.executable, "-m", "devportal", "--debug", "sync", "--base-url", sb.base_url,
+         "--warehouse", str(warehouse), "--progress", "off", *extra],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def test_the_program_builds_the_models_in_a_fresh_process(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    sb = sandbox_factory(subscriptions=300, users=30, seed=41)
+    warehouse = tmp_path / "wh.duckdb"
+    done = run_program(sb, warehouse)
+    assert done.returncode == 0, done.stderr
+    assert "models: building them in a fresh process: exec" in done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("sync ok (sweep)") and lines[-1].startswith("models ok: ")
+    live = len([row for row in sb.truth() if not row.get("is_test")])
+    assert query(warehouse, "select count(*) from analytics.subscriptions_current") == [(live,)]
+
+
+def test_a_sync_inside_another_process_builds_them_in_place(
+    sandbox_factory: Any, tmp_path: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    from devportal.cli import main
+
+    sb = sandbox_factory(subscriptions=300, users=30, seed=41)
+    monkeypatch.setenv("SOURCES__DEVPORTAL__ACCESS_TOKEN", sb.token)
+    warehouse = tmp_path / "wh.duckdb"
+    code = main(["sync", "--base-url", sb.base_url, "--warehouse", str(warehouse)])
+    out = capsys.readouterr().out
+    assert code == 0 and out.splitlines()[-1].startswith("models ok: ")
+    assert query(warehouse, "select count(*) from analytics.as_of") == [(1,)]
