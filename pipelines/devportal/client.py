@@ -874,7 +874,7 @@ class Prefetch:
     `close()` stops it: pages in flight finish (each bounded by `timeout_s`) and are dropped.
     """
 
-    DEPTH = 128  # pages read ahead at most: about 50k subscriptions, ~28 MB parsed
+    DEPTH = 256  # pages read ahead at most: about 50k subscriptions, ~28 MB parsed
 
     def __init__(self, client: ApiClient, path: str, params: dict[str, Any]) -> None:
         self.client = client
