@@ -67,6 +67,7 @@ from benchmarks.report import (
     summarise,
 )
 from benchmarks.sandbox import START, SandboxProcess
+from devportal.destination import CONCURRENCY_FIELDS
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -207,16 +208,8 @@ def parse_devportal(stdout: str) -> dict[str, Any]:
     return out
 
 
-SYNC_RUN_FIELDS = (
-    "requests",
-    "retries",
-    "concurrency_mode",
-    "concurrency_settled",
-    "concurrency_peak",
-    "concurrency_cuts",
-    "rate_limited",
-    "paused_s",
-)
+# the sync_runs columns a run's record is read from: what devportal itself reports
+SYNC_RUN_FIELDS = ("requests", "retries", *CONCURRENCY_FIELDS)
 
 
 def read_sync_run(warehouse: Path) -> dict[str, Any]:
@@ -514,12 +507,8 @@ class Bench:
             run.requests = parsed.get("requests")
             run.rows = parsed.get("rows", {}).get(count_table)
             run.retries = parsed.get("retries")
-            run.concurrency_mode = parsed.get("concurrency_mode")
-            run.concurrency_settled = parsed.get("concurrency_settled")
-            run.concurrency_peak = parsed.get("concurrency_peak")
-            run.concurrency_cuts = parsed.get("concurrency_cuts")
-            run.rate_limited = parsed.get("rate_limited")
-            run.paused_s = parsed.get("paused_s")
+            for name in CONCURRENCY_FIELDS:
+                setattr(run, name, parsed.get(name))
             # the pipeline of each destination has its own name (devportal.pipeline_name)
             name = "devportal" if pg_database is None else "devportal_postgres"
             run.steps = dlt_steps(name, warehouse.parent / f".{warehouse.stem}.dlt", measured)
