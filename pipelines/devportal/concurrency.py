@@ -98,10 +98,6 @@ class Concurrency:
     def slots(self) -> int:
         return max(self.min, int(self.limit))
 
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
-
     # -- taking and giving back a slot -----------------------------------------------------
 
     @contextmanager
