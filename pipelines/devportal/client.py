@@ -598,16 +598,15 @@ class ApiClient:
             except RetryableError as err:
                 slot.done(Outcome.CONGESTED if err.timed_out else Outcome.FAILED)
                 raise
-            _report(slot, resp)
-        status = resp.status_code
+            status = resp.status_code
+            retry_after = None
+            if status == 429 or status >= 500:
+                retry_after = _retry_after_seconds(resp.headers.get("Retry-After"))
+            _report(slot, resp, retry_after)
         if status == 429:
-            raise RetryableError(
-                "429 rate limited", _retry_after_seconds(resp.headers.get("Retry-After"))
-            )
+            raise RetryableError("429 rate limited", retry_after)
         if status >= 500:
-            raise RetryableError(
-                f"{status} server error", _retry_after_seconds(resp.headers.get("Retry-After"))
-            )
+            raise RetryableError(f"{status} server error", retry_after)
         if status == 401:
             raise ApiError(f"access token rejected (401): {TOKEN_HINT}")
         if status == 403:
@@ -960,12 +959,10 @@ def _timeout(bound: str) -> RetryableError:
     return RetryableError(f"timeout (no complete answer within {bound})", timed_out=True)
 
 
-def _report(slot: Slot, resp: requests.Response) -> None:
-    """Tell the concurrency controller what an answer says about the server's load."""
+def _report(slot: Slot, resp: requests.Response, retry_after: float | None) -> None:
+    """Tell the concurrency controller what an answer (and its `Retry-After`) says about the
+    server's load."""
     status = resp.status_code
-    retry_after = None
-    if status in (429, 503) or status >= 500:
-        retry_after = _retry_after_seconds(resp.headers.get("Retry-After"))
     if status in (429, 503):
         slot.done(Outcome.CONGESTED, retry_after, throttled=status == 429)
     elif status >= 500:

@@ -78,6 +78,7 @@ from devportal import engines
 from devportal.errors import DevportalError, first_line
 from devportal.warehouse import (
     ANALYTICS_SCHEMA,
+    OWN_MEMORY_LIMIT_MB,
     RAW_SCHEMA,
     quote_ident,
     require_warehouse,
@@ -686,20 +687,23 @@ def _build_within_memory(
     holds) makes DuckDB run out of memory: the attempt is rolled back and made again under
     DuckDB's own limit, with a warning. The cap grows with the history (`_memory_cap`), so
     that rarely happens. PostgreSQL is built once."""
+
+    def attempt() -> tuple[list[str], dict[str, str], int]:
+        built, skipped = _build_all(engine, models, code)
+        return built, skipped, run_tests(engine, models, set(built)) if check else 0
+
     if engine.dialect == SOURCE_DIALECT:
         cap = _memory_cap(engine)
         if cap:
             engine.execute(f"set memory_limit = '{cap}MB'")
     try:
-        built, skipped = _build_all(engine, models, code)
-        return built, skipped, run_tests(engine, models, set(built)) if check else 0
+        return attempt()
     except DevportalError as err:
         if engine.dialect != SOURCE_DIALECT or "Out of Memory" not in str(err):
             raise
         log.warning("models: DuckDB ran out of its memory cap (%s); building again without it", err)
     engine.execute("reset memory_limit")
-    built, skipped = _build_all(engine, models, code)
-    return built, skipped, run_tests(engine, models, set(built)) if check else 0
+    return attempt()
 
 
 # MB of DuckDB memory per subscription version: 1M versions build within 256 MB (5 s), where
@@ -708,15 +712,15 @@ CAP_MB_PER_VERSION = 256 / 1_000_000
 
 
 def _memory_cap(engine: engines.Engine) -> int | None:
-    """The memory cap (MB) for this history: the connection's own (64 MB) up to 250k versions,
-    then growing with them; None to keep the connection's."""
+    """The memory cap (MB) for this history: the connection's own (`OWN_MEMORY_LIMIT_MB`, 64)
+    up to 250k versions, then growing with them; None to keep the connection's."""
     if "subscriptions" not in engine.relations(RAW_SCHEMA):
         return None
     [(versions,)] = engine.execute(
         f"select count(*) from {engine.qualify(RAW_SCHEMA, 'subscriptions')}"
     )
     cap = int(versions * CAP_MB_PER_VERSION)
-    return cap if cap > 64 else None
+    return cap if cap > OWN_MEMORY_LIMIT_MB else None
 
 
 def build_after_load(warehouse: str | Path, destination: Any) -> dict[str, Any] | None:

@@ -34,7 +34,11 @@ NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_
 # devportal's own connections (models, report, manifest history): DuckDB's buffers are capped
 # (it spills to `<warehouse>.tmp` beyond), so a models build stays flat in memory however large
 # the history; DuckDB's default is 80% of the machine's RAM.
-OWN_CONNECTION: dict[str, Any] = {**NO_EXTENSION_AUTOLOAD, "memory_limit": "64MB"}
+OWN_MEMORY_LIMIT_MB = 64
+OWN_CONNECTION: dict[str, Any] = {
+    **NO_EXTENSION_AUTOLOAD,
+    "memory_limit": f"{OWN_MEMORY_LIMIT_MB}MB",
+}
 
 # The warehouse's schemas: dlt's dataset (raw tables, `pipeline.DATASET`) and the SQL models'.
 RAW_SCHEMA = "devportal"

@@ -55,7 +55,7 @@ def _lookup(name: str, tables: list[dict[str, Any]]) -> Any:
     return None
 
 
-def _coerce(value: Any, default: Any, name: str) -> Any:
+def _coerce(value: Any, default: Any) -> Any:
     if value is None:
         return default
     kind = type(default) if default is not None else int  # `workers` is an optional int
@@ -84,7 +84,7 @@ def start(base_url: str | None, workers: int | None, max_workers: int | None) ->
             found = given.get(f.name)
             if found is None:
                 found = _lookup(f.name, tables)
-            values[f.name] = _coerce(found, f.default, f.name)
+            values[f.name] = _coerce(found, f.default)
         client = ApiClient(DefaultHttpSettings(base_url=base_url, access_token=token, **values))
     except (ValueError, TypeError, DevportalError):
         return None

@@ -7,7 +7,7 @@ import importlib.abc
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -115,15 +115,13 @@ def run(args: argparse.Namespace) -> int:
     early = _early_start(args)
     try:
         with _without_pandas():
-            from devportal.client import RESOURCES
-            from devportal.config import resolve
-            from devportal.sync import sync
-
-            result = _sync(args, sync, RESOURCES, early)
+            result = _sync(args, early)
     finally:
         if early is not None:
             early.close()
     print(result.summary())
+    from devportal.config import resolve
+
     code = 0
     manifest = args.manifest or resolve(require_api=False).manifest_path
     if manifest:
@@ -156,11 +154,14 @@ def _models_in_a_fresh_process(args: argparse.Namespace) -> NoReturn:
     os.execv(sys.executable, argv)
 
 
-def _sync(args: argparse.Namespace, sync: Any, resources: Sequence[str], early: Any) -> Any:
+def _sync(args: argparse.Namespace, early: Any) -> Any:
+    from devportal.client import RESOURCES
+    from devportal.sync import sync
+
     return sync(
         args.warehouse,
         base_url=args.base_url,
-        resources=args.resources or list(resources),
+        resources=args.resources or list(RESOURCES),
         since=args.since,
         window=args.window,
         include_test=args.include_test,
