@@ -1,4 +1,4 @@
-"""Helpers shared by tests: read a warehouse, compare it with the sandbox truth."""
+"""Helpers shared by tests: sync from a sandbox, read a warehouse, compare it with the truth."""
 
 from __future__ import annotations
 
@@ -22,6 +22,15 @@ WRAPPER_FIELDS = [
     "to",
     "total",
 ]
+
+
+def sync_from(sb: Any, warehouse: Path, **kwargs: Any) -> Any:
+    """`devportal.sync.sync` from sandbox SB into WAREHOUSE, its token and URL; the models are
+    not built unless `build_models=True`. Other keywords go to `sync` (settings, destination)."""
+    from devportal.sync import sync
+
+    kwargs.setdefault("build_models", False)
+    return sync(warehouse, base_url=sb.base_url, access_token=sb.token, **kwargs)
 
 
 def query(warehouse: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:

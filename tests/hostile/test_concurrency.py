@@ -17,10 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from devportal.concurrency import Concurrency, Outcome
+from tests.helpers import query
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 
@@ -184,19 +184,19 @@ def many_pages(api: HostileApi) -> HostileApi:
     return api
 
 
+RUN_FIELDS = (
+    "concurrency_mode",
+    "concurrency_settled",
+    "concurrency_peak",
+    "rate_limited",
+    "paused_s",
+    "requests",
+)
+
+
 def sync_runs(warehouse: Path) -> dict[str, Any]:
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        cur = con.execute(
-            "select concurrency_mode, concurrency_settled, concurrency_peak, rate_limited, "
-            "paused_s, requests from devportal.sync_runs"
-        )
-        names = [d[0] for d in cur.description]
-        rows = cur.fetchall()
-    finally:
-        con.close()
-    assert len(rows) == 1
-    return dict(zip(names, rows[0], strict=True))
+    [row] = query(warehouse, f"select {', '.join(RUN_FIELDS)} from devportal.sync_runs")
+    return dict(zip(RUN_FIELDS, row, strict=True))
 
 
 def run_sync(

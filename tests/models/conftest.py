@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from devportal import models
-from devportal.sync import sync
+from tests.helpers import sync_from
 
 MANIFEST_FIXTURE = Path(__file__).resolve().parents[1] / "manifest" / "fixtures" / "complete"
 
@@ -34,13 +34,7 @@ def build_story(warehouse: Path, destination: str | None = None) -> dict[str, An
     DESTINATION `postgres`: the same story synced, recorded and built on PostgreSQL."""
 
     def run_sync(sb: Any, warehouse: Path) -> Any:
-        return sync(
-            warehouse,
-            base_url=sb.base_url,
-            access_token=sb.token,
-            destination=destination,
-            build_models=False,
-        )
+        return sync_from(sb, warehouse, destination=destination)
 
     from devportal.sandbox import Sandbox
 

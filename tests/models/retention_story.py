@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from devportal import models
-from devportal.sync import sync
+from tests.helpers import sync_from
 
 S1 = datetime(2026, 1, 10)
 S2 = datetime(2026, 2, 5)
@@ -30,13 +30,7 @@ def build_retention_story(warehouse: Path, destination: str | None = None) -> di
 
     def run_sync(sb: Any) -> None:
         clock.append(sb.now)
-        sync(
-            warehouse,
-            base_url=sb.base_url,
-            access_token=sb.token,
-            destination=destination,
-            build_models=False,
-        )
+        sync_from(sb, warehouse, destination=destination)
 
     with Sandbox(subscriptions=0, users=0, seed=3, start=S1.isoformat(sep=" ")) as sb:
         world = sb.world

@@ -9,13 +9,9 @@ from typing import Any
 import pytest
 
 from devportal.cli import main
-from devportal.sync import sync
-from tests.helpers import query
+from tests.helpers import query, sync_from
 
-
-def run(sb: Any, warehouse: Path, **kwargs: Any) -> Any:
-    kwargs.setdefault("build_models", False)
-    return sync(warehouse, base_url=sb.base_url, access_token=sb.token, **kwargs)
+run = sync_from
 
 
 MART_SNAPSHOT = {

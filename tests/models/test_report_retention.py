@@ -30,6 +30,7 @@ import pytest
 
 from devportal import charts, report
 from devportal.sync import sync
+from tests.helpers import query
 from tests.models.browser import Browser, find_chromium, images, unrendered
 
 BLOCK = {
@@ -222,18 +223,12 @@ def test_subscribers_without_accounts_are_no_platform(
     finally:
         con.close()
     models.build(copy, check=True)
-    con = duckdb.connect(str(copy), read_only=True)
-    try:
-        platforms = con.execute(
-            "select distinct platform from analytics.churn_by_platform where is_complete"
-        ).fetchall()
-        churned = con.execute(
-            "select sum(churned) from analytics.churn_by_platform where is_complete"
-        ).fetchone()
-        top = con.execute(
-            "select top_churn_platform, top_churn_platform_churn_rate from analytics.report_figures"
-        ).fetchall()
-    finally:
-        con.close()
-    assert platforms == [("unknown",)] and churned is not None and churned[0] > 0
+    complete = "from analytics.churn_by_platform where is_complete"
+    platforms = query(copy, f"select distinct platform {complete}")
+    [(churned,)] = query(copy, f"select sum(churned) {complete}")
+    top = query(
+        copy,
+        "select top_churn_platform, top_churn_platform_churn_rate from analytics.report_figures",
+    )
+    assert platforms == [("unknown",)] and churned > 0
     assert top == [(None, None)]

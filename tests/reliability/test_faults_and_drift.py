@@ -8,17 +8,13 @@ from typing import Any
 import pytest
 
 from devportal.errors import ApiError, IntegrityError
-from devportal.sync import sync
-from tests.helpers import current_rows, query, truth_rows
+from tests.helpers import current_rows, query, sync_from, truth_rows
 
 FAST_RETRY = {"backoff_initial_s": 0.005, "backoff_max_s": 0.05}
 
 
 def run(sb: Any, warehouse: Path, **kwargs: Any) -> Any:
-    kwargs.setdefault("build_models", False)
-    for key, value in FAST_RETRY.items():
-        kwargs.setdefault(key, value)
-    return sync(warehouse, base_url=sb.base_url, access_token=sb.token, **kwargs)
+    return sync_from(sb, warehouse, **{**FAST_RETRY, **kwargs})
 
 
 def history(warehouse: Path) -> list[tuple[Any, ...]]:

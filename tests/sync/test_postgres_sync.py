@@ -12,7 +12,7 @@ import pytest
 from devportal.engines import connect
 from devportal.errors import DevportalError, IntegrityError
 from devportal.sync import sync
-from tests.helpers import query
+from tests.helpers import query, sync_from
 
 HISTORY = (
     "SELECT id, service_id, status, expires_at, is_test, _dlt_valid_from, _dlt_valid_to "
@@ -28,14 +28,7 @@ def on_postgres(sql: str) -> list[tuple[Any, ...]]:
 
 def both(sb: Any, duck: Path, pg_dir: Path, **options: Any) -> None:
     for warehouse, destination in ((duck, None), (pg_dir / "pg.duckdb", "postgres")):
-        sync(
-            warehouse,
-            base_url=sb.base_url,
-            access_token=sb.token,
-            destination=destination,
-            build_models=False,
-            **options,
-        )
+        sync_from(sb, warehouse, destination=destination, **options)
 
 
 def test_postgres_holds_the_same_history_as_duckdb(
@@ -68,24 +61,12 @@ def test_a_sweep_closing_most_subscriptions_is_refused_on_postgres_too(
 ) -> None:
     sb = sandbox_factory(subscriptions=200, users=40, seed=82)
     warehouse = tmp_path / "pg.duckdb"
-    sync(
-        warehouse,
-        base_url=sb.base_url,
-        access_token=sb.token,
-        destination="postgres",
-        build_models=False,
-    )
+    sync_from(sb, warehouse, destination="postgres")
     for row in sb.truth()[: len(sb.truth()) // 2]:
         sb.world.remove_subscription(row["id"])
     before = on_postgres(HISTORY)
     with pytest.raises(IntegrityError, match=r"would close .* current subscriptions"):
-        sync(
-            warehouse,
-            base_url=sb.base_url,
-            access_token=sb.token,
-            destination="postgres",
-            build_models=False,
-        )
+        sync_from(sb, warehouse, destination="postgres")
     assert on_postgres(HISTORY) == before
 
 

@@ -12,14 +12,13 @@ from devportal.cli import main
 from devportal.errors import ApiError, WarehouseBusy
 from devportal.sync import sync
 from devportal.warehouse import warehouse_lock
-from tests.helpers import current_rows, query, truth_rows
+from tests.helpers import current_rows, query, sync_from, truth_rows
 
 
 def run(sb: Any, warehouse: Path, **kwargs: Any) -> Any:
-    kwargs.setdefault("build_models", False)
     kwargs.setdefault("backoff_initial_s", 0.01)
     kwargs.setdefault("backoff_max_s", 0.05)
-    return sync(warehouse, base_url=sb.base_url, access_token=sb.token, **kwargs)
+    return sync_from(sb, warehouse, **kwargs)
 
 
 def versions_per_id(warehouse: Path) -> Counter[int]:
