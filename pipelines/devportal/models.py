@@ -76,6 +76,7 @@ from typing import Any
 
 from devportal import engines
 from devportal.errors import DevportalError, first_line
+from devportal.runlock import writer_lock
 from devportal.warehouse import (
     ANALYTICS_SCHEMA,
     OWN_MEMORY_LIMIT_MB,
@@ -83,7 +84,6 @@ from devportal.warehouse import (
     quote_ident,
     require_warehouse,
     sql_literal,
-    warehouse_lock,
 )
 
 log = logging.getLogger("devportal.models")
@@ -759,7 +759,7 @@ def build(
     code = {model.name: for_engine(model, engine_name) for model in models}
     if engine_name == SOURCE_DIALECT:
         require_warehouse(warehouse)  # before the lock, which would create the folder
-    locked = warehouse_lock(warehouse) if lock else nullcontext()
+    locked = writer_lock(warehouse, engine_name) if lock else nullcontext()
     with locked, engines.connect(warehouse, engine_name) as engine:
         built, skipped, tests_run = _build_within_memory(engine, models, code, check)
     seconds = time.monotonic() - started

@@ -28,8 +28,8 @@ from devportal.client import RESOURCES, ApiClient, adopt
 from devportal.destination import CONCURRENCY_FIELDS, Destination
 from devportal.errors import DevportalError, devportal_cause, first_line
 from devportal.pipeline import PackageSetAside, load_whole, open_pipeline, warehouse_or
+from devportal.runlock import writer_lock
 from devportal.source import devportal_source
-from devportal.warehouse import warehouse_lock
 
 log = logging.getLogger("devportal.sync")
 
@@ -119,7 +119,7 @@ def sync(
         base_url=base_url, access_token=access_token, include_test=include_test, **overrides
     )
     started = time.monotonic()
-    with warehouse_lock(warehouse):
+    with writer_lock(warehouse, destination):
         pipeline = open_pipeline(warehouse, destination, _dlt_progress(progress))
         set_aside = _finish_pending(pipeline, warehouse, destination)
         with Destination(pipeline) as dest:

@@ -55,7 +55,7 @@ from devportal.manifest.tables import (
     TABLES,
 )
 from devportal.pipeline import load_whole, open_pipeline, warehouse_or
-from devportal.warehouse import warehouse_lock
+from devportal.runlock import writer_lock
 
 if TYPE_CHECKING:
     from dlt.extract.resource import DltResource
@@ -395,7 +395,7 @@ def load_manifest(
     # Fail on unreadable input before touching the warehouse (no lock, no dlt folder).
     read_manifest(path)
     try:
-        with warehouse_lock(warehouse):
+        with writer_lock(warehouse, destination):
             if destination is None:
                 # Validate first, then open the pipeline: the read-only DuckDB connection of
                 # the history lookup must be closed before dlt opens the file for writing.
