@@ -10,6 +10,12 @@ The queries are plain SQL that DuckDB and PostgreSQL both run. `frame(engine, na
 engine and returns the same DataFrame on either: every value is made a plain Python value by
 `plain` (Decimal, numpy and pandas scalars, timestamps with a time zone) before pandas sees it,
 so the report, its page and the notebook show the same figures whichever engine they read.
+
+Labels that come from the API (platform names) are drawn through `display.chart_label`: one
+line, no control characters, shortened, and `$` escaped, since matplotlib would read `$...$` as
+mathematics and fail the whole page on a bad formula. Bars are placed by position, not by label,
+so two names that read alike stay two bars, and legends get their labels explicitly, so a name
+starting with `_` (matplotlib's mark for "leave out of the legend") is still shown.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import re
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+
+from devportal import display
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -318,7 +326,9 @@ def users_by_platform(platforms: pd.DataFrame) -> Figure:
         return fig
     # most users on top, ties by name in code point order (the engine's collation may differ)
     ordered = platforms.sort_values(["users", "platform"], ascending=[True, False], kind="stable")
-    ax.barh(ordered["platform"].astype(str), ordered["users"].astype(float), color=ACTIVE_COLOR)
+    positions = range(len(ordered))
+    ax.barh(positions, ordered["users"].astype(float), color=ACTIVE_COLOR)
+    ax.set_yticks(positions, [display.chart_label(str(p)) for p in ordered["platform"]])
     ax.set_xlabel("users")
     _integer_ticks(ax.xaxis)
     return fig
@@ -474,17 +484,18 @@ def _rates_by(
     present = set(frame[frame[rate].notna()][series].astype(str))
     names = [s for s in first if s in present] + sorted(present - set(first))
     colors = iter(SERIES_COLORS * len(names))
+    lines = []
     for value in names:
         rows = frame[frame[series].astype(str) == value].sort_values("month")
         total = value == "all"
-        ax.plot(
+        (line,) = ax.plot(
             [position[m] for m in rows["month"]],
             rows[rate].astype(float),
             marker="o",
             color="#222222" if total else next(colors),
             linewidth=2.4 if total else 1.5,
-            label=value,
         )
+        lines.append(line)
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set_xlim(-0.5, len(labels) - 0.5)
     ax.set_ylim(0, 1.05)
@@ -492,7 +503,8 @@ def _rates_by(
     ax.set_ylabel(ylabel)
     if names:
         # beside the plot: rates near 100% leave no room for it inside
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        labels = [display.chart_label(value) for value in names]
+        ax.legend(lines, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     else:
         ax.text(0.5, 0.5, "no rate yet", ha="center", va="center", transform=ax.transAxes)
     return fig

@@ -1,7 +1,9 @@
 """All HTTP to the Developer API: one keep-alive session, the tenacity retry policy, pagination.
 
 Nothing else in devportal opens a connection to the API. The access token lives only in the
-session's default headers; it never enters a URL, a log line, an exception or a returned value.
+session (its headers, and its auth, so that neither credentials in a URL nor ~/.netrc can
+replace it); it never enters a URL, a log line, an exception or a returned value, and
+`errors.scrub` takes it out of any text that quotes it back.
 
 Bounds: one attempt (connect, headers, the body, same-origin redirects) has one deadline,
 `timeout_s` from its start: connecting and each read wait at most what is left of it, and the
@@ -12,11 +14,25 @@ One `get_json()` (all attempts and the sleeps between them) takes at most `max_w
 attempt gets min(`timeout_s`, what is left) and a sleep that does not fit in what is left ends
 the retries at once, with a message that says what happened (attempts, time, the last answer).
 
-Retry policy (tenacity): 429 (honouring `Retry-After`, shortened to `retry_after_cap_s`), 5xx,
-connection errors, timeouts, and bodies that are not the JSON the endpoint promises (truncated,
-malformed, HTML) are retried with exponential backoff and full jitter, bounded by `max_attempts`
-and `max_wait_s`. 401/403/404/422 are answers, not accidents: they raise at once with a one-line
-cause.
+Bodies: one decoded body is capped (`max_body_mb`; by default 64 KiB per row of the list's
+`per_page`, between 16 and 64 MiB, and 16 MiB where `per_page` is not known yet): a body past
+it is refused, not retried. Content-Encoding is undone here, 256 KiB at a time whatever the
+ratio (a small gzip bomb cannot grow past the cap), and at most `LARGE_BODIES` bodies past
+`LARGE_BODY` are read at once, so the memory of the bodies in flight is bounded whatever the
+server sends; pages read ahead are bounded in bytes as well as in number (`AHEAD_BYTES`).
+
+Retry policy (tenacity): only what another attempt can fix. 408, 429 (honouring `Retry-After`,
+shortened to `retry_after_cap_s`), 5xx, connection errors, timeouts, and bodies that are not
+JSON (truncated, malformed, an HTML maintenance page) are retried with exponential backoff and
+full jitter, bounded by `max_attempts` and `max_wait_s` (a body that is not JSON may be a
+proxy's passing error page: it is retried, and the final error says to check `base_url` first).
+A UTF-8 byte order mark before the JSON is skipped (RFC
+8259 allows a reader to). 401/403/404/422, a page of the wrong shape, a body past its cap and
+pages that contradict themselves are answers, not accidents: they raise at once with a
+one-line cause and never advise trying again later.
+
+Server text (an error's `message`, a URL it sent) reaches messages only through
+`errors.server_text`: without the token, any `Bearer ...` or terminal control sequences.
 
 Redirects: followed by this module, not by requests, and only on the configured origin (a few
 hops at most); a redirect to another origin is refused before anything is sent there.
@@ -29,12 +45,17 @@ between `min_workers` and `max_workers`; `workers` pins it (see that module).
 Pagination: page 1 tells `last_page`; pages 2..last are fetched by a pool of workers sharing the
 session, yielded in order, with at most twice the current limit of pages fetched ahead so
 memory stays flat. Without a usable `last_page` the pager follows `next_page_url` one page at a
-time.
+time. Paging is bounded by what the wrapper proves (`_PageGuard`): `last_page` must be
+ceil(`total` / `per_page`), `current_page` the page asked for, a page before the last must not
+be empty, no page may repeat an earlier one, and a `next_page_url` chain ends where `total`
+says it must. A server that breaks one of these is refused in one line at the page that shows
+it, instead of being paged for thousands of requests or re-read.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import email.utils
 import heapq
 import http.client
@@ -46,11 +67,12 @@ import re
 import socket
 import threading
 import time
+import zlib
 from collections import deque
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 from urllib.parse import urljoin, urlsplit
@@ -63,7 +85,7 @@ from requests.adapters import HTTPAdapter
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_random_exponential
 
 from devportal.concurrency import Concurrency, Outcome, Slot
-from devportal.errors import ApiError, ConfigError
+from devportal.errors import ApiError, ConfigError, register_secret, server_text
 from devportal.values import replace_nul_escapes, to_int
 
 log = logging.getLogger("devportal.client")
@@ -79,6 +101,18 @@ TOKEN_HINT = "set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token in .dlt/secre
 MAX_REDIRECTS = 5  # same-origin hops followed within one attempt
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 READ_CHUNK = 256 * 1024  # one socket read at most; the deadline is checked between reads
+MIB = 1024 * 1024
+# the cap on one decoded body when `max_body_mb` is not set: ROW_BYTES per row of the list's
+# `per_page` (a subscription is ~150 bytes, a settings entry a few KB), within these bounds;
+# BODY_FLOOR also where `per_page` is not known yet (page 1, an account, an error body)
+BODY_ROW_BYTES = 64 * 1024
+BODY_FLOOR = 16 * MIB
+BODY_CEILING = 64 * MIB
+LARGE_BODY = 1 * MIB  # a body past this waits for one of LARGE_BODIES turns to read on
+LARGE_BODIES = 2
+AHEAD_BYTES = 64 * MIB  # decoded bytes of pages read ahead of the reader, at most (about)
+ENCODINGS = ("gzip", "deflate")  # what the client asks for and undoes itself
+_BOM = b"\xef\xbb\xbf"
 _END = object()
 
 
@@ -99,20 +133,27 @@ class HttpSettings(Protocol):
     backoff_max_s: float
     retry_after_cap_s: float
     allow_insecure_remote: bool
+    max_body_mb: float | None  # the cap on one decoded body; None: sized from `per_page`
 
 
 class RetryableError(Exception):
     """A transient failure worth another attempt; `retry_after` is the server's own hint.
 
     `timed_out`: no complete answer in time, a sign of an overloaded server (the concurrency
-    controller cuts on it, not on a connection error)."""
+    controller cuts on it, not on a connection error). `body`: for a complete answer that is
+    not JSON, a fingerprint of it: the same body twice in a row is not worth a third attempt."""
 
     def __init__(
-        self, message: str, retry_after: float | None = None, timed_out: bool = False
+        self,
+        message: str,
+        retry_after: float | None = None,
+        timed_out: bool = False,
+        body: int | None = None,
     ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.timed_out = timed_out
+        self.body = body
 
 
 class NotFound(ApiError):
@@ -157,14 +198,28 @@ class Page:
     next_page_url: str | None
     server_time: datetime | None
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    size: int = 0  # bytes of the decoded body
+    fingerprint: int = 0  # the rows' (see `_fingerprint`); 0 for an empty page
 
 
 def check_base_url(base_url: str, allow_insecure_remote: bool = False) -> str:
-    """Validate the base URL; refuse to send a bearer token over plain http to a remote host."""
+    """Validate the base URL; refuse to send a bearer token over plain http to a remote host.
+
+    Credentials in it (`user:password@`) are refused before any request: the HTTP library would
+    send them as Basic auth, and the API would then reject "the token". They are never shown."""
     parts = urlsplit(base_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if "@" in parts.netloc:
+        host = parts.netloc.rpartition("@")[2]
         raise ConfigError(
-            f"base_url {base_url!r} is not an http(s) URL; set base_url in .dlt/config.toml "
+            f"base_url for {host or 'its host'} holds a user name or password before '@': "
+            "devportal signs in with the access token only; remove 'user:password@' from "
+            "base_url (the token goes in SOURCES__DEVPORTAL__ACCESS_TOKEN or .dlt/secrets.toml)"
+        )
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        # a value without a scheme may still hold a password before an '@': not shown then
+        shown = repr(base_url) if "@" not in base_url else "given (not shown: it holds an '@')"
+        raise ConfigError(
+            f"base_url {shown} is not an http(s) URL; set base_url in .dlt/config.toml "
             "or pass --base-url"
         )
     if parts.scheme == "http" and not allow_insecure_remote and not is_loopback(parts.hostname):
@@ -229,7 +284,12 @@ def parse_json(content: bytes, status: int) -> tuple[Any, int, int]:
     every engine alike, counted too. JSON carries NUL only as the escape `\\u0000` (a raw
     control byte is invalid JSON), so the escape is replaced in the bytes before parsing, and
     only in a body that holds one. A page is never retried for a value it does hold.
+
+    A UTF-8 byte order mark before the JSON is skipped: RFC 8259 lets a reader ignore it, and
+    some servers (a PHP file saved "with BOM") send one before every answer.
     """
+    if content.startswith(_BOM):
+        content = content[len(_BOM) :]
     nul = 0
     if _NUL in content:
         content, nul = replace_nul_escapes(content)
@@ -246,7 +306,9 @@ def parse_json(content: bytes, status: int) -> tuple[Any, int, int]:
     except orjson.JSONDecodeError:
         pass
     kind = "truncated JSON" if content[:1] in (b"{", b"[") else "a body that is not JSON"
-    raise RetryableError(f"{status} with {kind} ({len(content)} bytes)") from None
+    raise RetryableError(
+        f"{status} with {kind} ({len(content)} bytes)", body=hash(content)
+    ) from None
 
 
 def _not_json(constant: str) -> Any:
@@ -282,20 +344,23 @@ def _replace_lone_surrogates(body: Any) -> tuple[Any, int]:
 
 
 def _error_message(resp: requests.Response, content: bytes) -> str:
-    """The server's own `message` (and first field error) if it sent JSON, else the reason."""
+    """The server's own `message` (and first field error) if it sent JSON, else the reason;
+    scrubbed (`errors.server_text`): a framework that echoes the request's headers in a
+    validation error would otherwise put the token in the message, and so in cron mail."""
+    reason = server_text(resp.reason or f"HTTP {resp.status_code}", 100)
     try:
-        body = orjson.loads(content)
+        body = orjson.loads(content[len(_BOM) :] if content.startswith(_BOM) else content)
     except orjson.JSONDecodeError:
-        return resp.reason or f"HTTP {resp.status_code}"
+        return reason
     if not isinstance(body, dict):
-        return resp.reason or f"HTTP {resp.status_code}"
+        return reason
     message = str(body.get("message") or resp.reason or "")
     errors = body.get("errors")
     if isinstance(errors, dict) and errors:
         name, problems = next(iter(errors.items()))
         detail = problems[0] if isinstance(problems, list) and problems else problems
         message = f"{message} ({name}: {detail})" if message else f"{name}: {detail}"
-    return message[:300]
+    return server_text(message) or reason
 
 
 def clean_token(token: str) -> str:
@@ -328,11 +393,21 @@ def _secs(seconds: float) -> str:
     return f"{seconds:.0f}s" if seconds >= 10 else f"{seconds:.2g}s"
 
 
-class _Budget:
-    """One `get_json()`: its deadline (`max_wait_s`), its attempts, and why it stopped."""
+def _size(nbytes: int) -> str:
+    """Bytes for messages: 16 MiB, 1.5 GiB, 300 KiB."""
+    for unit, scale in (("GiB", 1024 * MIB), ("MiB", MIB), ("KiB", 1024)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes} bytes"
 
-    def __init__(self, config: HttpSettings) -> None:
+
+class _Budget:
+    """One `get_json()`: its deadline (`max_wait_s`), its attempts, the cap on each body it
+    reads, and why it stopped."""
+
+    def __init__(self, config: HttpSettings, body_cap: int) -> None:
         self.config = config
+        self.body_cap = body_cap
         self.started = time.monotonic()
         self.deadline = self.started + config.max_wait_s
         self.attempts = 0
@@ -357,6 +432,17 @@ class _Budget:
         exc = state.outcome.exception() if state.outcome else None
         budget = f"the {_secs(self.config.max_wait_s)} retry budget (max_wait_s)"
         later = "try again later or raise max_wait_s"
+        # Not "the same body twice ends the retries": a proxy or load balancer serves the same
+        # error page for as long as its backend is away, and a fault storm repeats one by chance
+        # (tests/reliability/test_secrets.py at 30% faults did): such a body can change.
+        body = exc.body if isinstance(exc, RetryableError) else None
+        if body is not None and state.attempt_number >= self.config.max_attempts:
+            self.why_stopped = (
+                f"{exc}; the API kept answering with bodies that are not JSON: check that "
+                "base_url is the Developer API itself; if it is, it may be failing: try again "
+                "later or raise max_attempts"
+            )
+            return True
         if state.attempt_number >= self.config.max_attempts:
             self.why_stopped = (
                 f"{exc}; the API may be down or overloaded: try again later or raise max_attempts"
@@ -493,6 +579,12 @@ class ApiClient:
 
     def __init__(self, config: HttpSettings) -> None:
         token = clean_token(config.access_token or "")
+        if config.max_body_mb is not None and not config.max_body_mb > 0:
+            raise ConfigError(
+                f"configuration max_body_mb = {config.max_body_mb} must be above 0: fix "
+                "[sources.devportal] max_body_mb in .dlt/config.toml or "
+                "SOURCES__DEVPORTAL__MAX_BODY_MB"
+            )
         self.config = config
         self.base_url = check_base_url(config.base_url or "", config.allow_insecure_remote)
         self.stats = ClientStats()
@@ -503,6 +595,9 @@ class ApiClient:
             pause_cap_s=config.retry_after_cap_s,
         )
         self._prefetch: Prefetch | None = None
+        # turns to read a body past LARGE_BODY: the bodies in flight stay bounded in memory
+        self._large_bodies = threading.BoundedSemaphore(LARGE_BODIES)
+        register_secret(token)  # any text quoting it back is scrubbed (errors.scrub)
         self.session = requests.Session()
         adapter = _Adapter(pool_connections=1, pool_maxsize=self.concurrency.max, max_retries=0)
         self.session.mount("http://", adapter)
@@ -511,10 +606,13 @@ class ApiClient:
             {
                 "Authorization": f"Bearer {token}",
                 "Accept": "application/json",
+                "Accept-Encoding": ", ".join(ENCODINGS),
                 "Content-Type": "application/json",
                 "User-Agent": "devportal-sync",
             }
         )
+        # set on every request, after requests would add credentials from the URL or ~/.netrc
+        self.session.auth = _BearerAuth(token)
 
     def close(self) -> None:
         if self._prefetch is not None:
@@ -539,16 +637,19 @@ class ApiClient:
         path_or_url: str,
         params: Mapping[str, Any] | None = None,
         check: Callable[[Any, Mapping[str, str]], Any] | None = None,
+        per_page: int | None = None,
     ) -> Any:
         """GET and parse JSON with the retry policy.
 
-        Returns `check(body, headers)` (default: `(body, headers)`). `check` runs inside the
-        retry loop, so a body of the wrong shape (RetryableError) is fetched again. Each attempt
-        is bounded by `timeout_s` in total, the whole call by `max_wait_s` (see `_Budget`).
+        Returns `check(body, headers)` (default: `(body, headers)`); a `Page` it returns gets
+        the body's size. `check` runs inside the retry loop: a RetryableError it raises fetches
+        the body again, any other error ends the call. Each attempt is bounded by `timeout_s`
+        in total, the whole call by `max_wait_s` (see `_Budget`); the body by `body_cap`
+        (`per_page`: the rows a page of this list holds, when known).
         """
         url = self.url(path_or_url)
         self._check_same_origin(url)
-        budget = _Budget(self.config)
+        budget = _Budget(self.config, self.body_cap(per_page))
         retrying = Retrying(
             retry=retry_if_exception_type(RetryableError),
             stop=budget.stop,
@@ -567,6 +668,14 @@ class ApiClient:
                 f"{budget.why_stopped or err} (nothing partial was loaded)"
             ) from None
 
+    def body_cap(self, per_page: int | None = None) -> int:
+        """The most bytes one decoded body may have: `max_body_mb`, else sized from PER_PAGE."""
+        if self.config.max_body_mb is not None:
+            return max(1, int(self.config.max_body_mb * MIB))
+        if per_page is None or per_page < 1:
+            return BODY_FLOOR
+        return min(BODY_CEILING, max(BODY_FLOOR, per_page * BODY_ROW_BYTES))
+
     def _check_same_origin(self, url: str) -> None:
         # Page URLs come from the server; the token must not follow them to another host.
         foreign = self._foreign_origin(url)
@@ -581,7 +690,9 @@ class ApiClient:
         base, target = urlsplit(self.base_url), urlsplit(url)
         if (base.scheme, base.netloc) == (target.scheme, target.netloc):
             return None
-        return f"{target.scheme}://{target.netloc}" if target.netloc else repr(url[:100])
+        if target.netloc:  # without credentials a server may have put in it
+            return server_text(f"{target.scheme}://{target.netloc.rpartition('@')[2]}", 100)
+        return repr(server_text(url, 100))
 
     def _get_once(
         self,
@@ -594,7 +705,7 @@ class ApiClient:
         deadline, bound = budget.start_attempt()
         with self.concurrency.slot() as slot:
             try:
-                resp, content = self._exchange(url, params, deadline, bound, started)
+                resp, content = self._exchange(url, params, deadline, bound, started, budget)
             except RetryableError as err:
                 slot.done(Outcome.CONGESTED if err.timed_out else Outcome.FAILED)
                 raise
@@ -607,6 +718,8 @@ class ApiClient:
             raise RetryableError("429 rate limited", retry_after)
         if status >= 500:
             raise RetryableError(f"{status} server error", retry_after)
+        if status == 408:  # the server gave up waiting for us: another attempt may do
+            raise RetryableError("408 request timeout")
         if status == 401:
             raise ApiError(f"access token rejected (401): {TOKEN_HINT}")
         if status == 403:
@@ -624,10 +737,18 @@ class ApiClient:
             raise ApiError(
                 f"HTTP {status} for {_display(url, params)}: {_error_message(resp, content)}"
             )
-        body, surrogates, nul = parse_json(content, status)
-        if surrogates or nul:
-            self.stats.count_replaced(surrogates, nul)
-        return check(body, resp.headers) if check else (body, resp.headers)
+        body: Any = None
+        try:
+            body, surrogates, nul = parse_json(content, status)
+            if surrogates or nul:
+                self.stats.count_replaced(surrogates, nul)
+            if check is None:
+                return body, resp.headers
+            result = check(body, resp.headers)
+        except BaseException:
+            content, body = b"", None  # the error's traceback keeps this frame: not the answer
+            raise
+        return replace(result, size=len(content)) if isinstance(result, Page) else result
 
     def _exchange(
         self,
@@ -636,12 +757,13 @@ class ApiClient:
         deadline: float,
         bound: str,
         started: float,
+        budget: _Budget,
     ) -> tuple[requests.Response, bytes]:
         """One attempt's answer, following same-origin redirects, all by `deadline`."""
         target, query = url, params
         for _hop in range(MAX_REDIRECTS + 1):
             resp, content = self._fetch(
-                target, query, deadline, f"{deadline - started:.1f}s, {bound}"
+                target, query, deadline, f"{deadline - started:.1f}s, {bound}", budget.body_cap
             )
             if resp.status_code not in REDIRECT_STATUSES:
                 return resp, content
@@ -652,11 +774,17 @@ class ApiClient:
         )
 
     def _fetch(
-        self, url: str, params: Mapping[str, Any] | None, deadline: float, bound: str
+        self,
+        url: str,
+        params: Mapping[str, Any] | None,
+        deadline: float,
+        bound: str,
+        cap: int,
     ) -> tuple[requests.Response, bytes]:
         """One HTTP exchange, headers and whole body, done by `deadline` (redirects not followed).
 
-        `bound` says in the timeout message which limit the deadline came from.
+        `bound` says in the timeout message which limit the deadline came from; the decoded
+        body may have `cap` bytes at most (`_read_body`).
         """
         left = deadline - time.monotonic()
         if left <= 0:
@@ -678,10 +806,29 @@ class ApiClient:
                 raise _timeout(bound) from None
             raise RetryableError(f"connection error ({type(err).__name__})") from None
         try:
-            content = _read_body(resp.raw, deadline)
+            content = _read_body(resp, deadline, cap, self._large_bodies)
         except _DeadlinePassed:
             raise _timeout(bound) from None
-        except (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError) as err:
+        except _TooLarge as err:
+            limit = (
+                "max_body_mb"
+                if self.config.max_body_mb is not None
+                else "the default of max_body_mb, sized from the list's per_page"
+            )
+            raise ApiError(
+                f"GET {_display(url, params)}: the answer {err} once decoded, more than "
+                f"{_size(cap)} ({limit}): refused, nothing partial was loaded; if the API's "
+                "answers really are this large, raise max_body_mb"
+            ) from None
+        except _BadEncoding as err:
+            raise ApiError(f"GET {_display(url, params)}: {err}; nothing was loaded") from None
+        except _Undecodable as err:  # like a body that is not JSON: the same twice ends it
+            raise RetryableError(f"{resp.status_code} with {err}", body=err.body) from None
+        except (
+            urllib3.exceptions.HTTPError,
+            http.client.HTTPException,
+            OSError,
+        ) as err:
             raise RetryableError(f"connection error ({type(err).__name__})") from None
         finally:
             resp.close()  # after a whole body: back to the pool; otherwise the socket is closed
@@ -735,8 +882,13 @@ class ApiClient:
 
     # -- pagination ------------------------------------------------------------------------
 
-    def fetch_page(self, path: str, params: Mapping[str, Any], page: int) -> Page:
-        result: Page = self.get_json(path, {**params, "page": page}, _page_parser(page, path))
+    def fetch_page(
+        self, path: str, params: Mapping[str, Any], page: int, per_page: int | None = None
+    ) -> Page:
+        """Page PAGE of a list, checked (`parse_page`); PER_PAGE sizes the body's cap."""
+        result: Page = self.get_json(
+            path, {**params, "page": page}, _page_parser(page, path), per_page
+        )
         return result
 
     def prefetch(self, path: str, params: Mapping[str, Any] | None = None) -> None:
@@ -770,28 +922,50 @@ class ApiClient:
         yield from self.pages_after(first, path, params)
 
     def pages_after(self, first: Page, path: str, params: Mapping[str, Any]) -> Iterator[Page]:
-        """The pages after page 1 (`first`), in order."""
+        """The pages after page 1 (`first`), in order, each held against what page 1 proves
+        (`_PageGuard`): the paging ends where the wrapper says, or is refused at the page that
+        shows the server does not page (see `parse_page` for what one page must agree with)."""
+        guard = _PageGuard(first, path)
+        per_page = first.per_page or len(first.data) or None
         last = first.last_page
         if last is None:
-            yield from self._follow_next(first, path)
+            yield from self._follow_next(first, path, guard, per_page)
             return
         if last <= 1:
             return
-        yield from self._concurrent_pages(path, params, range(2, last + 1))
+        for page in self._concurrent_pages(path, params, range(2, last + 1), per_page):
+            guard.check(page, last)
+            yield page
 
-    def _follow_next(self, page: Page, path: str) -> Iterator[Page]:
-        seen = {page.number}
+    def _follow_next(
+        self, page: Page, path: str, guard: _PageGuard, per_page: int | None
+    ) -> Iterator[Page]:
+        """The pages after PAGE by their `next_page_url`, until one is empty or links none.
+
+        A page more than half of whose rows were on the page before it is refused: a chain
+        that slides over the same rows would otherwise never end (a list that moved while it
+        was paged shifts a few rows, not half a page; `reading` notices and reads it again)."""
+        previous = _row_keys(page.data)
         while page.next_page_url and page.data:
-            page = self.get_json(page.next_page_url, None, _page_parser(page.number + 1, path))
-            if page.number in seen:  # a server looping on itself must not loop us forever
-                raise ApiError(f"{path}: next_page_url returned page {page.number} twice")
-            seen.add(page.number)
+            number = page.number + 1
+            page = self.get_json(page.next_page_url, None, _page_parser(number, path), per_page)
+            guard.check(page, None)
+            rows = _row_keys(page.data)
+            if len(rows) >= 2 and 2 * len(rows & previous) > len(rows):
+                raise _refused(
+                    f"{path} page {number}",
+                    f"{len(rows & previous)} of its {len(rows)} rows were on page {number - 1}: "
+                    "the API's next_page_url does not move on to the next rows",
+                )
+            previous = rows
             yield page
 
     def _concurrent_pages(
-        self, path: str, params: Mapping[str, Any], numbers: range
+        self, path: str, params: Mapping[str, Any], numbers: range, per_page: int | None
     ) -> Iterator[Page]:
-        pages = self.map_concurrent(lambda n: self.fetch_page(path, params, n), list(numbers))
+        pages = self.map_concurrent(
+            lambda n: self.fetch_page(path, params, n, per_page), list(numbers)
+        )
         for _number, page in pages:
             yield page
 
@@ -800,14 +974,15 @@ class ApiClient:
     ) -> Iterator[tuple[Any, Any]]:
         """(item, fn(item)) for each item, in input order, as many at a time as the client's
         concurrency allows (its slots gate every attempt). At most twice the current limit of
-        items are started ahead of the one being yielded, so memory stays flat."""
+        items are started ahead of the one being yielded, and none while the pages done ahead
+        of it hold AHEAD_BYTES, so memory stays flat whatever size the pages are."""
         limit = self.concurrency
         with ThreadPoolExecutor(max_workers=limit.max, thread_name_prefix="devportal-get") as pool:
             pending: deque[tuple[Any, Future[Any]]] = deque()
             it = iter(items)
             try:
                 while True:
-                    while len(pending) < 2 * limit.slots:
+                    while len(pending) < 2 * limit.slots and _held(pending) < AHEAD_BYTES:
                         item = next(it, _END)
                         if item is _END:
                             break
@@ -819,6 +994,15 @@ class ApiClient:
             finally:
                 for _, fut in pending:
                     fut.cancel()
+
+
+def _held(pending: deque[tuple[Any, Future[Any]]]) -> int:
+    """Decoded bytes of the pages done but not yet taken (a result that is no Page: 0)."""
+    return sum(
+        getattr(fut.result(), "size", 0)
+        for _, fut in pending
+        if fut.done() and not fut.cancelled() and fut.exception() is None
+    )
 
 
 def adopt(early: ApiClient | None, settings: HttpSettings) -> ApiClient | None:
@@ -863,11 +1047,13 @@ class DefaultHttpSettings:
     backoff_max_s: float = 10.0
     retry_after_cap_s: float = 30.0
     allow_insecure_remote: bool = False
+    max_body_mb: float | None = None
 
 
 class Prefetch:
     """One list read ahead on its own thread: page 1 as soon as it comes, then the rest into a
-    bounded queue (`DEPTH` pages, so memory stays flat when nobody reads them yet).
+    bounded queue (`DEPTH` pages and AHEAD_BYTES of them, so memory stays flat when nobody
+    reads them yet, whatever size the pages are).
 
     Errors are kept and raised to whoever takes the pages, as if they had been read then.
     `close()` stops it: pages in flight finish (each bounded by `timeout_s`) and are dropped.
@@ -882,6 +1068,8 @@ class Prefetch:
         self._first_error: BaseException | None = None
         self._got_first = threading.Event()
         self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=self.DEPTH)
+        self._queued_bytes = 0  # decoded bytes of the pages in the queue
+        self._room = threading.Condition()
         self._stop = threading.Event()
         self._taken = False
         self._thread = threading.Thread(target=self._run, name="devportal-prefetch", daemon=True)
@@ -908,6 +1096,9 @@ class Prefetch:
             while True:
                 kind, value = self._queue.get()
                 if kind == "page":
+                    with self._room:
+                        self._queued_bytes -= value.size
+                        self._room.notify()
                     yield value
                 elif kind == "end":
                     return
@@ -942,6 +1133,13 @@ class Prefetch:
             pages.close()  # cancels what is queued; requests in flight finish
 
     def _put(self, item: tuple[str, Any]) -> bool:
+        size = item[1].size if item[0] == "page" else 0
+        with self._room:  # one page always fits, however large: the queue never blocks empty
+            while self._queued_bytes and self._queued_bytes + size > AHEAD_BYTES:
+                if self._stop.is_set():
+                    return False
+                self._room.wait(0.1)
+            self._queued_bytes += size
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.1)
@@ -953,6 +1151,38 @@ class Prefetch:
 
 class _DeadlinePassed(Exception):
     """The attempt's deadline passed while its body was still arriving."""
+
+
+class _TooLarge(Exception):
+    """The body is past its cap; the message says how large it is or claims to be."""
+
+
+class _BadEncoding(Exception):
+    """A Content-Encoding the client did not ask for and cannot undo."""
+
+
+class _Undecodable(Exception):
+    """A compressed body that does not decompress; `body` fingerprints what came."""
+
+    def __init__(self, message: str, body: int) -> None:
+        super().__init__(message)
+        self.body = body
+
+
+class _BearerAuth(requests.auth.AuthBase):
+    """The bearer token on every request. As the session's auth it also keeps requests from
+    sending credentials of its own: `user:password@` in a URL or a ~/.netrc entry would
+    otherwise become Basic auth in place of the token."""
+
+    def __init__(self, token: str) -> None:
+        self._header = f"Bearer {token}"
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = self._header
+        return request
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(<token>)"
 
 
 def _timeout(bound: str) -> RetryableError:
@@ -971,25 +1201,188 @@ def _report(slot: Slot, resp: requests.Response, retry_after: float | None) -> N
         slot.done(Outcome.OK, remaining=to_int(resp.headers.get("X-RateLimit-Remaining")))
 
 
-def _read_body(raw: urllib3.BaseHTTPResponse, deadline: float) -> bytes:
-    """The whole (decoded) body by `deadline`: one socket read at a time, each waiting at most
-    what is left, so a server dripping bytes cannot stretch the attempt."""
+def _read_body(
+    resp: requests.Response, deadline: float, cap: int, large: threading.BoundedSemaphore
+) -> bytes:
+    """The whole decoded body by `deadline`, at most `cap` bytes (`_TooLarge` beyond).
+
+    One socket read at a time, each waiting at most what is left, so a server dripping bytes
+    cannot stretch the attempt. The Content-Encoding is undone here (`_Inflater`), at most
+    READ_CHUNK decoded bytes per step whatever the compression ratio, so a small compressed
+    body that expands to gigabytes is refused at `cap` without ever being held. A body past
+    LARGE_BODY first takes one of the client's LARGE_BODIES turns (`large`), waiting for it
+    within the deadline: the bodies in flight hold at most workers x LARGE_BODY plus
+    LARGE_BODIES x cap, whatever the server sends.
+    """
+    raw = resp.raw
+    declared = to_int(resp.headers.get("Content-Length"))
+    if declared is not None and declared > cap:  # refused before a byte of it is read
+        raise _TooLarge(f"declares {_size(declared)} (Content-Length)")
+    decode = _decoder(resp.headers.get("Content-Encoding"))
     conn = getattr(raw, "connection", None)
     sock = getattr(conn, "sock", None)
     chunks: list[bytes] = []
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise _DeadlinePassed
-        if sock is not None:
-            sock.settimeout(left)
-        try:
-            chunk = raw.read1(READ_CHUNK, decode_content=True)
-        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
-            raise _DeadlinePassed from None
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
+    size = 0
+    turn = False
+    chunk = b""
+    pieces: Iterable[bytes] = ()
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _DeadlinePassed
+            if sock is not None:
+                sock.settimeout(left)
+            try:
+                chunk = raw.read1(READ_CHUNK, decode_content=False)
+            except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+                raise _DeadlinePassed from None
+            pieces = decode(chunk) if decode is not None else ([chunk] if chunk else [])
+            for piece in pieces:
+                size += len(piece)
+                if size > cap:
+                    raise _TooLarge("is larger")
+                if size > LARGE_BODY and not turn:
+                    turn = large.acquire(timeout=max(0.0, deadline - time.monotonic()))
+                    if not turn:
+                        raise _DeadlinePassed
+                chunks.append(piece)
+            if not chunk:
+                body = b"".join(chunks)
+                chunks.clear()
+                return body
+    except BaseException:
+        # the error's traceback keeps this frame alive (in a future, a log record, the error
+        # the user sees): it must not keep what was read with it
+        chunks.clear()
+        chunk, pieces = b"", ()
+        if turn:  # a large body dropped (a bomb, most likely): its memory goes back too
+            _trim_heap()
+        raise
+    finally:
+        if turn:
+            large.release()
+
+
+def _trim_heap() -> None:
+    """Give the memory freed in malloc's arenas back to the system (glibc's `malloc_trim`;
+    elsewhere nothing). After a large body is dropped: glibc keeps what a thread freed for that
+    thread's next use, so workers taking turns at refused bodies would each keep one's worth
+    resident (measured: a client refusing nine 512 MiB gzip bombs fetched at once, in a 58 MB
+    process, peaked at 209 MB without this and 96 MB with it). Not after a body that is kept:
+    a legitimately large page is reused memory, and trimming costs a walk of every arena."""
+    trim = _MALLOC_TRIM
+    if trim is not None:
+        trim(0)
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return cast(Callable[[int], int], ctypes.CDLL(None).malloc_trim)
+    except (OSError, AttributeError, TypeError):  # not glibc (macOS, musl, Windows)
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
+def _decoder(header: str | None) -> Callable[[bytes], Iterator[bytes]] | None:
+    """What undoes a Content-Encoding header (None: nothing to undo): the codings in the order
+    the server applied them, undone last first; an empty chunk means the body has ended."""
+    codings = [c.strip().lower() for c in (header or "").split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if not codings:
+        return None
+    unknown = [c for c in codings if c not in ("gzip", "x-gzip", "deflate")]
+    if unknown or len(codings) > 4:
+        shown = server_text(header, 60)
+        raise _BadEncoding(
+            f"the API sent a body encoded as {shown!r}, which devportal did not ask for "
+            f"(it asks for {', '.join(ENCODINGS)}) and cannot read"
+        )
+    stages = [_Inflater(c) for c in reversed(codings)]
+
+    def decode(chunk: bytes) -> Iterator[bytes]:
+        def through(i: int, data: bytes) -> Iterator[bytes]:
+            if i == len(stages):
+                if data:
+                    yield data
+                return
+            for piece in stages[i].feed(data):
+                yield from through(i + 1, piece)
+            if not data:  # the end: what each stage still holds, then the end downstream
+                yield from through(i + 1, b"")
+
+        yield from through(0, chunk)
+
+    return decode
+
+
+class _Inflater:
+    """One gzip or deflate coding undone, READ_CHUNK decoded bytes at a time at most (zlib's
+    `max_length`): input not consumed yet waits in `unconsumed_tail`, never expanded ahead.
+
+    As browsers and urllib3 do: concatenated gzip members are read on, bytes after the last
+    one (or after a deflate stream) are ignored, and "deflate" without zlib's header (raw
+    deflate, which some servers send) is read too. A stream cut short is an error."""
+
+    HEAD = READ_CHUNK  # deflate input kept until the first output, to read again as raw
+
+    def __init__(self, coding: str) -> None:
+        self.gzip = coding in ("gzip", "x-gzip")
+        self._raw = False
+        self._obj = self._new()
+        self._head = b""
+        self._fed = self._out = self._ended = self._ignore = False
+        self._members = 0  # gzip members read to their end
+        self._crc = 0  # of all input: which body it was, for the retry policy
+
+    def _new(self) -> Any:
+        if self.gzip:
+            return zlib.decompressobj(16 + zlib.MAX_WBITS)
+        return zlib.decompressobj(-zlib.MAX_WBITS if self._raw else zlib.MAX_WBITS)
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """The decoded bytes DATA yields, in pieces of READ_CHUNK at most; b"": the end."""
+        self._crc = zlib.crc32(data, self._crc)
+        if not data:
+            if self._fed and not (self._ended or self._ignore):
+                raise _Undecodable(self._what("is cut short"), self._crc)
+            return
+        self._fed = True
+        if not (self.gzip or self._out or self._raw) and len(self._head) <= self.HEAD:
+            self._head += data  # zlib's header is 2 bytes: its error comes within the first read
+        more = False  # the last call filled READ_CHUNK: output may still be pending
+        while not self._ignore and (data or more):
+            if self._ended:  # bytes after the end of a stream
+                if not self.gzip:
+                    self._ignore = True
+                    break
+                self._obj, self._ended = self._new(), False
+            try:
+                out = self._obj.decompress(data, READ_CHUNK)
+            except zlib.error:
+                if self.gzip and self._members:  # no further member: trailing bytes, ignored
+                    self._ignore = True
+                    break
+                if self.gzip or self._out or self._raw or len(self._head) > self.HEAD:
+                    raise _Undecodable(self._what("does not decompress"), self._crc) from None
+                self._raw = True  # raw deflate: read what came so far again
+                self._obj, data, self._head = self._new(), self._head, b""
+                continue
+            if out:
+                self._out = True
+                yield out
+            more = len(out) == READ_CHUNK
+            if self._obj.eof:
+                self._ended, more = True, False
+                self._members += 1
+                data = self._obj.unused_data
+            else:
+                data = self._obj.unconsumed_tail
+
+    def _what(self, problem: str) -> str:
+        return f"a {'gzip' if self.gzip else 'deflate'}-encoded body that {problem}"
 
 
 def _page_parser(number: int, path: str) -> Callable[[Any, Mapping[str, str]], Page]:
@@ -1006,36 +1399,201 @@ def parse_page(
     path: str,
     headers: Mapping[str, str] | None = None,
 ) -> Page:
-    """Check the wrapper shape of one page; a malformed wrapper is an error, not a guess."""
+    """Page NUMBER of a list, checked: a wrong shape, or a wrapper that contradicts itself, is
+    refused at once (ApiError, never retried: the same request brings the same answer).
+
+    One answer must agree with itself: `current_page` is NUMBER; `total` >= 0 and `per_page`
+    >= 1 (numbers or digit strings); `last_page` is max(1, ceil(total / per_page)) and the
+    page holds at most `per_page` rows, exactly `per_page` on a page before the last (the last
+    page is not counted exactly: a row added between the server's count and its select, a
+    race no reader can avoid, is the `reading` module's to notice); a page at or past the last
+    links no next page. A `data` object keyed by row position ({"0": {...}, "2": {...}}: a
+    Laravel collection filtered without values()) is read in key order; when positions are
+    missing and the page reports a `total`, it is refused: rows were dropped from the page
+    after it was counted, so the list can never add up.
+    """
+    where = f"{path} page {number}"
     if not isinstance(body, dict):
-        raise RetryableError(
-            f"{path} page {number}: expected a JSON object, got {type(body).__name__}"
-        )
+        raise _not_a_page(where, f"expected a JSON object (a page of the list), got {_kind(body)}")
+    total = to_int(body.get("total"))
     data = body.get("data")
-    if not isinstance(data, list):
-        raise RetryableError(f"{path} page {number}: `data` is missing or not a list")
+    if isinstance(data, dict):
+        data = _positional_rows(data, where, total)
+    elif not isinstance(data, list):
+        shown = "missing" if "data" not in body else _kind(data)
+        raise _not_a_page(where, f"`data` is {shown}, not a list of rows")
     rows = [row for row in data if isinstance(row, dict)]
     if len(rows) != len(data):
-        raise RetryableError(
-            f"{path} page {number}: `data` holds {len(data) - len(rows)} non-object items"
+        raise _not_a_page(where, f"`data` holds {len(data) - len(rows)} items that are not objects")
+    reported = to_int(body.get("current_page"))
+    if reported is not None and reported != number:
+        raise _refused(
+            where,
+            f"the API answered with current_page {reported}: it does not serve the page asked "
+            "for (it ignores `page`, or a cache in front of it ignores the query)",
         )
     next_url = body.get("next_page_url")
-    return Page(
-        number=to_int(body.get("current_page")) or number,
+    page = Page(
+        number=number,
         data=rows,
-        total=to_int(body.get("total")),
+        total=total,
         last_page=to_int(body.get("last_page")),
         per_page=to_int(body.get("per_page")),
         next_page_url=next_url if isinstance(next_url, str) and next_url else None,
         server_time=server_time,
         headers=headers if headers is not None else {},
+        fingerprint=_fingerprint(rows),
+    )
+    _check_wrapper(page, where)
+    return page
+
+
+def _check_wrapper(page: Page, where: str) -> None:
+    """The arithmetic of one page's wrapper (see `parse_page`)."""
+    total, per_page, last = page.total, page.per_page, page.last_page
+    if total is not None and total < 0:
+        raise _refused(where, f"total is {total}")
+    if per_page is not None and per_page < 1:
+        raise _refused(where, f"per_page is {per_page}")
+    if last is not None and last < 0:
+        raise _refused(where, f"last_page is {last}")
+    rows = len(page.data)
+    if per_page is not None and rows > per_page:
+        raise _refused(where, f"it holds {rows} rows, more than its per_page of {per_page}")
+    if total is None or per_page is None:
+        return
+    proven = max(1, -(-total // per_page))
+    sums = f"total {total} at per_page {per_page} makes {proven} page{'s' if proven > 1 else ''}"
+    if last is not None and max(1, last) != proven:
+        raise _refused(where, f"last_page is {last}, but {sums}")
+    if page.number < proven and rows != per_page:
+        raise _refused(
+            where, f"it holds {rows} rows, but {sums}: a page before the last holds {per_page}"
+        )
+    if page.number >= proven and page.next_page_url:
+        raise _refused(where, f"it links a next page, but {sums}")
+
+
+def _not_a_page(where: str, what: str) -> ApiError:
+    """The error for an answer of the wrong shape: the same request would bring it again."""
+    return ApiError(
+        f"{where}: {what}; the answer is not a page of the list: check that base_url is the "
+        "Developer API (nothing was loaded)"
     )
 
 
+def _refused(where: str, what: str) -> ApiError:
+    """The error for pages that contradict themselves or each other: paging on would send
+    requests without end or load rows twice, and another attempt would bring the same."""
+    return ApiError(
+        f"{where}: {what}; the API's paging is inconsistent, so the list was not read "
+        "(nothing was loaded): report it to whoever runs the API"
+    )
+
+
+def _positional_rows(data: dict[str, Any], where: str, total: int | None) -> list[Any]:
+    """`data` sent as an object keyed by row position: its values in position order."""
+    keys = list(data)
+    if not all(k.isascii() and k.isdigit() for k in keys):
+        shown = ", ".join(repr(server_text(k, 20)) for k in keys[:3])
+        raise _not_a_page(where, f"`data` is an object keyed by {shown}, not a list of rows")
+    keys.sort(key=int)
+    missing = int(keys[-1]) + 1 - len(keys) if keys else 0
+    if missing and total is not None:
+        shown = ", ".join(keys[:4]) + (", ..." if len(keys) > 4 else "")
+        raise _refused(
+            where,
+            f"`data` is an object keyed by row position ({shown}), not a list, with {missing} "
+            "position(s) missing: rows were dropped from the page after it was counted (a "
+            "Laravel collection filtered without values()), so the list cannot add up to its "
+            f"total of {total}",
+        )
+    log.debug("%s: `data` is an object keyed by row position; read in position order", where)
+    return [data[k] for k in keys]
+
+
+def _kind(value: Any) -> str:
+    """A JSON value's kind, for messages (never the value: it may be large)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a JSON array"
+    return "a JSON object"
+
+
+def _row_key(row: Any) -> bytes:
+    """A row's identity for repeat checks: its JSON (integers past 64 bits: its repr)."""
+    try:
+        return orjson.dumps(row)
+    except TypeError:
+        return repr(row).encode()
+
+
+def _row_keys(rows: list[dict[str, Any]]) -> set[bytes]:
+    return {_row_key(row) for row in rows}
+
+
+def _fingerprint(rows: list[dict[str, Any]]) -> int:
+    """Which rows a page holds, cheaply (its length, first and last row): two pages with the
+    same fingerprint repeat each other. 0 for an empty page."""
+    if not rows:
+        return 0
+    return hash((len(rows), _row_key(rows[0]), _row_key(rows[-1]))) or 1
+
+
+class _PageGuard:
+    """What page 1 of a list proves, held against every page after it, in order.
+
+    A page that repeats an earlier one (`fingerprint`), or an empty page before `last_page`,
+    shows a server that does not page (it ignores `page`, a cache ignores the query, its
+    `last_page` overstates the list): refused at that page, in seconds, instead of requests
+    without end or a list re-read that would repeat them. A page whose wrapper differs from
+    page 1's is let through: the list moved while it was paged, which `reading` notices."""
+
+    def __init__(self, first: Page, path: str) -> None:
+        self.first, self.path = first, path
+        self.seen: dict[int, int] = {first.fingerprint: first.number} if first.data else {}
+        # a wrapper without `per_page`: page 1 of several is full, so its rows are the size
+        self.implied: int | None = None
+        if first.per_page is None and first.data and (first.last_page or 0) > 1:
+            self.implied = len(first.data)
+            _check_wrapper(replace(first, per_page=self.implied), f"{path} page 1")
+
+    def check(self, page: Page, last: int | None) -> None:
+        first = self.first
+        if (page.total, page.last_page, page.per_page) != (
+            first.total,
+            first.last_page,
+            first.per_page,
+        ):
+            return
+        where = f"{self.path} page {page.number}"
+        if self.implied is not None:
+            _check_wrapper(replace(page, per_page=self.implied), where)
+        if not page.data:
+            if last is not None and page.number < last:
+                raise _refused(where, f"it is empty, but last_page is {last}")
+            return
+        earlier = self.seen.setdefault(page.fingerprint, page.number)
+        if earlier != page.number:
+            raise _refused(
+                where,
+                f"it holds the same rows as page {earlier}: the API does not serve the page "
+                "asked for (it ignores `page`, or a cache in front of it ignores the query)",
+            )
+
+
 def _display(url: str, params: Mapping[str, Any] | None = None) -> str:
-    """URL for messages: path and query only (the token is never in it; hosts stay short)."""
+    """URL for messages: path and query only (hosts stay short), scrubbed: a page URL comes
+    from the server and may hold anything (`errors.server_text`)."""
     parts = urlsplit(url)
     shown = parts.path + (f"?{parts.query}" if parts.query else "")
     if params:
         shown += ("&" if parts.query else "?") + "&".join(f"{k}={v}" for k, v in params.items())
-    return shown
+    return server_text(shown, 200)

@@ -27,7 +27,8 @@ class DevportalConfig(BaseConfiguration):
     HTTP (read by `client.ApiClient`):
     `timeout_s` bounds one attempt in total (connect, headers, body, same-origin redirects);
     `max_attempts` and `max_wait_s` bound one request in total, attempts and sleeps included;
-    `retry_after_cap_s` is the longest sleep on a server's `Retry-After`.
+    `retry_after_cap_s` is the longest sleep on a server's `Retry-After`;
+    `max_body_mb` caps one decoded answer (a gzip bomb is refused at it, not held).
     Requests in flight adapt between `min_workers` and `max_workers` (`concurrency.py`);
     `workers` pins them to that number instead.
     """
@@ -45,12 +46,18 @@ class DevportalConfig(BaseConfiguration):
     backoff_max_s: float = 10.0
     retry_after_cap_s: float = 30.0
     allow_insecure_remote: bool = False  # a token over plain http to a remote host
+    # the most one decoded answer may hold, in MiB (a bigger one is refused, not retried);
+    # unset: 64 KiB per row of the list's per_page, between 16 and 64 MiB
+    max_body_mb: float | None = None
     # -- what a run reads
     include_test: bool = False
     lookback_hours: float = 48.0  # window mode: start this long before the last run
     window_horizon_days: float = 366.0  # window mode: `end` this far ahead
     accounts_ttl_days: float = 7.0  # a user account older than this is fetched again
     sweep_attempts: int = 3  # reads of a list that does not add up before giving up
+    # a verified sweep asks the API about each subscription it would close (`?id=N`), up to
+    # this many; with more, it reads the list again until two reads agree (sweep_attempts)
+    confirm_closes_max: int = 100
     batch_rows: int = 20_000  # rows per Arrow batch spooled and handed to dlt
     # -- guards
     # a sweep that would close more than this share of current subscriptions is refused

@@ -1,7 +1,8 @@
 """What the destination already holds that a run needs to know, read through dlt's SQL client.
 
 The source asks before it reads the API: the clock of the last run (history never goes back in
-time), the open subscription versions (for the mass-close guard), and which users' accounts are
+time), the open subscription versions (what a sweep would close, the mass-close guard), which
+partitions a verified sweep has covered (a window needs one), and which users' accounts are
 fresh. `sync` asks for the history counts before and after, and for the run record it loaded.
 Tables are named through the pipeline's own dataset, so a user's pipeline with another dataset
 name works the same; a destination without the tables yet (a first run) answers "nothing".
@@ -22,6 +23,7 @@ from devportal.errors import DevportalError, WarehouseBusy, first_line
 RUN_RECORD_FIELDS = (
     "run_id",
     "mode",
+    "requested_mode",
     "observed_at",
     "rows_read",
     "sweeps",
@@ -120,13 +122,32 @@ class Destination:
             "SELECT id FROM {subscriptions} WHERE _dlt_valid_to IS NULL AND is_test = %s", is_test
         )
 
+    def swept(self) -> frozenset[bool]:
+        """The partitions (`is_test`) a verified sweep of the whole subscription list covered:
+        a run with mode `sweep` whose report for that partition (`sync_runs.sweeps`, no
+        `start`/`end`) is `verified`."""
+        found: set[bool] = set()
+        for (sweeps,) in self.query("SELECT sweeps FROM {sync_runs} WHERE mode = 'sweep'") or ():
+            reports = json.loads(sweeps) if isinstance(sweeps, str) else sweeps
+            for report in reports or ():
+                params = report.get("params") or {}
+                if (
+                    str(report.get("endpoint", "")).endswith("/subscriptions")
+                    and report.get("verified") is True
+                    and not {"start", "end"} & set(params)
+                ):
+                    found.add(str(params.get("is_test", "")).lower() == "true")
+        return frozenset(found)
+
     def known_users(self) -> set[int]:
-        """Users the warehouse has seen: in subscriptions or in user settings."""
+        """Users the warehouse has seen: in live subscriptions or in user settings (a test
+        subscription's user is not a user of the live app)."""
         users: set[int] = set()
         # each table on its own: either may not exist yet
         for known in (
             self.query(
-                "SELECT DISTINCT service_id FROM {subscriptions} WHERE service_id IS NOT NULL"
+                "SELECT DISTINCT service_id FROM {subscriptions} "
+                "WHERE service_id IS NOT NULL AND NOT is_test"
             ),
             self.query("SELECT user_id FROM {user_settings}"),
         ):
@@ -166,18 +187,19 @@ class Holdings:
     read (a DuckDB file is not held open while the lists are paged: readers may open it)."""
 
     last_observed: datetime | None = None
-    current: dict[bool, np.ndarray] = field(default_factory=dict)  # open ids by is_test
+    # open ids by is_test, both partitions (a sweep of one must know the ids the other shares)
+    current: dict[bool, np.ndarray] = field(default_factory=dict)
+    swept: frozenset[bool] = frozenset()  # partitions a verified sweep covered
     known_users: frozenset[int] = frozenset()
     account_times: dict[int, datetime] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, pipeline: Any | None, include_test: bool) -> Holdings:
+    def read(cls, pipeline: Any | None) -> Holdings:
         with Destination(pipeline) as dest:
             return cls(
                 last_observed=dest.last_observed(),
-                current={
-                    t: dest.current_ids(t) for t in ([False, True] if include_test else [False])
-                },
+                current={t: dest.current_ids(t) for t in (False, True)},
+                swept=dest.swept(),
                 known_users=frozenset(dest.known_users()),
                 account_times=dest.account_times(),
             )

@@ -1,17 +1,96 @@
-"""Errors meant for people: one line with the cause and the fix, and the process exit code."""
+"""Errors meant for people: one line with the cause and the fix, and the process exit code.
+
+Also the scrub every text shown or stored by devportal passes through (`scrub`, `server_text`):
+the access token (registered by the HTTP client, `register_secret`), any `Bearer <credential>`,
+and terminal control sequences are taken out. A server may echo the request's headers in an
+error body, or put escape sequences in a message that would rewrite the user's terminal.
+"""
 
 from __future__ import annotations
 
+import re
+import threading
 from typing import Any
+
+REDACTED = "[redacted]"
+# a credential after `Bearer` (any case): up to whitespace, a quote or a JSON/list delimiter
+_BEARER = re.compile(r"""(?i)\bbearer(\s+|%20|\+)([^\s"'`,;<>(){}\[\]\\]+)""")
+# words a message puts after "bearer" that are no credential ("invalid bearer token")
+_NOT_CREDENTIALS = frozenset(
+    {"token", "tokens", "auth", "authentication", "authorization", "header", "scheme", "realm"}
+)
+# ANSI/VT escape sequences (CSI ... final byte, OSC/DCS/APC/PM/SOS ... BEL or ST, two-byte
+# escapes), then any other C0/C1 control, DEL and the bidirectional overrides that reorder text
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+_CONTROLS = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x84\x86-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+_LINE_BREAKS = re.compile(r"\s*[\r\n\v\f\x85\u2028\u2029]+\s*")
+# A shorter secret is not looked for: it cannot be told from ordinary words ("t" in "can't")
+# and no real access token is that short; `Bearer <it>` is still taken out.
+_MIN_SECRET = 8
+
+_secrets_lock = threading.Lock()
+_secrets: frozenset[str] = frozenset()
+_secret_pattern: re.Pattern[str] | None = None
+
+
+def register_secret(secret: str) -> None:
+    """From now on `scrub` replaces SECRET (the access token) wherever it appears, for the
+    rest of the process (a secret once seen stays one)."""
+    global _secrets, _secret_pattern
+    secret = secret.strip()
+    if len(secret) < _MIN_SECRET:
+        return
+    with _secrets_lock:
+        if secret in _secrets:
+            return
+        _secrets = _secrets | {secret}
+        ordered = sorted(_secrets, key=len, reverse=True)  # a longer one first: no half left
+        _secret_pattern = re.compile("|".join(re.escape(known) for known in ordered))
+
+
+def scrub(text: str) -> str:
+    """TEXT without the registered secrets, `Bearer <credential>` and terminal controls.
+
+    Line breaks and tabs stay (a message may have several lines); `server_text` folds them.
+    Controls go first: a secret split by one is whole again before it is looked for."""
+    if not text.isprintable():
+        text = _ESCAPES.sub("", text.replace("\r\n", "\n"))
+        text = _CONTROLS.sub("", text.replace("\r", "\n").replace("\x85", "\n"))
+        text = _ESCAPES.sub("", text)  # an escape whose halves a control kept apart
+    pattern = _secret_pattern
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    return _BEARER.sub(_redact_bearer, text)
+
+
+def _redact_bearer(match: re.Match[str]) -> str:
+    credential = match.group(2)
+    if credential.lower().rstrip(".:!?") in _NOT_CREDENTIALS:  # "missing bearer token."
+        return match.group(0)
+    return f"Bearer {REDACTED}"
+
+
+def server_text(text: Any, limit: int = 300) -> str:
+    """Text a server sent, fit for a one-line message: scrubbed, on one line, at most LIMIT
+    characters (cut before scrubbing would leave half a secret; cut after)."""
+    one_line = _LINE_BREAKS.sub(" ", scrub(str(text))).replace("\t", " ").strip()
+    return one_line if len(one_line) <= limit else one_line[: limit - 3] + "..."
 
 
 class DevportalError(Exception):
-    """An expected failure. `str(err)` is the one line shown to the user; never holds a secret."""
+    """An expected failure. `str(err)` is the one line shown to the user; never holds a secret
+    (it is scrubbed here, whatever it quotes)."""
 
     exit_code: int = 1
 
     def __init__(self, message: str, *, exit_code: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(scrub(message))
         if exit_code is not None:
             self.exit_code = exit_code
 

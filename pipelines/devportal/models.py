@@ -76,11 +76,13 @@ from typing import Any
 
 from devportal import engines
 from devportal.errors import DevportalError, first_line
+from devportal.pipeline import settle_for_writer
 from devportal.runlock import writer_lock
 from devportal.warehouse import (
     ANALYTICS_SCHEMA,
     OWN_MEMORY_LIMIT_MB,
     RAW_SCHEMA,
+    Draft,
     quote_ident,
     require_warehouse,
     sql_literal,
@@ -723,6 +725,16 @@ def _memory_cap(engine: engines.Engine) -> int | None:
     return cap if cap > OWN_MEMORY_LIMIT_MB else None
 
 
+def _draft(warehouse: str | Path) -> Draft:
+    """The copy of the DuckDB warehouse the models are built into, published when built (see
+    `warehouse.Draft`: the warehouse file is never opened for writing, readers may hold it). A
+    run a killed sync left half loaded is finished first, as the next sync would."""
+    settle_for_writer(warehouse)
+    draft = Draft(warehouse)
+    draft.create()
+    return draft
+
+
 def build_after_load(warehouse: str | Path, destination: Any) -> dict[str, Any] | None:
     """The models after a load: built on the engine the load wrote to, DuckDB at `warehouse`
     (destination None or "duckdb") or PostgreSQL ("postgres"); None for any other destination,
@@ -760,8 +772,17 @@ def build(
     if engine_name == SOURCE_DIALECT:
         require_warehouse(warehouse)  # before the lock, which would create the folder
     locked = writer_lock(warehouse, engine_name) if lock else nullcontext()
-    with locked, engines.connect(warehouse, engine_name) as engine:
-        built, skipped, tests_run = _build_within_memory(engine, models, code, check)
+    with locked:
+        draft = _draft(warehouse) if engine_name == SOURCE_DIALECT else None
+        try:
+            with engines.connect(draft.path if draft else warehouse, engine_name) as engine:
+                built, skipped, tests_run = _build_within_memory(engine, models, code, check)
+        except DataTestsFailed:
+            if draft is not None:
+                draft.publish()  # the build committed; its data tests failed
+            raise
+        if draft is not None:
+            draft.publish()
     seconds = time.monotonic() - started
     log.info(
         "built %d models on %s in %.2fs, skipped %d", len(built), engine_name, seconds, len(skipped)
@@ -794,10 +815,10 @@ def summary_line(summary: Mapping[str, Any]) -> str:
 # Reconciliations: the marts agree with each other and with the raw history. Each query returns
 # the rows that disagree. A test runs only when every model it reads was built.
 _RECONCILIATION_SQL: dict[str, str] = {
-    # one row per distinct raw id seen by as_of, and no id the raw history lacks
+    # one row per distinct raw (id, is_test) seen by as_of, and none the raw history lacks
     "subscriptions_current_has_one_row_per_raw_id": """
         with raw_ids as (
-            select distinct raw.id
+            select distinct raw.id, raw.is_test
             from devportal.subscriptions as raw
             cross join analytics.as_of as clock
             where raw._dlt_valid_from at time zone 'UTC' <= clock.as_of
@@ -805,7 +826,7 @@ _RECONCILIATION_SQL: dict[str, str] = {
         select coalesce(raw_ids.id, current_rows.id) as id,
                raw_ids.id is null as only_in_model
         from raw_ids
-        full outer join analytics.subscriptions_current as current_rows using (id)
+        full outer join analytics.subscriptions_current as current_rows using (id, is_test)
         where raw_ids.id is null or current_rows.id is null
     """,
     "as_of_has_exactly_one_row": """
@@ -1084,5 +1105,10 @@ def run_tests(engine: engines.Engine, models: Sequence[Model], built: set[str]) 
     for failure in failures:
         log.error("data test failed: %s", failure)
     if failures:
-        raise DevportalError(f"{len(failures)} of {ran} data tests failed: " + " | ".join(failures))
+        message = f"{len(failures)} of {ran} data tests failed: " + " | ".join(failures)
+        raise DataTestsFailed(message)
     return ran
+
+
+class DataTestsFailed(DevportalError):
+    """Data tests of a committed build failed (the build itself stands)."""

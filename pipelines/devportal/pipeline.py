@@ -2,28 +2,37 @@
 
 Every writer (sync, manifest load) goes through `open_pipeline` while it holds
 `warehouse.warehouse_lock`, and loads through `load_whole`: a package loads whole or not at
-all (a snapshot of the DuckDB file is put back on failure) and one that cannot load is set
-aside with its files. The warehouse file itself (name rules, folder, lock, opening it with
-DuckDB) is `devportal.warehouse`.
+all, and one that cannot load is set aside with its files. On DuckDB the pipeline writes the
+warehouse's `Draft` (a copy published with one rename when a package has loaded; removed when
+it fails, leaving the warehouse untouched), so the warehouse file itself is never opened for
+writing and readers may keep it open. The warehouse file itself (name rules, folder, lock,
+the draft, opening it with DuckDB) is `devportal.warehouse`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import logging
 import os
 import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import DevportalError, first_line
+from devportal.errors import DevportalError, causes, first_line
 from devportal.warehouse import (
     NO_EXTENSION_AUTOLOAD,
     RAW_SCHEMA,
+    Draft,
     check_warehouse_path,
     make_parent,
     pipelines_dir,
     quote_ident,
 )
+
+log = logging.getLogger("devportal.pipeline")
 
 PIPELINE_NAME = "devportal"
 DATASET = RAW_SCHEMA  # dlt's dataset is the warehouse's raw schema
@@ -39,16 +48,19 @@ def warehouse_or(destination: Any) -> Any:
 def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any = None) -> Any:
     """The `devportal` dlt pipeline writing dataset `devportal`.
 
-    `destination` None means DuckDB at `warehouse`; any other dlt destination (name or object)
-    is taken as configured in `.dlt/config.toml` / secrets, `warehouse` then only places the
-    dlt working folder. Each destination has a pipeline (state, pending packages) of its own,
-    `devportal_<destination>`: syncing DuckDB and PostgreSQL from one folder never mixes them.
+    `destination` None means DuckDB at `warehouse`: the pipeline writes its `Draft` (see
+    `begin_writing`, `load_whole`), never the warehouse file. Any other dlt destination (name or
+    object) is taken as configured in `.dlt/config.toml` / secrets, `warehouse` then only places
+    the dlt working folder. Each destination has a pipeline (state, pending packages) of its
+    own, `devportal_<destination>`: syncing DuckDB and PostgreSQL from one folder never mixes
+    them.
     """
     import dlt  # here, not at import: the CLI's other commands need no dlt
 
-    path = check_warehouse_path(warehouse)
+    path = check_warehouse_path(warehouse, duckdb=destination is None)
     make_parent(path)
-    dest = destination if destination is not None else _duckdb(dlt, path)
+    _percent_safe_job_files()
+    dest = destination if destination is not None else _duckdb(dlt, Draft(path).path)
     kwargs: dict[str, Any] = {}
     if progress is not None:
         kwargs["progress"] = progress
@@ -69,13 +81,38 @@ def pipeline_name(destination: Any = None) -> str:
     return f"{PIPELINE_NAME}_{name}"
 
 
+def _percent_safe_job_files() -> None:
+    """dlt 1.31 names a package's job files with `template % file_id`, the template being the
+    file's whole path: a warehouse folder with `%` in its name (`sales 100%`, `my%20data`)
+    failed every extract with a format error. Its two storages get the folder part escaped
+    (`%%`); nothing else changes. Idempotent."""
+    from dlt.common.storages.load_storage import LoadItemStorage
+    from dlt.extract.storage import ExtractorItemStorage
+
+    for storage in (ExtractorItemStorage, LoadItemStorage):
+        original = storage._get_data_item_path_template
+        if getattr(original, "_percent_safe", False):
+            continue
+
+        def template(
+            self: Any, load_id: str, schema_name: str, table_name: str, _original: Any = original
+        ) -> str:
+            folder, name = os.path.split(_original(self, load_id, schema_name, table_name))
+            return os.path.join(folder.replace("%", "%%"), name)
+
+        template._percent_safe = True  # type: ignore[attr-defined]
+        storage._get_data_item_path_template = template  # type: ignore[method-assign,assignment]
+
+
 def _duckdb(dlt: Any, path: Path) -> Any:
-    """DuckDB at `path`, its load connection tuned for a flat memory profile.
+    """DuckDB at `path` (the warehouse's draft), its load connection tuned for a flat memory
+    profile.
 
     One thread and a buffer cap keep the SCD2 merge (an anti-join over every current version)
     from growing with the table; DuckDB spills past the cap instead. Insertion order means
     nothing to a merge and costs memory. Measured in benchmarks/results: at 1M subscriptions
-    the peak went from 381 MB to 339 MB, and the load got faster on 2 cores.
+    the peak went from 381 MB to 339 MB, and the load got faster on 2 cores. The jobs of a
+    package load one at a time (`LOAD_WORKERS`), so the cap is never shared.
     """
     from devportal.config import resolve
     from devportal.loader import warehouse_duckdb
@@ -90,70 +127,52 @@ def _duckdb(dlt: Any, path: Path) -> Any:
     return warehouse_duckdb({"database": str(path), "global_config": settings})
 
 
+# dlt runs up to 20 load jobs at once on one DuckDB database, and what DuckDB cannot spill is
+# per statement: each JSON-lines read holds a 32 MiB buffer. Four at once overflow the
+# 128 MB load cap (`failed to allocate data of size 32.0 MiB (102.0 MiB/122.0 MiB used)`, then
+# dlt retries the job), which a busy machine made likely by stretching the jobs over each other.
+# One job at a time holds one such buffer; the merges spill. With one DuckDB thread the jobs
+# shared a single core anyway.
+LOAD_WORKERS = 1
+
+
+def begin_writing(warehouse: str | Path, destination: Any) -> None:
+    """Before a writer reads or writes the destination through its pipeline: on DuckDB, the
+    draft it writes (the warehouse copied, unless a package is already loading into it). For
+    other destinations nothing."""
+    if destination is None:
+        Draft(warehouse).ensure()
+
+
+def publish(warehouse: str | Path, destination: Any) -> None:
+    """For a caller that runs the pipeline itself (`pipeline.run`) between `begin_writing` and
+    this: on DuckDB, publish the draft it wrote. For other destinations nothing."""
+    if destination is None:
+        Draft(warehouse).publish()
+
+
 class Snapshot:
-    """A copy of the DuckDB warehouse file taken before a package loads, to put back on failure.
+    """On DuckDB: the warehouse's draft, marked as loading one package. The warehouse is not
+    touched until the draft is published, so putting it back is removing the draft; a draft
+    left by a killed process is settled by the next writer (`finish_pending`)."""
 
-    Named after the package's load id and written under a temporary name first, so a snapshot
-    that exists is complete; one left by a killed process is the state before that package
-    began loading, and is reused if the next run's attempt to finish the package fails.
-    """
-
-    def __init__(self, warehouse: Path, copy: Path) -> None:
-        self.warehouse = warehouse
-        self.copy = copy
-
-    @staticmethod
-    def folder(warehouse: str | Path) -> Path:
-        return pipelines_dir(warehouse) / "snapshots"
+    def __init__(self, draft: Draft) -> None:
+        self.draft = draft
 
     @classmethod
     def take(cls, warehouse: str | Path, load_id: str) -> Snapshot:
-        path = Path(warehouse).resolve()
-        folder = cls.folder(path)
-        folder.mkdir(parents=True, exist_ok=True)
-        copy = folder / f"{load_id}.duckdb"
-        for stale in folder.iterdir():  # other packages' snapshots belong to settled runs
-            if stale.name not in (copy.name, copy.name + ".wal"):
-                stale.unlink(missing_ok=True)
-        if not copy.exists():
-            try:
-                for source, target in ((path, copy), (_wal(path), _wal(copy))):
-                    if source.exists():
-                        partial = target.with_name(target.name + ".partial")
-                        shutil.copyfile(source, partial)
-                        os.replace(partial, target)
-                if not path.exists():
-                    copy.touch()  # a new warehouse: putting it back means removing it
-            except OSError as err:
-                for leftover in folder.iterdir():
-                    leftover.unlink(missing_ok=True)
-                raise DevportalError(
-                    f"cannot copy the warehouse before loading ({err.strerror or err}) into "
-                    f"{folder}; nothing was loaded: free disk space there and run again"
-                ) from None
-        return cls(path, copy)
+        draft = Draft(warehouse)
+        draft.ensure()
+        draft.mark_loading(load_id)
+        return cls(draft)
 
     def restore(self) -> bool:
-        """Put the warehouse back as it was; True when it was."""
-        if not self.copy.exists():
-            return False
-        _wal(self.warehouse).unlink(missing_ok=True)
-        if self.copy.stat().st_size == 0:
-            self.warehouse.unlink(missing_ok=True)
-            self.copy.unlink()
-        else:
-            if _wal(self.copy).exists():
-                os.replace(_wal(self.copy), _wal(self.warehouse))
-            os.replace(self.copy, self.warehouse)
+        """Leave the warehouse as it was (it is: the draft is removed); True."""
+        self.draft.discard()
         return True
 
-    def drop(self) -> None:
-        self.copy.unlink(missing_ok=True)
-        _wal(self.copy).unlink(missing_ok=True)
-
-
-def _wal(path: Path) -> Path:
-    return path.with_name(path.name + ".wal")
+    def publish(self) -> None:
+        self.draft.publish()
 
 
 def set_aside_dir(warehouse: str | Path) -> Path:
@@ -172,26 +191,73 @@ def set_aside_reason(package: Path) -> str:
     return note.read_text(encoding="utf-8").strip() if note.exists() else "(no reason recorded)"
 
 
+def _aborted_packages(warehouse: str | Path, load_id: str | None = None) -> list[Path]:
+    """Packages dlt archived as aborted (`load/loaded/<id>`, of any pipeline of WAREHOUSE):
+    those set aside, or being set aside when a process was killed."""
+    folders = pipelines_dir(warehouse).glob(f"*/load/loaded/{load_id or '*'}")
+    return [
+        folder
+        for folder in folders
+        if (folder / "package_completed.json").is_file()
+        and (folder / "package_completed.json").read_text(encoding="utf-8").strip() == "aborted"
+    ]
+
+
+def discard_set_aside(warehouse: str | Path, package: Path) -> None:
+    """Delete a set-aside PACKAGE and every other file of it under dlt's folder (dlt's archived
+    copy of an aborted package: its failed jobs)."""
+    for folder in (package, *_aborted_packages(warehouse, package.name)):
+        shutil.rmtree(folder)
+
+
 def set_aside(pipeline: Any, warehouse: str | Path, load_id: str, reason: str) -> Path:
     """Move a package that cannot load out of dlt's way, keeping its files for inspection.
 
-    The package is copied to `<dlt folder>/set_aside/<load_id>/` with the reason, then aborted
-    through dlt (which rewinds the local pipeline state to before the package, so a window
-    cursor does not skip the data that never loaded). The next sync proceeds without it.
+    The package is aborted through dlt (which rewinds the local pipeline state to before the
+    package, so a window cursor does not skip the data that never loaded, and archives it as
+    aborted), then its folder is moved (renamed: no disk space needed, a full disk being one
+    reason a load fails) to `<dlt folder>/set_aside/<load_id>/` with the reason. The next sync
+    proceeds without it; `devportal packages discard` deletes it.
     """
-    storage = pipeline._get_load_storage().normalized_packages
-    source = Path(storage.storage.make_full_path(storage.get_package_path(load_id)))
-    target = set_aside_dir(warehouse) / load_id
-    if source.exists() and not target.exists():
-        shutil.copytree(source, target)
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "SET_ASIDE.txt").write_text(reason + "\n", encoding="utf-8")
+    storage = pipeline._get_load_storage()
     # dlt raises the abort it just did as the original failure: it is expected here
     with contextlib.suppress(Exception):
         pipeline.abort_packages()
-    if load_id in pipeline.list_normalized_load_packages():
-        storage.delete_package(load_id)
+    target = set_aside_dir(warehouse) / load_id
+    normalized = Path(
+        storage.normalized_packages.storage.make_full_path(
+            storage.normalized_packages.get_package_path(load_id)
+        )
+    )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        for source in (*_aborted_packages(warehouse, load_id), normalized):
+            if source.is_dir():
+                if target.exists():
+                    shutil.rmtree(target)
+                os.rename(source, target)
+                break
+        target.mkdir(exist_ok=True)
+        (target / "SET_ASIDE.txt").write_text(reason + "\n", encoding="utf-8")
+    except OSError as err:  # the package stays where dlt keeps it; the reason may be missing
+        log.warning("could not record why package %s was set aside: %s", load_id, err)
     return target
+
+
+def _collect_aborted(warehouse: str | Path) -> list[str]:
+    """Packages a killed process had aborted but not yet moved aside: moved now."""
+    moved = []
+    for folder in _aborted_packages(warehouse):
+        target = set_aside_dir(warehouse) / folder.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(folder, target)
+            (target / "SET_ASIDE.txt").write_text(
+                "its load was aborted (set aside by an interrupted or an older run)\n",
+                encoding="utf-8",
+            )
+            moved.append(folder.name)
+    return moved
 
 
 class PackageSetAside(DevportalError):
@@ -202,48 +268,215 @@ class PackageSetAside(DevportalError):
         self.load_id = load_id
 
 
-def load_whole(pipeline: Any, warehouse: str | Path, destination: Any) -> None:
+def _failure(err: BaseException) -> str:
+    """Why a load failed, in one line, with the fix where one is known."""
+    text = first_line(err)
+    oom = "out of memory" in text.lower()
+    full = "no space left" in text.lower() or any(
+        isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in causes(err)
+    )
+    if oom:
+        from devportal.config import resolve
+
+        limit = resolve(require_api=False).duckdb_memory_limit
+        text += f" (raise duckdb_memory_limit in [sources.devportal], now {limit})"
+    elif full:
+        text += " (free disk space in the warehouse's folder)"
+    return text
+
+
+def _set_aside_error(load_id: str, err: BaseException, where: Path, restored: bool) -> Exception:
+    state = (
+        "the warehouse is as it was before the run"
+        if restored
+        else "tables already loaded by it may hold part of the run"
+    )
+    return PackageSetAside(
+        f"loading run {load_id} failed: {_failure(err)}; {state}. Its data is kept in "
+        f"{where}; `devportal packages discard {load_id}` deletes it",
+        load_id,
+    )
+
+
+def load_whole(
+    pipeline: Any,
+    warehouse: str | Path,
+    destination: Any,
+    after_load: Callable[[], None] | None = None,
+) -> None:
     """Load the pending package whole or not at all.
 
     dlt commits each table's job on its own, so a job failing halfway (a value the warehouse
     refuses, a full disk) would leave the other tables of the run committed and the package
-    pending for ever. A snapshot is taken first (of the DuckDB file, or of the dataset's tables
-    on PostgreSQL; it survives a killed process: the next run restores to it if finishing
-    fails) and put back if the load fails; the package is then set aside, with the command that
+    pending for ever. On DuckDB the package loads into the warehouse's draft, published when
+    every job has loaded (AFTER_LOAD, e.g. reading back what the run loaded, runs on the draft
+    first) and removed if one fails: the warehouse is untouched until the one rename. On
+    PostgreSQL a snapshot of the dataset's tables is taken first and put back if the load
+    fails. Either survives a killed process: the next run resumes the load into the same draft
+    (or snapshot) or settles it. A package that fails is set aside, with the command that
     discards it. Other destinations load without a snapshot (the message says so on failure).
     """
     load_ids = pipeline.list_normalized_load_packages()
     if not load_ids:
         return
     load_id = load_ids[0]
-    snapshot = _snapshot(pipeline, warehouse, destination, load_id)
-    try:
-        pipeline.load()
-    except Exception as err:  # dlt wraps every load failure in PipelineStepFailed
-        restored = snapshot.restore() if snapshot is not None else False
-        where = set_aside(pipeline, warehouse, load_id, first_line(err))
-        state = (
-            "the warehouse is as it was before the run"
-            if restored
-            else "tables already loaded by it may hold part of the run"
-        )
-        raise PackageSetAside(
-            f"loading run {load_id} failed: {first_line(err)}; {state}. Its data is kept in "
-            f"{where}; `devportal packages discard {load_id}` deletes it",
-            load_id,
-        ) from None
-    if snapshot is not None:
-        snapshot.drop()
-
-
-def _snapshot(
-    pipeline: Any, warehouse: str | Path, destination: Any, load_id: str
-) -> Snapshot | SchemaSnapshot | None:
     if destination is None:
-        return Snapshot.take(warehouse, load_id)
+        snapshot = Snapshot.take(warehouse, load_id)
+        try:
+            with _said_once():
+                pipeline.load(workers=LOAD_WORKERS)
+        except Exception as err:  # dlt wraps every load failure in PipelineStepFailed
+            # the draft first, freeing its disk space (a full disk is one way a load fails);
+            # killed before the package is set aside, the next run sets it aside (its jobs
+            # have started and no draft holds them: `finish_pending`)
+            snapshot.restore()
+            where = set_aside(pipeline, warehouse, load_id, _failure(err))
+            raise _set_aside_error(load_id, err, where, restored=True) from None
+        _drop_ledger(pipeline, load_id)
+        try:
+            if after_load is not None:
+                after_load()
+        finally:
+            snapshot.publish()
+        return
+    schema_snapshot = _snapshot(pipeline, load_id)
+    try:
+        with _said_once():
+            pipeline.load()
+    except Exception as err:  # dlt wraps every load failure in PipelineStepFailed
+        restored = schema_snapshot.restore() if schema_snapshot is not None else False
+        where = set_aside(pipeline, warehouse, load_id, _failure(err))
+        raise _set_aside_error(load_id, err, where, restored) from None
+    if after_load is not None:
+        after_load()
+    if schema_snapshot is not None:
+        schema_snapshot.drop()
+
+
+def _drop_ledger(pipeline: Any, load_id: str) -> None:
+    """The package has loaded whole: the draft's ledger of loaded files goes (`loader`). If
+    that fails the draft stays, whole, and the next writer publishes it (`finish_pending`)."""
+    from devportal.loader import drop_ledger
+
+    try:
+        with pipeline.sql_client() as client:
+            drop_ledger(client)
+    except Exception as err:  # dlt's SQL client raises its own wrappers of DuckDB's errors
+        raise DevportalError(
+            f"run {load_id} loaded, but its copy of the warehouse could not be finished "
+            f"({first_line(err)}); the next sync, `devportal models` or manifest load publishes "
+            "it"
+        ) from err
+
+
+def _unfinished_package(record: logging.LogRecord) -> bool:
+    return "was not fully loaded" not in str(record.msg)
+
+
+@contextlib.contextmanager
+def _said_once() -> Iterator[None]:
+    """While a package loads, dlt's warning that it "was not fully loaded" is left out: the
+    load then fails, and `PackageSetAside` says so in its one line, with the cause."""
+    dlt_log = logging.getLogger("dlt")
+    dlt_log.addFilter(_unfinished_package)
+    try:
+        yield
+    finally:
+        dlt_log.removeFilter(_unfinished_package)
+
+
+def _snapshot(pipeline: Any, load_id: str) -> SchemaSnapshot | None:
     if str(getattr(pipeline.destination, "destination_name", "")) == "postgres":
         return SchemaSnapshot.take(pipeline, load_id)
     return None
+
+
+@dataclass
+class Settled:
+    resumed: list[str] = field(default_factory=list)  # packages of a killed run, settled
+    ids: list[str] = field(default_factory=list)  # of those, the ones set aside
+
+
+def finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> Settled:
+    """Settle what a killed run left, before a writer reads or writes anything new.
+
+    On DuckDB the draft a killed writer left is settled first (`Draft.settle`): removed, or,
+    when a package was loading into it, kept to resume that load (the package is still
+    pending), published (its load had finished) or removed (it was set aside). A pending
+    package whose jobs had started without such a draft cannot be loaded whole any more: it is
+    set aside. A normalized package is complete and carries its own schema (with its SCD2
+    boundary): load it, all or nothing (see `load_whole`); one that cannot load is set aside
+    and the writer goes on. An extracted package never reached the warehouse; normalizing it
+    now would use the pipeline's current schema, whose boundary hint belongs to another run,
+    so it is discarded (dlt restores the local state it had started from) and its data is
+    simply read again.
+    """
+    settled = Settled()
+    normalized = list(pipeline.list_normalized_load_packages())
+    if destination is None:
+        draft = Draft(warehouse)
+        loading = draft.settle()
+        if loading is not None and loading not in normalized:
+            if not draft.is_stale() and draft.holds_load(loading):
+                _drop_ledger(pipeline, loading)
+                draft.publish()  # killed after its load finished, before the rename
+            else:
+                draft.discard()
+            loading = None
+        elif loading is not None and draft.is_stale():
+            draft.discard()
+            loading = None
+        elif loading is not None and draft.holds_load(loading):
+            # killed after the load committed (dlt's `_dlt_loads` row), before dlt archived the
+            # package: loading it again would record it twice
+            _drop_ledger(pipeline, loading)
+            draft.publish()
+            pipeline._get_load_storage().complete_load_package(loading, False)
+            settled.resumed.append(loading)
+            loading = None
+        for load_id in list(pipeline.list_normalized_load_packages()):
+            if load_id != loading and _started(pipeline, load_id):
+                reason = (
+                    "an interrupted run had loaded part of it into a copy of the warehouse that "
+                    "no longer matches; it cannot be loaded whole"
+                )
+                where = set_aside(pipeline, warehouse, load_id, reason)
+                log.warning("set aside package %s (%s) in %s", load_id, reason, where)
+                settled.resumed.append(load_id)
+                settled.ids.append(load_id)
+        normalized = list(pipeline.list_normalized_load_packages())
+    settled.ids.extend(_collect_aborted(warehouse))
+    if normalized:
+        log.warning("finishing %d load package(s) left by an interrupted run", len(normalized))
+        settled.resumed.extend(normalized)
+        try:
+            load_whole(pipeline, warehouse, destination)
+        except PackageSetAside as aside:
+            log.warning("%s; this run goes on", aside)
+            settled.ids.append(aside.load_id)
+    extracted = list(pipeline.list_extracted_load_packages())
+    if extracted:
+        log.warning(
+            "discarding %d unloaded package(s) of an interrupted run; their data is read again",
+            len(extracted),
+        )
+        settled.resumed.extend(extracted)
+        pipeline.abort_packages()
+    return settled
+
+
+def _started(pipeline: Any, load_id: str) -> bool:
+    """Whether any job of the pending package LOAD_ID has started loading."""
+    jobs = pipeline._get_load_storage().normalized_packages.get_load_package_jobs(load_id)
+    return any(jobs.get(state) for state in ("started_jobs", "completed_jobs", "failed_jobs"))
+
+
+def settle_for_writer(warehouse: str | Path) -> None:
+    """For a DuckDB writer outside a sync (the models' build): settle a draft a killed writer
+    left. One with a package half loaded into it needs dlt: the package's load is finished
+    (or set aside) first, as the next sync would."""
+    if Draft(warehouse).settle() is not None:
+        finish_pending(open_pipeline(warehouse), warehouse, None)
 
 
 class SchemaSnapshot:

@@ -6,6 +6,11 @@ rows set aside for lacking an id must equal it. If the list moved while it was p
 again; after `sweep_attempts` reads the run fails having loaded nothing. A read whose pages carry
 no `total` cannot be verified: its rows may load, but it may not retire (close) history.
 
+A verified read is still not a snapshot: a subscription created while another is removed keeps
+the `total`, and the rows behind the removed one slide back one place, so the row that crosses a
+page boundary is never seen. Before a sweep closes what it did not read, `settle_closes` makes
+sure each of those is gone (see there): a sweep never closes a subscription the API still has.
+
 Subscriptions are spooled to a local Arrow file while paging, so memory stays flat; user
 settings and the user accounts due are small and stay in memory. Every function here returns
 what it read, checked; the source (`source.py`) turns the results into dlt resources.
@@ -28,6 +33,7 @@ import pyarrow as pa
 
 from devportal import transform
 from devportal.client import (
+    AHEAD_BYTES,
     SUBSCRIPTIONS_PATH,
     USER_ACCOUNTS_PATH,
     USER_SETTINGS_PATH,
@@ -36,7 +42,8 @@ from devportal.client import (
     Page,
 )
 from devportal.config import DevportalConfig
-from devportal.errors import IntegrityError
+from devportal.errors import ApiError, IntegrityError
+from devportal.values import to_int
 
 log = logging.getLogger("devportal.reading")
 
@@ -62,6 +69,8 @@ class SweepReport:
     complete: bool = False
     verified: bool = False
     note: str | None = None
+    # how the current subscriptions this read did not list were settled (`Settling.record`)
+    closing: dict[str, Any] | None = None
 
 
 class ListMoved(Exception):
@@ -137,17 +146,47 @@ class Spool:
     """One verified read of a subscription partition, on disk until dlt has taken it.
 
     The file goes when `discard()` is called, or with this object (a source created but never
-    run leaves nothing behind)."""
+    run leaves nothing behind). `extra`: rows the read missed that the API confirmed one by one
+    (`?id=N`), loaded after the file's. `kept`: current ids the sweep may not close although it
+    did not read them (nothing settled them); `closes_missing` False: it closes none of those.
+    """
 
-    def __init__(self, path: Path, ids: np.ndarray, is_test: bool, report: SweepReport) -> None:
-        self.path, self.ids, self.is_test, self.report = path, ids, is_test, report
+    def __init__(
+        self,
+        path: Path,
+        ids: np.ndarray,
+        is_test: bool,
+        report: SweepReport,
+        dq: transform.DataQuality,
+    ) -> None:
+        self.path, self.ids, self.is_test, self.report, self.dq = path, ids, is_test, report, dq
+        self.extra: pa.Table | None = None
+        self.kept = np.zeros(0, dtype=np.int64)
+        self.closes_missing = report.verified
         self._finalizer = weakref.finalize(self, path.unlink, missing_ok=True)
+
+    @property
+    def extra_ids(self) -> np.ndarray:
+        if self.extra is None:
+            return np.zeros(0, dtype=np.int64)
+        return self.extra.column("id").to_numpy().astype(np.int64)
+
+    @property
+    def rows(self) -> int:
+        """Rows handed to dlt: the unique ids read and the rows confirmed one by one."""
+        return self.report.unique_ids + (self.extra.num_rows if self.extra is not None else 0)
+
+    def staying(self) -> np.ndarray:
+        """The ids this sweep leaves current: read, confirmed, or kept."""
+        return np.concatenate([self.ids, self.extra_ids, self.kept])
 
     def batches(self) -> Iterator[pa.Table]:
         # a plain read, not a memory map: mapped pages would count as resident memory
         with pa.OSFile(str(self.path), "rb") as source:
             for batch in pa.ipc.open_stream(source):
                 yield pa.Table.from_batches([batch], schema=transform.SUBSCRIPTIONS_SCHEMA)
+        if self.extra is not None and self.extra.num_rows:
+            yield self.extra
 
     def discard(self) -> None:
         self._finalizer()
@@ -155,19 +194,24 @@ class Spool:
 
 @dataclass
 class SubscriptionsRead:
-    """Every partition read, verified and spooled; what the resource and the run record need."""
+    """Every partition read, verified and spooled; what the resource and the run record need.
+
+    `user_ids`: the users (`service_id`) of live subscriptions: a test subscription's user is
+    not a user of the live app (their accounts are not fetched)."""
 
     spools: list[Spool]
-    dq: transform.DataQuality
     user_ids: set[int]
 
     @property
-    def verified(self) -> bool:
-        return all(spool.report.verified for spool in self.spools)
+    def dq(self) -> transform.DataQuality:
+        merged = transform.DataQuality()
+        for spool in self.spools:
+            merged.merge(spool.dq)
+        return merged
 
     @property
     def rows(self) -> int:
-        return sum(spool.report.unique_ids for spool in self.spools)
+        return sum(spool.rows for spool in self.spools)
 
     def discard(self) -> None:
         for spool in self.spools:
@@ -205,19 +249,34 @@ def read_subscriptions(
     first: Page | None = None,
 ) -> SubscriptionsRead:
     """Read and verify every partition; `first` is page 1 of the first one, already fetched."""
-    read = SubscriptionsRead([], transform.DataQuality(), set())
+    read = SubscriptionsRead([], set())
     try:
         for n, part in enumerate(parts):
-            spool_path = spool_dir / f"{id(read):x}-{int(part.is_test)}.arrow"
-            spool, dq = _read_partition(
-                client, part, cfg, spool_path, progress, read.user_ids, first if n == 0 else None
+            read.spools.append(
+                _read_partition(
+                    client,
+                    part,
+                    cfg,
+                    _spool_path(spool_dir, read, part),
+                    progress,
+                    set() if part.is_test else read.user_ids,
+                    first if n == 0 else None,
+                )
             )
-            read.spools.append(spool)
-            read.dq.merge(dq)
     except BaseException:
         read.discard()
         raise
     return read
+
+
+def _spool_path(spool_dir: Path, read: SubscriptionsRead, part: Partition) -> Path:
+    """A spool file of its own for each read of each partition (a re-read replaces a spool)."""
+    path = spool_dir / f"{id(read):x}-{int(part.is_test)}.arrow"
+    n = 1
+    while path.exists():
+        n += 1
+        path = spool_dir / f"{id(read):x}-{int(part.is_test)}-{n}.arrow"
+    return path
 
 
 def _read_partition(
@@ -228,7 +287,7 @@ def _read_partition(
     progress: Progress,
     user_ids: set[int],
     first: Page | None,
-) -> tuple[Spool, transform.DataQuality]:
+) -> Spool:
     """Read one partition into a spool file until it adds up (at most `sweep_attempts`)."""
     report = SweepReport(endpoint=SUBSCRIPTIONS_PATH, params=part.params)
     last_error = ""
@@ -268,7 +327,7 @@ def _read_partition(
                 " (is_test)" if part.is_test else "",
                 report.note,
             )
-        return Spool(spool_path, ids, part.is_test, report), dq
+        return Spool(spool_path, ids, part.is_test, report, dq)
     raise IntegrityError(
         f"the subscription list kept changing or did not add up in {cfg.sweep_attempts} reads "
         f"({last_error}); nothing was loaded: run the sync again later, and if it keeps "
@@ -302,13 +361,15 @@ def _spool_pages(
             id_chunks.append(ids)
             services.update(table.column("service_id").drop_null().unique().to_pylist())
 
+        buffered = 0  # decoded bytes of the pages in `buffer`: pages of huge rows flush early
         for page in pages:
             buffer.extend(page.data)
+            buffered += page.size
             on_page(page, rows_read + len(buffer))
-            if len(buffer) >= batch_rows:
+            if len(buffer) >= batch_rows or buffered >= AHEAD_BYTES:
                 flush()
                 rows_read += len(buffer)
-                buffer = []
+                buffer, buffered = [], 0
         if buffer:
             flush()
     return (np.concatenate(id_chunks) if id_chunks else np.zeros(0, np.int64)), services
@@ -318,20 +379,21 @@ def check_mass_close(
     read: SubscriptionsRead, current_ids: Callable[[bool], np.ndarray], cfg: DevportalConfig
 ) -> None:
     """Refuse a verified sweep that would close more than `mass_close_max_share` of the
-    current rows (`current_ids(is_test)`: the open versions the destination holds).
+    current rows (`current_ids(is_test)`: the open versions the destination holds), once
+    `settle_closes` has decided what it closes.
 
     An API that suddenly lists a fraction of what it listed before is far more often broken
     (a wrong filter, an outage answering 200 with an empty list) than a business that lost most
     of its subscribers overnight; closing them would write that outage into the history.
     """
-    if not read.verified or cfg.allow_mass_close:
+    if cfg.allow_mass_close:
         return
     current_total = closing = 0
     for spool in read.spools:
         current = current_ids(spool.is_test)
         current_total += int(current.size)
-        if current.size:
-            closing += int(np.isin(current, spool.ids, invert=True).sum())
+        if current.size and spool.closes_missing:  # else it closes nothing it did not read
+            closing += int(np.isin(current, spool.staying(), invert=True).sum())
     if current_total and closing > cfg.mass_close_max_share * current_total:
         share = closing / current_total
         raise IntegrityError(
@@ -339,6 +401,209 @@ def check_mass_close(
             f"({share:.0%}, more than the {cfg.mass_close_max_share:.0%} guard): nothing was "
             "loaded. If the API really dropped them, run again with --allow-mass-close"
         )
+
+
+# -- settling what a sweep closes --------------------------------------------------------------
+
+LISTED, GONE, UNCLEAR = "listed", "gone", "unclear"
+
+
+@dataclass
+class Settling:
+    """How the current subscriptions one verified read did not list were settled; recorded as
+    the read's `closing` in `sync_runs.sweeps` (the id lists hold at most `confirm_closes_max`
+    ids: only ids asked about one by one are named)."""
+
+    missing: int = 0  # current subscriptions the first read did not list
+    asked: int = 0  # of them, asked about one by one (`?id=N`)
+    listed: list[int] = field(default_factory=list)  # the API still has them: loaded
+    gone: list[int] = field(default_factory=list)  # it answered 404: closed
+    unclear: list[int] = field(default_factory=list)  # the answer settled nothing
+    reads: int = 1  # reads of the list in all
+    agreed: bool | None = None  # the last two reads listed the same ids (None: one read)
+    kept: int = 0  # left current because nothing settled them (a later sweep will)
+    closes: int = 0  # current versions this sweep closes
+
+    def record(self) -> dict[str, Any]:
+        return dict(vars(self))
+
+
+def settle_closes(
+    client: ApiClient,
+    read: SubscriptionsRead,
+    parts: Sequence[Partition],
+    current_ids: Callable[[bool], np.ndarray],
+    cfg: DevportalConfig,
+    spool_dir: Path,
+    progress: Progress,
+) -> None:
+    """Make sure a sweep closes only subscriptions the API no longer has.
+
+    What a verified read of a partition did not list of its current ids (`current_ids(is_test)`)
+    is what the sweep would close. Up to `confirm_closes_max` of those are asked about one by
+    one (`?id=N`, spec 4.1; `&is_test=true` for test ids): a 404 is gone (closed); an answer with
+    the subscription is still there (its row is loaded: a new version if it changed, never
+    closed); an answer that does not say for sure settles nothing (`judge_answer`). What is left
+    unsettled, or every missing id when there are more than `confirm_closes_max`, is settled by
+    reading the partition again until two reads in a row list the same ids (at most
+    `sweep_attempts` reads in all): the last read is then a snapshot, and what it does not list
+    is gone. Without agreement nothing unsettled is closed; a later sweep will. Each partition's
+    report records how (`closing`). Reads that cannot be verified close nothing and are left.
+    """
+    for n, part in enumerate(parts):
+        if not read.spools[n].report.verified:
+            continue
+        other = [s.ids for s in read.spools if s.is_test != part.is_test]
+        shared = np.concatenate([current_ids(not part.is_test), *other])
+        _settle(client, read, n, part, current_ids(part.is_test), shared, cfg, spool_dir, progress)
+
+
+def _settle(
+    client: ApiClient,
+    read: SubscriptionsRead,
+    n: int,
+    part: Partition,
+    current: np.ndarray,
+    shared: np.ndarray,
+    cfg: DevportalConfig,
+    spool_dir: Path,
+    progress: Progress,
+) -> None:
+    """Settle partition `n`'s missing ids (see `settle_closes`); `shared`: the ids the other
+    partition holds, whose answers cannot say which partition they come from."""
+    spool = read.spools[n]
+    settling = Settling()
+    missing = np.setdiff1d(current, spool.ids)
+    settling.missing = int(missing.size)
+    unsettled = missing
+    extra: pa.Table | None = None
+    if 0 < missing.size <= cfg.confirm_closes_max:
+        settling.asked = int(missing.size)
+        found: list[dict[str, Any]] = []
+        for sub_id, (verdict, row) in _ask_each(client, part.is_test, missing, shared):
+            getattr(settling, verdict).append(sub_id)
+            if row is not None:
+                found.append(row)
+        if found:
+            extra, _ = transform.subscriptions_table(found, part.is_test, spool.dq)
+        unsettled = np.array(settling.unclear, dtype=np.int64)
+    if unsettled.size:
+        settling.reads, settling.agreed = _read_until_agreed(
+            client, read, n, part, cfg, spool_dir, progress
+        )
+        spool = read.spools[n]
+    if extra is not None:
+        # a later read that lists a confirmed row holds it already (one row per id)
+        listed_again = np.isin(extra.column("id").to_numpy(), spool.ids)
+        spool.extra = extra.filter(pa.array(~listed_again))
+        if not part.is_test:
+            read.user_ids.update(spool.extra.column("service_id").drop_null().to_pylist())
+    if unsettled.size and not settling.agreed:
+        # no snapshot: the last read may have missed rows too; only a 404 closes
+        gone = np.array(settling.gone, dtype=np.int64)
+        spool.kept = np.setdiff1d(current, np.concatenate([spool.staying(), gone]))
+        if spool.kept.size > cfg.confirm_closes_max:
+            # too many to name in the merge: this read closes none of what it did not list
+            spool.closes_missing = False
+    if spool.closes_missing:
+        settling.closes = int(np.isin(current, spool.staying(), invert=True).sum())
+        settling.kept = int(spool.kept.size)
+    else:
+        read_or_confirmed = np.concatenate([spool.ids, spool.extra_ids])
+        settling.kept = int(np.isin(current, read_or_confirmed, invert=True).sum())
+    spool.report.closing = settling.record()
+    if settling.kept:
+        log.warning(
+            "subscriptions%s: %d current subscription(s) the list did not show could not be "
+            "confirmed gone; they stay current until a later sweep settles them",
+            " (is_test)" if part.is_test else "",
+            settling.kept,
+        )
+
+
+def _ask_each(
+    client: ApiClient, is_test: bool, ids: np.ndarray, shared: np.ndarray
+) -> Iterator[tuple[int, tuple[str, dict[str, Any] | None]]]:
+    """(id, `judge_answer`'s verdict) for each id, asked `?id=N` as many at a time as the
+    client allows. A 404 is gone; an error (after the client's retries) settles nothing."""
+    params = {"is_test": "true"} if is_test else {}
+    both = set(np.intersect1d(ids, shared).tolist())
+
+    def ask(sub_id: int) -> tuple[str, dict[str, Any] | None]:
+        try:
+            body, _ = client.get_json(SUBSCRIPTIONS_PATH, {**params, "id": sub_id})
+        except NotFound:
+            return GONE, None
+        except ApiError as err:
+            log.warning("could not confirm subscription %d: %s", sub_id, err)
+            return UNCLEAR, None
+        return judge_answer(sub_id, body, is_test, sub_id in both)
+
+    yield from client.map_concurrent(ask, [int(i) for i in ids])
+
+
+def judge_answer(
+    sub_id: int, body: Any, is_test: bool, shared: bool
+) -> tuple[str, dict[str, Any] | None]:
+    """What a 200 answer to `?id=N` says about subscription N of one partition: LISTED with its
+    row, or UNCLEAR.
+
+    Spec 4.1: the body is the one Subscription object. A page holding exactly that id (an API
+    that filters the list by `id`) counts as it. Anything else is unclear: another id, a page
+    without it (an API that ignores `id`), not an object; and a subscription whose id the other
+    partition also holds unless the answer says which it is (`is_test`): the spec does not say
+    that `is_test` applies to `id`, so a test id's answer may be the live subscription's.
+    """
+    if isinstance(body, dict) and isinstance(body.get("data"), list):
+        rows = [r for r in body["data"] if isinstance(r, dict) and to_int(r.get("id")) == sub_id]
+        if len(rows) != 1:
+            return UNCLEAR, None
+        body = rows[0]
+    if not isinstance(body, dict) or to_int(body.get("id")) != sub_id:
+        return UNCLEAR, None
+    flag = body.get("is_test")
+    if isinstance(flag, bool):
+        return (LISTED, body) if flag == is_test else (UNCLEAR, None)
+    if shared:
+        return UNCLEAR, None
+    return LISTED, body
+
+
+def _read_until_agreed(
+    client: ApiClient,
+    read: SubscriptionsRead,
+    n: int,
+    part: Partition,
+    cfg: DevportalConfig,
+    spool_dir: Path,
+    progress: Progress,
+) -> tuple[int, bool]:
+    """Read partition `n` again until two reads in a row list the same ids, `sweep_attempts`
+    reads in all; the last verified read replaces the spool. (reads, agreed)."""
+    reads, agreed = 1, False
+    while reads < cfg.sweep_attempts and not agreed:
+        before = read.spools[n]
+        try:
+            fresh = _read_partition(
+                client,
+                part,
+                cfg,
+                _spool_path(spool_dir, read, part),
+                progress,
+                set() if part.is_test else read.user_ids,
+                None,
+            )
+        except IntegrityError as err:  # the list keeps moving: the verified read stands
+            log.warning("subscriptions: reading the list again to settle closes: %s", err)
+            break
+        reads += 1
+        if not fresh.report.verified:
+            fresh.discard()
+            break
+        agreed = np.array_equal(np.sort(fresh.ids), np.sort(before.ids))
+        read.spools[n] = fresh
+        before.discard()
+    return reads, agreed
 
 
 def window_bounds(

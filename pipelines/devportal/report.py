@@ -16,6 +16,15 @@ subscriptions only, all relative to `analytics.as_of`, never the wall clock):
   (survival_curve; "not reached yet" while the curve has not come down to 50%), and the
   platform with the highest churn rate in the last full month (churn_by_platform).
 
+Every format also says, in one line (`data_basis`), what the subscription figures rest on
+(`analytics.as_of`): the whole live list read and verified by a sweep at a time, and the window
+syncs (and unverified sweeps) since; or, with no verified sweep in the history, that the list is
+partial: the figures count only the subscriptions read so far, whatever the API lists.
+
+Text that came from the API (a platform's name) is made safe for each format by
+`devportal.display`: no control characters on a terminal, no formula in a CSV cell, nothing
+Markdown or HTML would interpret; JSON keeps it exact (its escapes are terminal-safe).
+
 Formats: an aligned text table, JSON (one flat object), CSV (metric,label,value) and Markdown.
 `--html PATH` also writes one self-contained page: the figures and the charts of
 `devportal.charts` (`charts.PAGE`: among them the cohort retention heat map and the survival
@@ -44,7 +53,7 @@ from datetime import datetime, time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from devportal import charts, engines
+from devportal import charts, display, engines
 from devportal.errors import DevportalError, first_line
 from devportal.warehouse import ANALYTICS_SCHEMA
 
@@ -72,10 +81,14 @@ class Section:
 
 @dataclass
 class Report:
-    """The figures, grouped as printed; `values()` is the flat {key: value} view."""
+    """The figures, grouped as printed; `values()` is the flat {key: value} view. `basis` is
+    the line saying what the subscription figures rest on; `partial` when no verified sweep
+    does (the line is then a warning)."""
 
     as_of: datetime | None
     sections: list[Section]
+    basis: str = ""
+    partial: bool = False
 
     def values(self) -> dict[str, Any]:
         return {m.key: m.value for s in self.sections for m in s.metrics}
@@ -130,7 +143,18 @@ def _reading(warehouse: str | Path, destination: str | None) -> Iterator[_Reader
 
 # How the figures are grouped and labelled: (section title, ((key, label, kind), ...)).
 _LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
-    ("As of", (("as_of", "latest successful sync (server clock)", "time"),)),
+    (
+        "As of",
+        (
+            ("as_of", "latest successful sync (server clock)", "time"),
+            # what the subscription figures rest on (analytics.as_of), said by `data_basis`
+            ("has_verified_sweep", "a verified full read of the subscription list exists", "flag"),
+            ("last_verified_sweep_at", "latest verified full read (server clock)", "time"),
+            ("window_syncs_since_verified_sweep", "window syncs since", "count"),
+            ("unverified_sweeps_since_verified_sweep", "unverified sweeps since", "count"),
+            ("subscriptions_read", "live subscriptions read so far", "count"),
+        ),
+    ),
     (
         "Usable subscribers",
         (
@@ -193,6 +217,9 @@ _MISSING_TEXT = {"median_lifetime_days": "not reached yet"}
 # figure key -> its kind
 _KINDS = {key: kind for _, metrics in _LAYOUT for key, _, kind in metrics}
 
+# The one line on what the figures rest on: a key of JSON and CSV, after `as_of`.
+BASIS_KEY, BASIS_LABEL = "data_basis", "what the subscription figures rest on"
+
 
 def _figures(reader: _Reader) -> dict[str, Any]:
     """The one row of analytics.report_figures; one-line errors when the models are not built."""
@@ -240,6 +267,45 @@ def _figure(value: Any, kind: str) -> Any:
     return int(value)
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _verified(figures: Mapping[str, Any]) -> bool:
+    """Whether a verified sweep of the live list is what the figures start from."""
+    return bool(figures["has_verified_sweep"]) and figures["last_verified_sweep_at"] is not None
+
+
+def _basis(figures: Mapping[str, Any]) -> str:
+    """The line on what the subscription figures rest on: the verified sweep they start from
+    and the partial reads since, or the warning that no verified sweep ever read the list."""
+    windows = figures["window_syncs_since_verified_sweep"] or 0
+    unverified = figures["unverified_sweeps_since_verified_sweep"] or 0
+    if _verified(figures):
+        since = [
+            _plural(windows, "window sync") if windows else "",
+            _plural(unverified, "unverified sweep") if unverified else "",
+        ]
+        later = " and ".join(part for part in since if part)
+        return (
+            "Based on the full subscription list read and verified at "
+            f"{figures['last_verified_sweep_at']:%Y-%m-%d %H:%M:%S}"
+            + (f" (+{later} since)" if later else "")
+        )
+    read = figures["subscriptions_read"] or 0
+    why = (
+        f" ({_plural(unverified, 'sweep')} read it, none verified against the API's total: "
+        "see sync_runs.sweeps)"
+        if unverified
+        else ""
+    )
+    return (
+        f"Partial: no complete, verified read of the subscription list yet{why}; counts cover "
+        f"only the {_plural(read, 'subscription')} read so far. Run `devportal sync` (a full "
+        "sweep)."
+    )
+
+
 def _report(row: Mapping[str, Any]) -> Report:
     """The report of one row of analytics.report_figures."""
     figures = {key: _figure(row[key], kind) for key, kind in _KINDS.items()}
@@ -254,7 +320,14 @@ def _report(row: Mapping[str, Any]) -> Report:
         )
         for title, metrics in _LAYOUT
     ]
-    return Report(as_of=figures["as_of"], sections=sections)
+    basis = _basis(figures)
+    sections[0].metrics.insert(1, Metric(BASIS_KEY, BASIS_LABEL, basis, "text"))
+    return Report(
+        as_of=figures["as_of"],
+        sections=sections,
+        basis=basis,
+        partial=not _verified(figures),
+    )
 
 
 def collect(warehouse: str | Path, destination: str | None = None) -> Report:
@@ -299,17 +372,29 @@ def _json_value(metric: Metric) -> Any:
     return value
 
 
+def _as_of(report: Report) -> str:
+    return _text(report.sections[0].metrics[0])
+
+
+def _shown(section: Section) -> list[Metric]:
+    """The metrics a table shows: months and flags are in the section titles instead."""
+    return [m for m in section.metrics if m.kind not in ("month", "flag")]
+
+
 def format_table(report: Report) -> str:
+    """Aligned text for a terminal: every cell `display.terminal` (one line, no controls)."""
+    safe = display.terminal
     rows: list[tuple[str, str]] = []
     for section in report.sections[1:]:
-        rows.append((section.title, ""))
-        rows.extend(
-            ("  " + m.label, _text(m)) for m in section.metrics if m.kind not in ("month", "flag")
-        )
+        rows.append((safe(section.title), ""))
+        rows.extend(("  " + safe(m.label), safe(_text(m))) for m in _shown(section))
     width = max(len(label) for label, _ in rows) + 2
     value_width = max(len(value) for _, value in rows)
-    as_of = _text(report.sections[0].metrics[0])
-    lines = [f"Subscriptions as of {as_of} (latest successful sync, server clock)", ""]
+    lines = [
+        f"Subscriptions as of {_as_of(report)} (latest successful sync, server clock)",
+        safe(report.basis),
+        "",
+    ]
     lines += [f"{label:<{width}}{value:>{value_width}}".rstrip() for label, value in rows]
     return "\n".join(lines)
 
@@ -319,6 +404,8 @@ def format_json(report: Report) -> str:
 
 
 def format_csv(report: Report) -> str:
+    """metric,label,value rows; text cells `display.csv_cell` (no formula for a spreadsheet,
+    no control characters), numbers as they are."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["metric", "label", "value"])
@@ -326,25 +413,24 @@ def format_csv(report: Report) -> str:
         value = _json_value(m)
         if isinstance(value, bool):
             value = "true" if value else "false"  # as JSON spells them, not Python
-        writer.writerow([m.key, m.label, "" if value is None else value])
+        cells = [m.key, m.label, "" if value is None else value]
+        writer.writerow([display.csv_cell(cell) for cell in cells])
     return buffer.getvalue().rstrip("\n")
 
 
-def _markdown_cell(text: str) -> str:
-    """TEXT safe in a Markdown table cell (a platform's name comes from the API)."""
-    return text.replace("|", "\\|")
-
-
 def format_markdown(report: Report) -> str:
-    as_of = _text(report.sections[0].metrics[0])
-    lines = [f"## Subscriptions as of {as_of}", "", "| Figure | Value |", "|---|---:|"]
+    """A Markdown table; every cell `display.markdown_cell` (shown literally, one line). The
+    basis line is a quote under the heading, bold when the list is partial."""
+    cell = display.markdown_cell
+    basis = cell(report.basis)
+    if report.partial:
+        head, _, rest = basis.partition(":")
+        basis = f"**{head}:**{rest}"
+    lines = [f"## Subscriptions as of {_as_of(report)}", "", f"> {basis}", ""]
+    lines += ["| Figure | Value |", "|---|---:|"]
     for section in report.sections[1:]:
-        lines.append(f"| **{section.title}** | |")
-        lines.extend(
-            f"| {m.label} | {_markdown_cell(_text(m))} |"
-            for m in section.metrics
-            if m.kind not in ("month", "flag")
-        )
+        lines.append(f"| **{cell(section.title)}** | |")
+        lines.extend(f"| {cell(m.label)} | {cell(_text(m))} |" for m in _shown(section))
     return "\n".join(lines)
 
 
@@ -372,6 +458,8 @@ _PAGE = """<!doctype html>
 body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222; }}
 h1 {{ font-size: 1.5rem; margin-bottom: 0.2rem; }}
 p.note {{ color: #666; margin-top: 0; }}
+p.basis {{ margin: 0.4rem 0; }}
+p.partial {{ border-left: 4px solid #b8323a; padding: 0.3rem 0.6rem; background: #fbeaea; }}
 table {{ border-collapse: collapse; margin: 1rem 0 2rem; }}
 td {{ padding: 0.2rem 1.2rem 0.2rem 0; }}
 td.value {{ text-align: right; font-variant-numeric: tabular-nums; }}
@@ -385,6 +473,7 @@ figure img {{ max-width: 100%; }}
 <h1>{title}</h1>
 <p class="note">All figures are live subscriptions, computed as of the latest successful sync
 (the API server's clock), not the time this page was written.</p>
+{basis}
 <table>
 {rows}
 </table>
@@ -416,23 +505,36 @@ def _chart_images(
 
 
 def format_html(report: Report, images: Sequence[tuple[str, bytes]]) -> str:
-    esc = html_lib.escape
-    as_of = _text(report.sections[0].metrics[0])
+    """The page; every text `html.escape`d, and one line without control characters
+    (`display.terminal`: a right-to-left override would reorder what the page shows)."""
+
+    def esc(text: str) -> str:
+        return html_lib.escape(display.terminal(text))
+
+    as_of = _as_of(report)
     rows = []
     for section in report.sections[1:]:
         rows.append(f'<tr class="section"><td colspan="2">{esc(section.title)}</td></tr>')
         rows.extend(
             f'<tr><td class="sub">{esc(m.label)}</td><td class="value">{esc(_text(m))}</td></tr>'
-            for m in section.metrics
-            if m.kind not in ("month", "flag")
+            for m in _shown(section)
         )
+    basis_class = "basis partial" if report.partial else "basis"
+    if report.partial:
+        head, _, rest = report.basis.partition(":")
+        basis = f'<p class="{basis_class}"><strong>{esc(head)}:</strong>{esc(rest)}</p>'
+    else:
+        basis = f'<p class="{basis_class}">{esc(report.basis)}</p>'
     figures = [
         f'<figure><img alt="{esc(title)}" '
         f'src="data:image/png;base64,{base64.b64encode(png).decode()}"></figure>'
         for title, png in images
     ]
     return _PAGE.format(
-        title=esc(f"Subscriptions as of {as_of}"), rows="\n".join(rows), charts="\n".join(figures)
+        title=esc(f"Subscriptions as of {as_of}"),
+        basis=basis,
+        rows="\n".join(rows),
+        charts="\n".join(figures),
     )
 
 

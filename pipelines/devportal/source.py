@@ -5,18 +5,25 @@
 
 Tables written:
 
-- `subscriptions`: SCD2 history keyed on `id` (`_dlt_valid_from`/`_dlt_valid_to`, NULL = current),
-  versioned by `_row_version` (hash of service_id, status, expires_at, is_test).
+- `subscriptions`: SCD2 history keyed on (`id`, `is_test`): live and test subscriptions are two
+  lists whose ids may overlap, and a run only ever retires versions of its own partition
+  (`_dlt_valid_from`/`_dlt_valid_to`, NULL = current), versioned by `_row_version` (hash of
+  service_id, status, expires_at, is_test).
 - `user_settings` (merge on `user_id`) and `user_setting_values` (long form, replaced per user).
 - `user_accounts` and `user_account_profiles` (merge on `user_id`; 404 -> status `missing`).
+  A child table always equals what the latest read of its parent row implies: a user read with
+  no children (settings `{}`, an account now 404) has theirs removed (`_per_user_tables`).
 - `sync_runs` (one row per run) and `data_quality` (one row per problem kind per run).
 
 Calling the source reads the API (see `reading.py`): every list is read and verified before a
 single resource exists, so a list that does not add up, or a sweep that would close most of the
 history, fails the call and nothing is extracted; and each resource's write disposition is
 decided on what was read. A verified sweep retires (closes) the versions of ids the list no
-longer holds, within the partitions it read (live, and test with `include_test`); a window read,
-or a read that cannot prove it saw the whole list, only ever closes versions of ids it read.
+longer holds, within the partitions it read (live, and test with `include_test`), once each of
+them is confirmed gone (`reading.settle_closes`: a busy API shifts pages under a sweep); a
+window read, or a read that cannot prove it saw the whole list, only ever closes versions of ids
+it read. A window run on a destination that holds no verified sweep of a partition it reads
+runs a sweep instead (a window alone would leave the warehouse holding a sliver of the list).
 The resources then only hand over what was read: they share nothing and may be extracted in any
 order. History is stamped with the API server's clock (its `Date` header), never earlier than the
 last run's.
@@ -60,6 +67,7 @@ from devportal.reading import (
     read_accounts,
     read_settings,
     read_subscriptions,
+    settle_closes,
     window_bounds,
 )
 
@@ -101,7 +109,7 @@ def devportal_source(
     # the window cursor: the clock of the last run the destination holds (its `sync_runs`),
     # else the one in this pipeline's state (kept in the same package as the data)
     cursor = dlt.current.source_state().get("window_cursor") if pipeline is not None else None
-    held = Holdings.read(pipeline, cfg.include_test)
+    held = Holdings.read(pipeline)
     with client or ApiClient(cfg) as client:
         run = _Run.start(client, cfg, held, tuple(resources), since, window, cursor)
         return _read(
@@ -124,6 +132,7 @@ class _Run:
     observed_at: datetime  # the history boundary: the server's clock, after the last run's
     clock_source: str  # `server` (its Date header) or `machine` (the header was too far off)
     mode: str  # `sweep` or `window`
+    requested_mode: str  # what was asked; `window` with mode `sweep`: no verified sweep yet
     include_test: bool
     resources: tuple[str, ...]
     window: tuple[datetime, datetime] | None
@@ -140,7 +149,17 @@ class _Run:
         window: bool,
         cursor: str | None,
     ) -> _Run:
-        mode = "window" if (window or since is not None) else "sweep"
+        requested = "window" if (window or since is not None) else "sweep"
+        mode = requested
+        needed = {False, True} if cfg.include_test else {False}
+        if mode == "window" and "subscriptions" in resources and not needed <= held.swept:
+            mode = "sweep"
+            lists = " and ".join("test" if t else "live" for t in sorted(needed - held.swept))
+            log.warning(
+                "the destination holds no verified sweep of the %s subscription list: this run "
+                "sweeps the whole list instead of a window",
+                lists,
+            )
         first, reusable = _clock_page(client, resources, mode)
         clock = _server_clock(first, client.base_url, cfg.max_clock_skew_hours)
         started_at = datetime.now(UTC).replace(tzinfo=None)
@@ -158,6 +177,7 @@ class _Run:
             observed_at=observed_at,
             clock_source="server" if clock is not None else "machine",
             mode=mode,
+            requested_mode=requested,
             include_test=cfg.include_test,
             resources=resources,
             window=bounds,
@@ -182,12 +202,16 @@ def _read(
     seen: set[int] = set()
     first = run.first_page
     if "subscriptions" in run.resources:
-        subs = read_subscriptions(
-            client, partitions(run.include_test, run.window), cfg, spool_dir, progress, first
-        )
+        parts = partitions(run.include_test, run.window)
+        subs = read_subscriptions(client, parts, cfg, spool_dir, progress, first)
         first = None
         if run.mode == "sweep":
-            check_mass_close(subs, held.current_ids, cfg)
+            try:
+                settle_closes(client, subs, parts, held.current_ids, cfg, spool_dir, progress)
+                check_mass_close(subs, held.current_ids, cfg)
+            except BaseException:
+                subs.discard()
+                raise
         data.append(_subscriptions_resource(subs, run, formats.arrow))
         dq.merge(subs.dq)
         rows["subscriptions"] = subs.rows
@@ -325,16 +349,11 @@ def _subscriptions_resource(
         "strategy": "scd2",
         "row_version_column_name": "_row_version",
         "boundary_timestamp": run.observed_at,  # history follows the server's clock
+        # Always set: dlt keeps a hint absent from a later run's resource, so a scope left
+        # unset would be the previous run's (a window's scope would then stop every later
+        # sweep from retiring anything).
+        "destination_scope": _scope(read, run.mode),
     }
-    # Always set: dlt keeps a hint absent from a later run's resource, so a scope left unset
-    # would be the previous run's (a window's scope would then stop every later sweep from
-    # retiring anything).
-    if run.mode == "window" or not read.verified:
-        disposition["destination_scope"] = "{table}.id IN (SELECT id FROM {staging_table})"
-    elif not run.include_test:
-        disposition["destination_scope"] = "{table}.is_test = false"  # live sweep: test rows stay
-    else:
-        disposition["destination_scope"] = "{table}.id IS NOT NULL"  # the whole table
 
     def rows() -> Iterator[Any]:
         try:
@@ -348,9 +367,29 @@ def _subscriptions_resource(
         name="subscriptions",
         write_disposition=disposition,
         columns=transform.SUBSCRIPTIONS_COLUMNS,
-        primary_key="id",
+        primary_key=["id", "is_test"],  # live and test ids may overlap: two histories
         **_Formats.hint(file_format),
     )
+
+
+def _scope(read: SubscriptionsRead, mode: str) -> str:
+    """The current versions this run may retire: only in the partitions it read (a live run
+    never touches test rows, whatever their ids). A verified sweep: every version of the
+    partition but those settled as staying (`Spool.kept`); a window or an unverified read, or a
+    sweep that could not settle what it did not list: the versions of the ids it read."""
+    clauses = []
+    for spool in read.spools:
+        flag = "true" if spool.is_test else "false"
+        clause = f"{{table}}.is_test = {flag}"
+        if mode == "window" or not spool.closes_missing:
+            clause += (
+                f" AND {{table}}.id IN (SELECT id FROM {{staging_table}} WHERE is_test = {flag})"
+            )
+        elif spool.kept.size:
+            clause += f" AND {{table}}.id NOT IN ({', '.join(str(i) for i in spool.kept)})"
+        clauses.append(f"({clause})")
+    # parenthesised: dlt joins the scope to its own conditions with AND
+    return f"({' OR '.join(clauses)})" if clauses else "1 = 0"
 
 
 def _settings_resources(read: SettingsRead, file_format: TFileFormat | None) -> list[Any]:
@@ -391,8 +430,14 @@ def _per_user_tables(
     """A table with one row per `user_id` (upserted) and its child rows, replaced per user.
 
     delete-insert on merge_key `user_id` replaces a user's children as a whole, so a settings
-    key or a linked platform that went away disappears here too.
+    key or a linked platform that went away disappears here too. A user read with no child rows
+    at all (settings `{}`, an account that now answers 404) would leave no `user_id` in the
+    load to delete by: such a user gets one tombstone row (`transform.TOMBSTONE`, dlt's
+    `hard_delete` hint), which deletes their old rows and is itself never stored.
     """
+    child_rows = child_rows + transform.tombstones(
+        (row["user_id"] for row in rows), child_rows, child_columns
+    )
     return [
         dlt.resource(
             [rows],
@@ -418,6 +463,9 @@ def _per_user_tables(
 SYNC_RUNS_COLUMNS: dict[str, dict[str, Any]] = {
     "run_id": {"data_type": "text", "nullable": False, "primary_key": True},
     "mode": {"data_type": "text"},
+    # what the caller asked for: `window` on a run whose `mode` is `sweep` means the destination
+    # held no verified sweep yet, so the run swept the whole list instead
+    "requested_mode": {"data_type": "text"},
     "include_test": {"data_type": "bool"},
     "resources": {"data_type": "text"},
     "started_at": {"data_type": "timestamp", "timezone": False},
@@ -462,6 +510,7 @@ def _run_record(
     return {
         "run_id": run.run_id,
         "mode": run.mode,
+        "requested_mode": run.requested_mode,
         "include_test": run.include_test,
         "resources": ",".join(run.resources),
         "started_at": run.started_at,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -26,10 +26,18 @@ from dlt.pipeline.exceptions import PipelineStepFailed
 from devportal import config as settings
 from devportal.client import RESOURCES, ApiClient, adopt
 from devportal.destination import CONCURRENCY_FIELDS, Destination
-from devportal.errors import DevportalError, devportal_cause, first_line
-from devportal.pipeline import PackageSetAside, load_whole, open_pipeline, warehouse_or
+from devportal.errors import DevportalError, causes, devportal_cause, first_line
+from devportal.pipeline import (
+    Settled,
+    begin_writing,
+    finish_pending,
+    load_whole,
+    open_pipeline,
+    warehouse_or,
+)
 from devportal.runlock import writer_lock
 from devportal.source import devportal_source
+from devportal.warehouse import disk_error
 
 log = logging.getLogger("devportal.sync")
 
@@ -79,6 +87,14 @@ class SyncResult:
             "far off)",
             "unverified": "the subscription list could not be verified against a total, so no "
             "subscription was closed",
+            "unverified_partly": f"the {self.extra.get('unverified_partly')} subscription list "
+            "could not be verified against a total, so none of its subscriptions was closed",
+            "swept_instead": "swept the whole subscription list instead of a window: the "
+            "warehouse held no verified sweep of it yet",
+            "still_listed": f"{self.extra.get('still_listed')} subscription(s) the list did not "
+            "show are still there (asked by id): loaded, not closed",
+            "kept_open": f"{self.extra.get('kept_open')} subscription(s) the list did not show "
+            "could not be confirmed gone: left current until a later sweep",
         }
         return (
             f"sync ok ({self.mode}) in {self.seconds:.1f}s: "
@@ -119,24 +135,36 @@ def sync(
         base_url=base_url, access_token=access_token, include_test=include_test, **overrides
     )
     started = time.monotonic()
-    with writer_lock(warehouse, destination):
-        pipeline = open_pipeline(warehouse, destination, _dlt_progress(progress))
-        set_aside = _finish_pending(pipeline, warehouse, destination)
-        with Destination(pipeline) as dest:
-            before = dest.history_counts()
-        source = devportal_source(
-            resources=tuple(resources),
-            since=since,
-            window=window,
-            progress_every_s=PROGRESS_PERIOD.get(progress),
-            config=cfg,
-            client=adopt(early, cfg),
-        )
-        load_id = _extract_and_load(pipeline, source, warehouse, destination)
-        with Destination(pipeline) as dest:
-            after = dest.history_counts()
-            record = dest.run_record(load_id) or {}
-    result = _result(record, before, after)
+    loaded: dict[str, Any] = {}
+    try:
+        with writer_lock(warehouse, destination):
+            pipeline = open_pipeline(warehouse, destination, _dlt_progress(progress))
+            set_aside = _finish_pending(pipeline, warehouse, destination)
+            begin_writing(warehouse, destination)  # DuckDB: the copy this run writes
+            with Destination(pipeline) as dest:
+                before = dest.history_counts()
+            source = devportal_source(
+                resources=tuple(resources),
+                since=since,
+                window=window,
+                progress_every_s=PROGRESS_PERIOD.get(progress),
+                config=cfg,
+                client=adopt(early, cfg),
+            )
+
+            def read_back(load_id: str) -> None:
+                # what the run loaded, read before it is published (on DuckDB, from the copy)
+                with Destination(pipeline) as dest:
+                    loaded["after"] = dest.history_counts()
+                    loaded["record"] = dest.run_record(load_id) or {}
+
+            _extract_and_load(pipeline, source, warehouse, destination, read_back)
+    except OSError as err:  # the disk filled or turned read-only under the run (the spool)
+        disk = disk_error(err, warehouse)
+        if disk is None:
+            raise
+        raise disk from err
+    result = _result(loaded["record"], before, loaded["after"])
     result.resumed_packages = len(set_aside.resumed)
     if set_aside.ids:
         result.extra["set_aside"] = set_aside.ids
@@ -154,44 +182,22 @@ def _dlt_progress(progress: str) -> Any:
     return dlt.progress.log(log_period=period, logger=sys.stderr) if period else None
 
 
-@dataclass
-class _Settled:
-    resumed: list[str] = field(default_factory=list)  # packages of a killed run, settled
-    ids: list[str] = field(default_factory=list)  # of those, the ones set aside
+def _finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> Settled:
+    """Settle what a killed run left, before reading anything new (`pipeline.finish_pending`:
+    the draft a killed load left, pending packages loaded whole or set aside, extracted ones
+    discarded and read again)."""
+    return finish_pending(pipeline, warehouse, destination)
 
 
-def _finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> _Settled:
-    """Settle what a killed run left, before reading anything new.
-
-    A normalized package is complete and carries its own schema (with its SCD2 boundary): load
-    it, all or nothing (see `load_whole`); one that cannot load is set aside and this run goes on.
-    An extracted package never reached the warehouse; normalizing it now would use the
-    pipeline's current schema, whose boundary hint belongs to another run, so it is discarded
-    (dlt restores the local state it had started from) and its data is simply read again.
-    """
-    settled = _Settled()
-    normalized = list(pipeline.list_normalized_load_packages())
-    if normalized:
-        log.warning("finishing %d load package(s) left by an interrupted run", len(normalized))
-        settled.resumed.extend(normalized)
-        try:
-            load_whole(pipeline, warehouse, destination)
-        except PackageSetAside as aside:
-            log.warning("%s; this run goes on", aside)
-            settled.ids.append(aside.load_id)
-    extracted = list(pipeline.list_extracted_load_packages())
-    if extracted:
-        log.warning(
-            "discarding %d unloaded package(s) of an interrupted run; their data is read again",
-            len(extracted),
-        )
-        settled.resumed.extend(extracted)
-        pipeline.abort_packages()
-    return settled
-
-
-def _extract_and_load(pipeline: Any, source: Any, warehouse: str | Path, destination: Any) -> str:
-    """Extract and normalize the source into one package and load it whole; its load id."""
+def _extract_and_load(
+    pipeline: Any,
+    source: Any,
+    warehouse: str | Path,
+    destination: Any,
+    read_back: Callable[[str], None],
+) -> str:
+    """Extract and normalize the source into one package and load it whole; its load id.
+    READ_BACK(load_id) runs once the package has loaded, before it is published."""
     try:
         pipeline.extract(source)
         pipeline.normalize()
@@ -199,9 +205,12 @@ def _extract_and_load(pipeline: Any, source: Any, warehouse: str | Path, destina
         cause = devportal_cause(err)
         if cause is not None:
             raise cause from None
+        disk = next(filter(None, (disk_error(e, warehouse) for e in causes(err))), None)
+        if disk is not None:
+            raise disk from err
         raise DevportalError(f"sync failed in {err.step}: {first_line(err)}") from None
     load_id = str(pipeline.list_normalized_load_packages()[0])
-    load_whole(pipeline, warehouse, destination)
+    load_whole(pipeline, warehouse, destination, lambda: read_back(load_id))
     return load_id
 
 
@@ -209,9 +218,17 @@ def _result(record: dict[str, Any], before: tuple[int, int], after: tuple[int, i
     """The summary of a loaded run, from its `sync_runs` row and the history counts."""
     new_versions = after[0] - before[0]
     sweeps = record.get("sweeps") or []
-    unverified = record.get("mode") == "sweep" and any(
-        s.get("endpoint", "").endswith("/subscriptions") and not s.get("verified") for s in sweeps
-    )
+    reads = [s for s in sweeps if s.get("endpoint", "").endswith("/subscriptions")]
+    if record.get("mode") != "sweep":
+        reads = []
+    unverified = [
+        "test" if (s.get("params") or {}).get("is_test") else "live"
+        for s in reads
+        if not s.get("verified")
+    ]
+    partly = len(unverified) < len(reads)
+    # how each sweep settled the current subscriptions it did not list (reading.Settling)
+    closing = [s["closing"] for s in sweeps if isinstance(s.get("closing"), dict)]
     return SyncResult(
         run_id=record.get("run_id", ""),
         mode=record.get("mode", ""),
@@ -225,7 +242,12 @@ def _result(record: dict[str, Any], before: tuple[int, int], after: tuple[int, i
         data_quality_problems=int(record.get("data_quality_problems") or 0),
         extra={
             "machine_clock": record.get("clock_source") == "machine",
-            "unverified": unverified,
+            "unverified": bool(unverified) and not partly,
+            "unverified_partly": " and ".join(unverified) if partly else "",
+            "swept_instead": record.get("mode") == "sweep"
+            and record.get("requested_mode") == "window",
+            "still_listed": sum(len(c.get("listed") or ()) for c in closing),
+            "kept_open": sum(int(c.get("kept") or 0) for c in closing),
         },
         concurrency={key: record.get(key) for key in CONCURRENCY_FIELDS},
     )

@@ -25,6 +25,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from devportal.errors import scrub
 from devportal.values import to_int
 
 KNOWN_STATUSES = ("active", "canceled")
@@ -68,9 +69,9 @@ class Problem:
 
     def add(self, ident: Any, value: Any) -> None:
         self.count += 1
-        if len(self.sample_ids) < SAMPLE_SIZE:
-            self.sample_ids.append(str(ident)[:64])
-            self.sample_values.append(raw_text(value)[:120])
+        if len(self.sample_ids) < SAMPLE_SIZE:  # API text, stored: scrubbed (errors.scrub)
+            self.sample_ids.append(scrub(str(ident))[:64])
+            self.sample_values.append(scrub(raw_text(value))[:120])
 
 
 @dataclass
@@ -495,11 +496,35 @@ USER_SETTINGS_COLUMNS: dict[str, dict[str, Any]] = {
     "twitch_profile_background_color": {"data_type": "text"},
 }
 
+# A child row (user_setting_values, user_account_profiles) that only says "this user has none
+# now": dlt's `hard_delete` hint makes delete-insert delete the user's rows (merge_key) and not
+# insert this one. NULL on every stored row.
+TOMBSTONE = "_tombstone"
+TOMBSTONE_COLUMN: dict[str, Any] = {"data_type": "bool", "nullable": True, "hard_delete": True}
+
+
+def tombstones(
+    parents: Iterable[int], children: Sequence[dict[str, Any]], columns: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One tombstone per parent `user_id` without a child row; the other NOT NULL columns of
+    `columns` hold '' (the row is never stored, but staging checks them)."""
+    required = {
+        name: ""
+        for name, column in columns.items()
+        if column.get("nullable") is False and name != "user_id"
+    }
+    have = {child["user_id"] for child in children}
+    return [
+        {"user_id": user_id, **required, TOMBSTONE: True} for user_id in sorted(set(parents) - have)
+    ]
+
+
 USER_SETTING_VALUES_COLUMNS: dict[str, dict[str, Any]] = {
     "user_id": {"data_type": "bigint", "nullable": False, "merge_key": True},
     "key": {"data_type": "text", "nullable": False},
     "value": {"data_type": "text"},
     "value_type": {"data_type": "text"},
+    TOMBSTONE: {**TOMBSTONE_COLUMN},
 }
 
 
@@ -572,4 +597,5 @@ USER_ACCOUNT_PROFILES_COLUMNS: dict[str, dict[str, Any]] = {
     "name": {"data_type": "text"},
     "display_name": {"data_type": "text"},
     "profile": {"data_type": "text"},
+    TOMBSTONE: {**TOMBSTONE_COLUMN},
 }

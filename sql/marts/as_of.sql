@@ -1,4 +1,4 @@
--- as_of: the time every metric is relative to.
+-- as_of: the time every metric is relative to, and what the subscription figures rest on.
 --
 -- Grain: exactly one row.
 -- `as_of`: the API server's clock at the latest successful sync (max `observed_at` over runs
@@ -8,9 +8,21 @@
 --   the subscription list (or, if no sweep ever ran, the first run that read it). Events up to
 --   this time are backfill (`is_initial_load`): they describe the past, not news.
 -- `successful_syncs`, `last_run_id`: which runs the numbers rest on.
+-- `has_verified_sweep`, `last_verified_sweep_at`: whether a run ever read the whole live
+--   subscription list and verified it against the API's `total` (stg_sync_runs
+--   `live_sweep_verified`), and the server clock of the latest one. Without one (a warehouse
+--   synced only with `--window`/`--since`, an API whose pages carry no `total`, runs of a
+--   devportal that recorded no verification) the current subscriptions are only those read so
+--   far: a partial list, not the API's whole one.
+-- `window_syncs_since_verified_sweep`, `unverified_sweeps_since_verified_sweep`: the runs that
+--   read the subscription list after that sweep (all of them when there is none): window runs
+--   (they read a filtered list: they add what they saw, but cannot see every cancellation), and
+--   full sweeps that could not be verified (they close nothing).
 --
 -- @test not_null(as_of)
 -- @test unique(as_of)
+-- @test not_null(has_verified_sweep, window_syncs_since_verified_sweep)
+-- @test not_null(unverified_sweeps_since_verified_sweep)
 
 with successful_runs as (
     select *
@@ -28,6 +40,27 @@ latest_run as (
     from successful_runs
     order by observed_at desc, started_at desc
     limit 1
+),
+
+last_verified_sweep as (
+    select
+        observed_at,
+        started_at
+    from successful_runs
+    where live_sweep_verified
+    order by observed_at desc, started_at desc
+    limit 1
+),
+
+-- the runs that read the subscription list after the last verified sweep (all without one)
+reads_since_verified_sweep as (
+    select reads.*
+    from subscription_reads as reads
+    left join last_verified_sweep as sweep on true
+    where
+        sweep.observed_at is null
+        or reads.observed_at > sweep.observed_at
+        or (reads.observed_at = sweep.observed_at and reads.started_at > sweep.started_at)
 )
 
 select
@@ -37,4 +70,14 @@ select
         (select min(observed_at) from subscription_reads)
     ) as first_sync_at,
     (select count(*) from successful_runs) as successful_syncs,
-    (select run_id from latest_run) as last_run_id
+    (select run_id from latest_run) as last_run_id,
+    (select count(*) from last_verified_sweep) > 0 as has_verified_sweep,
+    (select observed_at from last_verified_sweep) as last_verified_sweep_at,
+    (
+        select count(*) from reads_since_verified_sweep
+        where mode = 'window'
+    ) as window_syncs_since_verified_sweep,
+    (
+        select count(*) from reads_since_verified_sweep
+        where mode = 'sweep' and not live_sweep_verified
+    ) as unverified_sweeps_since_verified_sweep

@@ -81,6 +81,7 @@ usable_counts as (
         and members.cohort_start = cohort_months.cohort_start
     inner join analytics.subscription_versions as versions
         on versions.id = members.id
+        and not versions.is_test
         and versions.valid_from <= cohort_months.measured_at
         and (versions.valid_to is null or versions.valid_to > cohort_months.measured_at)
         and versions.usable_until > cohort_months.measured_at

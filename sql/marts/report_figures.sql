@@ -2,6 +2,12 @@
 --
 -- Grain: exactly one row; one column per figure, named as the report's keys (JSON, CSV).
 -- `as_of`: as in as_of (the latest successful sync, server clock).
+-- `has_verified_sweep`, `last_verified_sweep_at`, `window_syncs_since_verified_sweep`,
+--   `unverified_sweeps_since_verified_sweep`: as in as_of: what the subscription figures rest
+--   on (the whole live list read and verified at that time, and the partial reads since; no
+--   verified sweep: the figures cover only the subscriptions read so far).
+-- `subscriptions_read`: live subscriptions the warehouse holds (every id ever read, usable or
+--   not): without a verified sweep, all the figures count is these.
 -- `usable_subscribers`: live subscriptions usable now (subscriptions_current.is_usable);
 --   `usable_active` of them active, `usable_canceled` canceled but usable until `expires_at`.
 -- `last_full_month*`: the latest complete month of monthly_churn (`is_complete`): `month`,
@@ -24,13 +30,20 @@
 --   NULL while no month is complete.
 --
 -- @test unique(as_of)
--- @test not_null(usable_subscribers, usable_active, usable_canceled)
+-- @test not_null(usable_subscribers, usable_active, usable_canceled, subscriptions_read)
+-- @test not_null(has_verified_sweep, window_syncs_since_verified_sweep)
+-- @test not_null(unverified_sweeps_since_verified_sweep)
 -- @test not_null(expiring_7d, expiring_7d_renewing, expiring_7d_churning)
 -- @test not_null(expiring_30d, expiring_30d_renewing, expiring_30d_churning)
 -- @test not_null(new_30d, canceled_30d, churned_30d)
 
 with clock as (
-    select as_of
+    select
+        as_of,
+        has_verified_sweep,
+        last_verified_sweep_at,
+        window_syncs_since_verified_sweep,
+        unverified_sweeps_since_verified_sweep
     from analytics.as_of
 ),
 
@@ -38,7 +51,8 @@ usable as (
     select
         count(*) filter (where is_usable) as usable_subscribers,
         count(*) filter (where is_usable and status = 'active') as usable_active,
-        count(*) filter (where is_usable and status = 'canceled') as usable_canceled
+        count(*) filter (where is_usable and status = 'canceled') as usable_canceled,
+        count(*) as subscriptions_read
     from analytics.subscriptions_current
     where not is_test
 ),
@@ -109,6 +123,11 @@ last_30_days as (
 
 select
     clock.as_of,
+    clock.has_verified_sweep,
+    clock.last_verified_sweep_at,
+    clock.window_syncs_since_verified_sweep,
+    clock.unverified_sweeps_since_verified_sweep,
+    usable.subscriptions_read,
     usable.usable_subscribers,
     usable.usable_active,
     usable.usable_canceled,

@@ -1,6 +1,7 @@
 -- subscription_versions: the subscription history cut at as_of, ordered, with neighbours.
 --
--- Grain: one row per (id, version_number), live and test; version 1 is the first one seen.
+-- Grain: one row per (id, is_test, version_number), live and test: a live and a test
+-- subscription may share an id and are two histories; version 1 is the first one seen.
 -- Versions first seen after as_of (a run whose load did not complete) are left out, and a
 -- version closed after as_of counts as current (`valid_to` NULL), so a rebuild is repeatable.
 -- `is_last_version`: no later version exists. It is also `is_current` unless a full sweep no
@@ -9,7 +10,7 @@
 --   next version's if later. An active subscription renews when `expires_at` passes; the sync
 --   only sees the renewal at its next run, and the later expiry proves the use went on.
 --
--- @test unique(id, version_number)
+-- @test unique(id, is_test, version_number)
 -- @test not_null(id, version_number, valid_from, is_test)
 
 with versions as (
@@ -38,7 +39,7 @@ sequenced as (
         lead(expires_at) over by_time as next_expires_at,
         lead(valid_from) over by_time is null as is_last_version
     from versions
-    window by_time as (partition by id order by valid_from)
+    window by_time as (partition by id, is_test order by valid_from)
 )
 
 select
@@ -60,4 +61,4 @@ select
     -- greatest() skips NULLs: an unparsable expiry defers to the other version's
     greatest(expires_at, next_expires_at) as usable_until
 from sequenced
-order by id, version_number
+order by id, is_test, version_number

@@ -1,7 +1,7 @@
 -- subscriptions_current: each subscription as of the latest successful sync.
 --
--- Grain: one row per subscription id ever seen, live and test (`is_test`), from its latest
--- version (at or before as_of).
+-- Grain: one row per subscription ever seen, (id, is_test): live and test subscriptions may
+-- share an id and never mix; from its latest version (at or before as_of).
 -- `first_seen_at`: when a sync first listed it (the API has no creation date).
 -- `canceled_at`: when the current cancellation was first observed (the start of the trailing run
 --   of canceled versions); NULL unless the status is canceled. The cancellation itself happened
@@ -11,7 +11,7 @@
 -- `days_left`: whole days of use left, rounded up (so 1 means "within a day"); 0 when not usable,
 --   NULL when `expires_at` is unknown (unparsable, see `expires_at_raw`, `dq_flags`).
 --
--- @test unique(id)
+-- @test unique(id, is_test)
 -- @test not_null(id, first_seen_at, is_usable, is_test, is_removed)
 -- @test accepted_values(status: active, canceled)
 
@@ -29,27 +29,30 @@ latest_versions as (
 version_summaries as (
     select
         id,
+        is_test,
         min(valid_from) as first_seen_at,
         count(*) as version_count,
         max(version_number) filter (where status is distinct from 'canceled')
             as last_uncanceled_version
     from versions
-    group by id
+    group by id, is_test
 ),
 
 cancellation_starts as (
     select
         versions.id,
+        versions.is_test,
         min(versions.valid_from) as canceled_at
     from versions
-    inner join version_summaries using (id)
+    inner join version_summaries using (id, is_test)
     where versions.version_number > coalesce(version_summaries.last_uncanceled_version, 0)
-    group by versions.id
+    group by versions.id, versions.is_test
 ),
 
 usability as (
     select
         latest_versions.id,
+        latest_versions.is_test,
         coalesce(latest_versions.is_current and latest_versions.expires_at > clock.as_of, false)
             as is_usable,
         date_diff('second', clock.as_of, latest_versions.expires_at) as seconds_left
@@ -80,7 +83,7 @@ select
     latest_versions.expires_at_raw,
     latest_versions.dq_flags
 from latest_versions
-inner join version_summaries using (id)
-inner join usability using (id)
-left join cancellation_starts using (id)
-order by latest_versions.id
+inner join version_summaries using (id, is_test)
+inner join usability using (id, is_test)
+left join cancellation_starts using (id, is_test)
+order by latest_versions.id, latest_versions.is_test

@@ -12,6 +12,7 @@ Each answer is decided by `respond()`; a test can replace any route with `api.ro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -66,7 +67,19 @@ class HostileApi:
         self.simple_paginator = False  # Laravel's simplePaginate: no total, no last_page
         self.empty_from_page: int | None = None  # pages from here on are empty (next url kept)
         self.date: str | None = None  # the Date header; None = this machine's clock
+        # `?is_test=true` lists (and `?id=N&is_test=true` finds) these; None: `subscriptions`
+        self.test_subscriptions: list[dict[str, Any]] | None = None
+        self.id_lookup = True  # `?id=N` answers one subscription (spec 4.1), 404 when none
+        self.id_lookup_ignores_is_test = False  # `?id=N&is_test=true` finds live rows only
+        # called before each subscription list page is built, atomically with it: a test
+        # creates or removes rows between page requests (a busy API)
+        self.on_subscriptions_page: Callable[[Request], None] | None = None
+        self._page_lock = threading.Lock()
         self.requests: list[Request] = []
+        # (bytes written, bytes in all) of each dripped answer, recorded when its drip ended
+        # (done, or the client hung up): `wait_drips(n)` waits for n of them
+        self.drips: list[tuple[int, int]] = []
+        self._drips_changed = threading.Condition()
         self._routes: dict[str, Route] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -98,6 +111,20 @@ class HostileApi:
         with self._lock:
             return sum(1 for r in self.requests if r.path == path)
 
+    def dripped(self, sent: int, total: int) -> None:
+        """A dripped answer ended after SENT of its TOTAL bytes (see `drips`)."""
+        with self._drips_changed:
+            self.drips.append((sent, total))
+            self._drips_changed.notify_all()
+
+    def wait_drips(self, n: int, timeout_s: float = 120) -> list[tuple[int, int]]:
+        """`drips` once N dripped answers have ended (a server thread notices a client that
+        hung up at its next write); fails after TIMEOUT_S, a limit on a hang, not a measure."""
+        with self._drips_changed:
+            if not self._drips_changed.wait_for(lambda: len(self.drips) >= n, timeout_s):
+                raise AssertionError(f"{len(self.drips)} of {n} drips ended: {self.drips}")
+            return list(self.drips)
+
     # -- default answers --------------------------------------------------------------------
 
     def respond(self, req: Request) -> Answer:
@@ -108,7 +135,7 @@ class HostileApi:
         if req.path in self._routes:
             return self._routes[req.path](req)
         if req.path == SUBSCRIPTIONS:
-            return Answer(200, self.page(req, self.subscriptions))
+            return self.subscriptions_answer(req)
         if req.path == SETTINGS:
             return Answer(200, self.page(req, self.settings))
         if req.path.startswith(ACCOUNT_PREFIX):
@@ -146,13 +173,40 @@ class HostileApi:
     def http_date(self) -> str:
         return self.date or format_datetime(datetime.now(UTC), usegmt=True)
 
+    def subscriptions_answer(self, req: Request) -> Answer:
+        """A page of the live list, or of `test_subscriptions` with `is_test=true`; with
+        `id` (and `id_lookup`) the one subscription of that id, or 404."""
+        test = req.query.get("is_test", "").lower() in ("true", "1")
+        if self.id_lookup and req.query.get("id", "").strip():
+            if not test or self.test_subscriptions is None or self.id_lookup_ignores_is_test:
+                rows = self.subscriptions
+            else:
+                rows = self.test_subscriptions
+            found = [r for r in rows if str(r.get("id")) == req.query["id"].strip()]
+            return Answer(200, found[0]) if found else Answer(404, {"message": "Not Found"})
+        with self._page_lock:
+            if self.on_subscriptions_page is not None:
+                self.on_subscriptions_page(req)
+            rows = self.subscriptions
+            if test and self.test_subscriptions is not None:
+                rows = self.test_subscriptions
+            return Answer(200, self.page(req, rows))
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out in separate writes: without this, Nagle's algorithm holds the
+    # body until the client acknowledges the headers (about 40 ms a request on loopback)
+    disable_nagle_algorithm = True
     api: HostileApi
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def handle(self) -> None:
+        # a client that hung up on an answer it refused: no traceback on stderr
+        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+            super().handle()
 
     def do_GET(self) -> None:
         parts = urlsplit(self.path)
@@ -181,10 +235,15 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(body)
                 return
             self.wfile.flush()
-            for i in range(len(body)):
-                self.wfile.write(body[i : i + 1])
-                self.wfile.flush()
-                time.sleep(answer.drip_s)
+            sent = 0
+            try:
+                for i in range(len(body)):
+                    self.wfile.write(body[i : i + 1])
+                    self.wfile.flush()
+                    sent += 1
+                    time.sleep(answer.drip_s)
+            finally:
+                self.api.dripped(sent, len(body))
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
@@ -196,14 +255,19 @@ class _Handler(BaseHTTPRequestHandler):
             + "\r\n"
         ).encode()
         self.close_connection = True
+        sent = 0
         try:
             for i in range(len(head)):
                 self.wfile.write(head[i : i + 1])
                 self.wfile.flush()
+                sent += 1
                 time.sleep(answer.drip_head_s or 0)
             self.wfile.write(body)
+            sent += len(body)
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
             pass
+        finally:
+            self.api.dripped(sent, len(head) + len(body))
 
     # send_response writes the server's own Date; ours (possibly wrong) must be the only one
     def send_response(self, code: int, message: str | None = None) -> None:

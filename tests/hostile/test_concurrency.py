@@ -7,6 +7,12 @@ burst), holds every worker during a `Retry-After`, and stays at N when pinned. T
 and when each arrives: the server-side count never exceeds the bounds, `--workers N` is N, and
 after a 429 with `Retry-After` no worker sends anything until the pause is over. Nothing here
 asserts a speed.
+
+Nothing here depends on timing either (a busy machine must not fail a good build): a request
+is held (at the server, or inside its slot) until the state the test asserts exists, with a
+generous timeout that only a broken controller reaches, never for a fixed while. Where the
+controller's arithmetic reads the clock (latency, "sent before the last cut"), the test gives
+it a clock of its own (`FakeClock`): a busy machine's latency noise is no signal to test.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from devportal import concurrency
 from devportal.concurrency import Concurrency, Outcome
 from tests.helpers import query
 from tests.hostile.conftest import CliResult, token_env
@@ -27,38 +34,73 @@ from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 # -- the controller alone ---------------------------------------------------------------------
 
 
+# How long a held request waits for the state it waits for: only a broken controller (or a
+# test waiting for what cannot happen) ever reaches it, so it is generous.
+HOLD_S = 20.0
+
+
+class FakeClock:
+    """Stands in for the `time` module in `devportal.concurrency`: `monotonic()` is `now`,
+    which only the test moves. Frozen, every latency is 0: flat."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(concurrency, "time", fake)
+    return fake
+
+
 def hammer(
     limit: Concurrency, requests: int, threads: int, outcome: Callable[[int], str] | None = None
 ) -> int:
-    """REQUESTS attempts from THREADS threads through LIMIT; the most seen in flight at once."""
-    lock = threading.Lock()
-    state = {"now": 0, "most": 0, "next": 0}
+    """REQUESTS attempts from THREADS threads through LIMIT; the most seen in flight at once.
+
+    An attempt holds its slot until every slot the limit allows is taken (or no attempt is left
+    to take one): the limit is filled each time, so the most in flight is the limit at its
+    highest, whatever the machine's timing, and one more than allowed would be seen."""
+    cond = threading.Condition()
+    state = {"now": 0, "most": 0, "next": 0, "entered": 0}
+
+    def filled() -> bool:
+        return state["now"] >= limit.slots or state["entered"] >= requests
 
     def work() -> None:
         while True:
-            with lock:
+            with cond:
                 n = state["next"]
                 state["next"] += 1
             if n >= requests:
                 return
             with limit.slot() as slot:
-                with lock:
+                with cond:
                     state["now"] += 1
+                    state["entered"] += 1
                     state["most"] = max(state["most"], state["now"])
-                time.sleep(0.002)
-                with lock:
+                    cond.notify_all()
+                    assert cond.wait_for(filled, HOLD_S), "the limit was never filled"
                     state["now"] -= 1
                 slot.done(outcome(n) if outcome else Outcome.OK)
+                with cond:  # the limit may have grown: waiters re-check
+                    cond.notify_all()
 
     pool = [threading.Thread(target=work) for _ in range(threads)]
     for t in pool:
         t.start()
     for t in pool:
-        t.join()
+        t.join(HOLD_S * 2)
+    assert not any(t.is_alive() for t in pool)
+    assert state["entered"] == requests
     return state["most"]
 
 
-def test_it_grows_to_max_workers_and_never_beyond() -> None:
+def test_it_grows_to_max_workers_and_never_beyond(clock: FakeClock) -> None:
     limit = Concurrency(min_workers=1, max_workers=6)
     assert limit.slots == 4  # starts modestly
     most = hammer(limit, requests=400, threads=20)
@@ -81,28 +123,32 @@ def test_pinned_stays_at_n_whatever_the_answers() -> None:
     )
 
 
-def test_a_429_halves_the_limit_once_per_burst() -> None:
+def test_a_429_halves_the_limit_once_per_burst(clock: FakeClock) -> None:
     limit = Concurrency(min_workers=2, max_workers=32, start=16)
     early = [limit.acquire() for _ in range(10)]  # ten requests out at 16
+    clock.now += 1
     early[0].done(Outcome.CONGESTED, throttled=True)
     assert limit.slots == 8
     for slot in early[1:]:  # the rest of the burst, sent before the cut: no further cut
         slot.done(Outcome.CONGESTED, throttled=True)
     assert limit.slots == 8
-    later = limit.acquire()
+    clock.now += 1
+    later = limit.acquire()  # sent after the cut
     later.done(Outcome.CONGESTED, throttled=True)
     assert limit.slots == 4
     for _ in range(3):
+        clock.now += 1
         limit.acquire().done(Outcome.CONGESTED)
     assert limit.slots == 2  # never below min_workers
     stats = limit.stats()
     assert (stats.cuts, stats.throttled) == (5, 11)
 
 
-def test_a_server_with_few_requests_left_caps_the_limit() -> None:
+def test_a_server_with_few_requests_left_caps_the_limit(clock: FakeClock) -> None:
     limit = Concurrency(min_workers=1, max_workers=32, start=16)
     limit.acquire().done(Outcome.OK, remaining=3)
     assert limit.slots == 3
+    clock.now += 1
     limit.acquire().done(Outcome.OK, remaining=0)
     assert limit.slots == 1
 
@@ -110,8 +156,9 @@ def test_a_server_with_few_requests_left_caps_the_limit() -> None:
 def test_retry_after_holds_every_worker() -> None:
     limit = Concurrency(min_workers=1, max_workers=8, start=8)
     got_429 = limit.acquire()
-    got_429.done(Outcome.CONGESTED, retry_after=0.6, throttled=True)
+    # before the 429 is reported: the pause it starts ends 0.6 s after this at the earliest
     paused_at = time.monotonic()
+    got_429.done(Outcome.CONGESTED, retry_after=0.6, throttled=True)
     sent: list[float] = []
 
     def another() -> None:
@@ -123,19 +170,29 @@ def test_retry_after_holds_every_worker() -> None:
     for t in pool:
         t.start()
     for t in pool:
-        t.join()
+        t.join(HOLD_S)
     assert len(sent) == 5
-    assert min(sent) >= paused_at + 0.6 - 0.01  # nobody went while the server said wait
+    assert min(sent) >= paused_at + 0.6  # nobody went while the server said wait
     stats = limit.stats()
-    assert stats.pauses == 1 and 0.55 <= stats.paused_s <= 0.65
+    assert (stats.pauses, stats.paused_s) == (1, 0.6)
 
 
 def test_retry_after_is_capped() -> None:
     limit = Concurrency(pause_cap_s=0.2)
-    limit.acquire().done(Outcome.CONGESTED, retry_after=3600)
     started = time.monotonic()
-    limit.acquire().done(Outcome.OK)
-    assert time.monotonic() - started < 1.0
+    limit.acquire().done(Outcome.CONGESTED, retry_after=3600)
+    went: list[float] = []
+
+    def another() -> None:
+        with limit.slot() as slot:
+            went.append(time.monotonic())
+            slot.done(Outcome.OK)
+
+    waiter = threading.Thread(target=another)
+    waiter.start()
+    waiter.join(HOLD_S)  # an hour's pause would still be waiting
+    assert len(went) == 1 and went[0] >= started + 0.2  # it waited the cap, not the hour
+    assert limit.stats().paused_s == 0.2
 
 
 # -- through a real sync, counted by the server ------------------------------------------------
@@ -143,35 +200,80 @@ def test_retry_after_is_capped() -> None:
 
 class Counting:
     """Wraps the hostile server's subscriptions route: counts requests in progress at once,
-    notes when each arrived, and can answer chosen arrivals with a 429."""
+    notes when each arrived, and can answer chosen arrivals with a 429.
 
-    def __init__(self, api: HostileApi, delay_s: float = 0.02) -> None:
+    `gather=N`: the requests for pages after the first (page 1 is read alone, to learn how many
+    there are) are held until N are in progress at once; from then on none is held. So a
+    client able to send N side by side is seen doing so, whatever the machine's timing.
+
+    With `throttle_at`, the throttled arrival is held until every other slot of a client
+    pinned at `workers` is here too (held: nothing of that client is on its way), then answered
+    429; the others stay held until `pause_seen()` says the client has taken the pause in
+    (then every request arriving after the 429 was sent after the client knew of it)."""
+
+    def __init__(
+        self,
+        api: HostileApi,
+        gather: int | None = None,
+        workers: int | None = None,
+        pause_seen: Callable[[], bool] | None = None,
+    ) -> None:
         self.api = api
-        self.delay_s = delay_s
-        self.lock = threading.Lock()
+        self.gather = gather
+        self.workers = workers
+        self.pause_seen = pause_seen
+        self.cond = threading.Condition()
         self.now = 0
         self.most = 0
+        self.held = 0
         self.arrivals: list[float] = []
         self.throttle_at: dict[int, str] = {}  # arrival number -> Retry-After
         self.throttled_at: list[float] = []
+        self.throttling = False  # a 429 is waiting for the client's other slots
         api.route(SUBSCRIPTIONS, self.answer)
 
+    def _hold(self, until: Callable[[], bool]) -> None:
+        """Wait (the lock held by the caller) until UNTIL, polled as it may watch the client."""
+        self.held += 1
+        self.cond.notify_all()
+        deadline = time.monotonic() + HOLD_S
+        while not until() and time.monotonic() < deadline:
+            self.cond.wait(0.01)
+        self.held -= 1
+
+    def _gathered(self) -> bool:
+        return self.gather is None or self.most >= self.gather
+
+    def _paused(self) -> bool:
+        return not self.throttling and (self.pause_seen is None or self.pause_seen())
+
     def answer(self, req: Request) -> Answer:
-        with self.lock:
+        with self.cond:
             self.now += 1
             self.most = max(self.most, self.now)
             number = len(self.arrivals)
             self.arrivals.append(time.monotonic())
             retry_after = self.throttle_at.get(number)
-        try:
-            if retry_after is not None:
-                self.throttled_at.append(time.monotonic())
-                return Answer(429, {"message": "Too Many Attempts."}, {"Retry-After": retry_after})
-            time.sleep(self.delay_s)
-            return Answer(200, self.api.page(req, self.api.subscriptions))
-        finally:
-            with self.lock:
+            self.cond.notify_all()
+            try:
+                if retry_after is not None:
+                    if self.workers is not None:
+                        self.throttling = True
+                        others = self.workers - 1
+                        self._hold(lambda: self.held >= others + 1)
+                        self.throttling = False
+                        self.cond.notify_all()
+                    self.throttled_at.append(time.monotonic())
+                    return Answer(
+                        429, {"message": "Too Many Attempts."}, {"Retry-After": retry_after}
+                    )
+                if self.workers is not None and (self.throttling or self.throttled_at):
+                    self._hold(self._paused)
+                if req.query.get("page", "1") != "1":
+                    self._hold(self._gathered)
+            finally:
                 self.now -= 1
+        return Answer(200, self.api.page(req, self.api.subscriptions))
 
 
 @pytest.fixture
@@ -226,7 +328,7 @@ def run_sync(
 def test_adaptive_sync_stays_within_max_workers(
     many_pages: HostileApi, devportal: Callable[..., CliResult], tmp_path: Path
 ) -> None:
-    server = Counting(many_pages)
+    server = Counting(many_pages, gather=4)  # it starts at 4 (and grows once page 1 is in)
     result, warehouse = run_sync(devportal, many_pages, tmp_path, "--max-workers", "5")
     assert server.most <= 5
     assert server.most >= 4  # it did run requests side by side
@@ -240,7 +342,7 @@ def test_adaptive_sync_stays_within_max_workers(
 def test_workers_n_pins_it_at_n(
     many_pages: HostileApi, devportal: Callable[..., CliResult], tmp_path: Path
 ) -> None:
-    server = Counting(many_pages)
+    server = Counting(many_pages, gather=3)
     server.throttle_at = {10: "0"}  # a 429 does not move a pinned count
     result, warehouse = run_sync(devportal, many_pages, tmp_path, "--workers", "3")
     assert server.most == 3
@@ -250,20 +352,47 @@ def test_workers_n_pins_it_at_n(
     assert "3 in flight (pinned), 1 rate-limited (429)" in result.out
 
 
+def clients_started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The clients `devportal sync` starts early (and adopts: see the early-start test below),
+    so a test can see what the client knows; the real `early.start` does the work."""
+    from devportal.cli import early
+
+    started: list[Any] = []
+    real_start = early.start
+
+    def recording_start(*args: Any) -> Any:
+        client = real_start(*args)
+        started.append(client)
+        return client
+
+    monkeypatch.setattr(early, "start", recording_start)
+    return started
+
+
 def test_retry_after_pauses_all_workers_not_just_one(
-    many_pages: HostileApi, devportal: Callable[..., CliResult], tmp_path: Path
+    many_pages: HostileApi,
+    devportal: Callable[..., CliResult],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    server = Counting(many_pages, delay_s=0.01)
+    clients = clients_started(monkeypatch)
+
+    def pause_seen() -> bool:
+        return bool(clients) and clients[0].concurrency.stats().pauses >= 1
+
+    # the 429 goes out when all six slots are held here (nothing is on its way), and the other
+    # five are answered once the client has taken the pause in: each of those workers then
+    # asks for a slot, as the one that got the 429 does
+    server = Counting(many_pages, workers=6, pause_seen=pause_seen)
     server.throttle_at = {12: "1"}
     result, warehouse = run_sync(devportal, many_pages, tmp_path, "--workers", "6")
+    assert len(clients) == 1 and clients[0] is not None
     [throttled] = server.throttled_at
-    # requests already on their way when the 429 left may still arrive; none is sent after it
-    # reached the client until the second has passed
-    during = [t for t in server.arrivals if throttled + 0.15 < t < throttled + 0.95]
-    assert during == []
-    assert any(t >= throttled + 0.95 for t in server.arrivals)  # and then it went on
+    later = [t for t in server.arrivals if t > throttled]
+    assert later  # and then it went on
+    assert min(later) >= throttled + 1.0  # none was sent until the second had passed
     record = sync_runs(warehouse)
-    assert record["rate_limited"] == 1 and 0.9 <= record["paused_s"] <= 1.1
+    assert (record["rate_limited"], record["paused_s"]) == (1, 1.0)
     assert record["requests"] == 81  # 80 pages and the one retried
     assert "paused 1.0s on Retry-After" in result.out
 
@@ -300,17 +429,7 @@ def test_the_early_start_reads_each_page_once_and_is_adopted(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from devportal.cli import early
-
-    started: list[Any] = []
-    real_start = early.start
-
-    def recording_start(*args: Any) -> Any:
-        client = real_start(*args)
-        started.append(client)
-        return client
-
-    monkeypatch.setattr(early, "start", recording_start)
+    started = clients_started(monkeypatch)
     _result, warehouse = run_sync(devportal, many_pages, tmp_path, timeout_s=7)
     [client] = started
     assert client is not None and client.config.timeout_s == 7  # read from the environment

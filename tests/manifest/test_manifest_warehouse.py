@@ -18,7 +18,7 @@ import pytest
 from devportal.cli import main
 from devportal.manifest import manifest_resources, recorded_platforms
 from devportal.manifest.resource import TABLES
-from devportal.pipeline import open_pipeline
+from devportal.pipeline import begin_writing, open_pipeline, publish
 from devportal.warehouse import warehouse_lock
 from tests.manifest.manifest_helpers import Bundle
 
@@ -210,10 +210,12 @@ def test_manifest_resources_in_a_pipeline_reads_history_from_it(complete: Bundle
     """The way `devportal sync` records a configured manifest: resources run by its pipeline."""
     with warehouse_lock(wh):
         pipeline = open_pipeline(wh)
+        begin_writing(wh, None)  # devportal writes a copy of the warehouse, published below
         # Fresh destination: no manifest tables yet, so no history and no error.
         pipeline.run(manifest_resources(complete.root, pipeline=pipeline))
         complete.edit(lambda d: d.update(version="2.0.0", supportedPlatforms=["twitch"]))
         pipeline.run(manifest_resources(complete.root, pipeline=pipeline))
+        publish(wh, None)
     rows = query(
         wh,
         "select m.version, f.rule, f.message from app_manifests m"

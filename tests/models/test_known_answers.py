@@ -223,8 +223,17 @@ def test_app_releases(story_warehouse: Path) -> None:
     ]
 
 
+BASIS = "Based on the full subscription list read and verified at 2026-03-05 00:00:00"
+
 EXPECTED_FIGURES = {
     "as_of": "2026-03-05 00:00:00",
+    # what the figures rest on: three verified sweeps, the last at T3, nothing since
+    "data_basis": BASIS,
+    "has_verified_sweep": True,
+    "last_verified_sweep_at": "2026-03-05 00:00:00",
+    "window_syncs_since_verified_sweep": 0,
+    "unverified_sweeps_since_verified_sweep": 0,
+    "subscriptions_read": 12,  # ids 1 to 12, removed 10 included
     "usable_subscribers": 7,
     "usable_active": 6,
     "usable_canceled": 1,
@@ -277,12 +286,14 @@ def test_report_csv_and_markdown_and_table(
     markdown = capsys.readouterr().out
     assert "| churn rate | 12.5% |" in markdown
     assert "| **Last full month: 2026-02** | |" in markdown
+    assert f"> {BASIS}" in markdown.splitlines()
 
     report.print_report(story_warehouse, fmt="table")
     table = capsys.readouterr().out.splitlines()
     assert (
         table[0] == "Subscriptions as of 2026-03-05 00:00:00 (latest successful sync, server clock)"
     )
+    assert table[1] == BASIS
     assert [line.split()[-1] for line in table if line.strip().startswith("churn rate")] == [
         "12.5%"
     ]

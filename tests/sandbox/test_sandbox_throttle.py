@@ -1,8 +1,12 @@
 """The rate limit (token bucket per bearer token, Laravel's headers) and the serial server cost.
 
-Real servers and real HTTP. Timing assertions are bounds that hold on any machine: a bucket
-cannot admit more than `burst + R * elapsed`, a sleep of S seconds refills at least `R * S`
-tokens, and N requests behind one lock held X ms cannot finish in less than N*X ms.
+Real servers and real HTTP. Nothing depends on how fast this machine is: the bucket's
+arithmetic is checked on a clock the test moves (`bucket_clock`: the limiter reads the time
+through its module's `time`), so what is admitted, refused and the `Retry-After` are exact; on
+real time only bounds that hold on any machine are asserted (a bucket cannot admit more than
+`burst + R * elapsed`, nor fewer than its burst; a sleep of S seconds refills at least `R * S`
+tokens; N requests behind one lock held X ms cannot finish in less than N*X ms); and that
+`latency_ms` delays overlap is shown by holding each delay until all N are under way at once.
 """
 
 from __future__ import annotations
@@ -16,15 +20,37 @@ from typing import Any
 import pytest
 import requests
 
-from devportal.sandbox import RateLimit, Sandbox
+from devportal.sandbox import RateLimit, Sandbox, throttle
+from devportal.sandbox import server as sandbox_server
 from devportal.sandbox.testing import SUBSCRIPTIONS, USERS, api_session, sandbox_fixture
 
 LIMIT_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining")
+HOLD_S = 20.0  # how long a held delay waits for the others: only a broken server reaches it
+
+
+class BucketClock:
+    """The limiter's clock (`throttle.time.monotonic`): it stands still until the test moves it
+    (`now`); `sleep` stays real (the serial cost sleeps through the same module)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleep = time.sleep
+
+    def monotonic(self) -> float:
+        return self.now
 
 
 @pytest.fixture
-def limited() -> Iterator[Sandbox]:
-    """A small world, limited to 0.1 request/s per token (no refill within a test), burst 3."""
+def bucket_clock(monkeypatch: pytest.MonkeyPatch) -> BucketClock:
+    clock = BucketClock()
+    monkeypatch.setattr(throttle, "time", clock)
+    return clock
+
+
+@pytest.fixture
+def limited(bucket_clock: BucketClock) -> Iterator[Sandbox]:
+    """A small world, limited to 0.1 request/s per token, burst 3; its bucket clock stands
+    still unless the test moves it (no refill within a test)."""
     with sandbox_fixture(
         subscriptions=20,
         users=5,
@@ -48,7 +74,7 @@ def control(sandbox: Sandbox, name: str, body: dict[str, Any] | None = None) -> 
 
 
 def test_a_burst_is_admitted_then_429_with_retry_after_and_laravel_headers(
-    limited: Sandbox,
+    limited: Sandbox, bucket_clock: BucketClock
 ) -> None:
     answers = [get(limited) for _ in range(3)]
     assert [r.status_code for r in answers] == [200, 200, 200]
@@ -59,28 +85,38 @@ def test_a_burst_is_admitted_then_429_with_retry_after_and_laravel_headers(
     refused = get(limited)
     assert refused.status_code == 429
     assert refused.json() == {"message": "Too Many Attempts."}
-    # a token takes 10 s at 0.1/s: the wait is whole seconds, rounded up
-    assert refused.headers["Retry-After"] in ("9", "10")
+    # a token takes 10 s at 0.1/s
+    assert refused.headers["Retry-After"] == "10"
     assert refused.headers["X-RateLimit-Limit"] == "0.1"
     assert refused.headers["X-RateLimit-Remaining"] == "0"
     date = int(parsedate_to_datetime(refused.headers["Date"]).timestamp())  # simulated clock
     reset = int(refused.headers["X-RateLimit-Reset"])
     assert reset == date + int(refused.headers["Retry-After"])
 
+    # 9.5 s later 0.95 of a token is back: the wait is whole seconds, rounded up
+    bucket_clock.now += 9.5
+    again = get(limited)
+    assert again.status_code == 429 and again.headers["Retry-After"] == "1"
+    bucket_clock.now += 1.0  # and then a whole one
+    back = get(limited)
+    assert back.status_code == 200 and back.headers["X-RateLimit-Remaining"] == "0"
+
     stats = limited.stats
-    assert stats["rate_limited"] == 1 and stats["statuses"]["429"] == 1
-    assert stats["fault_429"] == 0 and stats["pages_subscriptions"] == 3
+    assert stats["rate_limited"] == 2 and stats["statuses"]["429"] == 2
+    assert stats["fault_429"] == 0 and stats["pages_subscriptions"] == 4
 
 
-def test_retry_after_is_at_least_one_second() -> None:
+def test_retry_after_is_at_least_one_second(bucket_clock: BucketClock) -> None:
     # at 2/s a token is never more than 0.5 s away: the wait still says 1 second
     limit = RateLimit(2, burst=1)
     with sandbox_fixture(subscriptions=0, users=0, rate_limit=limit) as sb, api_session(sb) as s:
         statuses = [s.get(sb.base_url + SUBSCRIPTIONS, timeout=30) for _ in range(5)]
-    refused = [r for r in statuses if r.status_code == 429]
-    assert statuses[0].status_code == 200 and statuses[0].headers["X-RateLimit-Limit"] == "2"
-    assert refused and all(r.headers["Retry-After"] == "1" for r in refused)
-    assert sb.stats["rate_limited"] == len(refused)
+        bucket_clock.now += 0.45  # 0.05 s from the next token
+        statuses.append(s.get(sb.base_url + SUBSCRIPTIONS, timeout=30))
+    assert [r.status_code for r in statuses] == [200, 429, 429, 429, 429, 429]
+    assert statuses[0].headers["X-RateLimit-Limit"] == "2"
+    assert [r.headers["Retry-After"] for r in statuses[1:]] == ["1"] * 5
+    assert sb.stats["rate_limited"] == 5
 
 
 def test_headers_on_every_api_answer_but_not_before_routing(limited: Sandbox) -> None:
@@ -119,20 +155,35 @@ def test_buckets_are_per_bearer_token(limited: Sandbox) -> None:
     assert limited.stats["rate_limited"] == 3
 
 
-def test_requests_over_time_are_admitted_at_about_r_per_second() -> None:
+def test_requests_over_time_are_admitted_at_r_per_second(bucket_clock: BucketClock) -> None:
     rate, burst = 20.0, 20  # burst defaults to max(1, R)
     with sandbox_fixture(subscriptions=0, users=0, rate_limit=rate) as sb, api_session(sb) as s:
         url = sb.base_url + SUBSCRIPTIONS
-        admitted = refused = 0
+
+        def statuses(n: int) -> list[int]:
+            return [s.get(url, timeout=30).status_code for _ in range(n)]
+
+        assert statuses(burst + 1) == [200] * burst + [429]  # the burst, then nothing
+        for seconds, tokens in ((0.5, 10), (0.25, 5), (2.0, burst)):  # R per second, up to B
+            bucket_clock.now += seconds
+            assert statuses(tokens + 1) == [200] * tokens + [429], seconds
+        assert sb.stats["rate_limited"] == 4
+
+
+def test_the_bucket_runs_on_real_time() -> None:
+    """Without the test's clock: what a machine of any speed sees. The bucket starts full, never
+    admits more than it holds plus what R refills in the time taken, and a real pause refills."""
+    rate, burst, sent = 20.0, 20, 60
+    with sandbox_fixture(subscriptions=0, users=0, rate_limit=rate) as sb, api_session(sb) as s:
+        url = sb.base_url + SUBSCRIPTIONS
         t0 = time.monotonic()
-        while time.monotonic() - t0 < 1.0:
-            status = s.get(url, timeout=30).status_code
-            admitted += status == 200
-            refused += status == 429
+        got = [s.get(url, timeout=30).status_code for _ in range(sent)]
         elapsed = time.monotonic() - t0
-        # at most the burst plus what R refills in the time it took (+1 for clock rounding)
-        assert burst < admitted <= burst + rate * elapsed + 1
-        assert refused > 0 and sb.stats["rate_limited"] == refused
+        admitted = got.count(200)
+        # the burst is there at once; refills add at most R a second (+1 for clock rounding)
+        assert got[:burst] == [200] * burst
+        assert admitted <= burst + rate * elapsed + 1
+        assert got.count(429) == sent - admitted == sb.stats["rate_limited"]
         # whatever is left, 0.3 s refill at least 6 tokens: 5 requests in a row pass
         time.sleep(0.3)
         assert [s.get(url, timeout=30).status_code for _ in range(5)] == [200] * 5
@@ -188,6 +239,30 @@ def test_bad_limits_are_refused_by_the_constructor() -> None:
         Sandbox(subscriptions=0, users=0, server_ms=-5)
 
 
+class Rendezvous:
+    """Stands in for `time` in the sandbox's server module: a `sleep` (the `latency_ms` delay)
+    returns once N sleeps are under way at once (or after HOLD_S, to fail, not hang); the rest
+    is the real `time`. `most`: the most sleeps seen under way at once."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.cond = threading.Condition()
+        self.sleeping = 0
+        self.most = 0
+        self.real = time
+
+    def sleep(self, seconds: float) -> None:
+        with self.cond:
+            self.sleeping += 1
+            self.most = max(self.most, self.sleeping)
+            self.cond.notify_all()
+            self.cond.wait_for(lambda: self.most >= self.n, HOLD_S)
+            self.sleeping -= 1
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+
 def _concurrent(sandbox: Sandbox, n: int) -> float:
     """Seconds for N threads, each on its own warmed-up connection, to get one page at once."""
     sessions = [api_session(sandbox) for _ in range(n)]
@@ -214,12 +289,17 @@ def _concurrent(sandbox: Sandbox, n: int) -> float:
     return elapsed
 
 
-def test_server_ms_serialises_where_latency_ms_overlaps() -> None:
+def test_server_ms_serialises_where_latency_ms_overlaps(monkeypatch: pytest.MonkeyPatch) -> None:
     n, ms = 8, 40.0
     with sandbox_fixture(subscriptions=0, users=0, server_ms=ms) as sb:
         assert _concurrent(sb, n) >= n * ms / 1000 * 0.95  # one at a time behind the lock
         assert control(sb, "state").json()["server_ms"] == ms
         assert control(sb, "server-ms", {"ms": 0}).json() == {"server_ms": 0.0}
         sb.set_latency(200)
-        # 8 delays of 200 ms on their own threads overlap: far below the 1.6 s of a queue
-        assert _concurrent(sb, n) < n * 0.2 * 0.75
+        # 8 delays on their own threads overlap: each is held until all 8 are under way (a
+        # queue would hold the first forever, and the 8 would never be seen at once)
+        delays = Rendezvous(n)
+        monkeypatch.setattr(sandbox_server, "time", delays)
+        _concurrent(sb, n)
+        monkeypatch.undo()
+        assert delays.most == n

@@ -207,3 +207,89 @@ def test_the_client_counts_replaced_nul_characters(sandbox_factory: Any) -> None
         assert {row["status"] for row in body["data"]} == {"act\ufffdive\ufffd"}
         assert client.stats.replaced_nul == 2 * len(body["data"]) > 0
         assert client.stats.replaced_surrogates == 0
+
+
+# -- answers a retry cannot change, bodies, credentials, scrubbing ---------------------------------
+
+
+def test_parse_json_skips_a_utf8_byte_order_mark() -> None:
+    assert parse_json(b'\xef\xbb\xbf{"data": [1]}', 200) == ({"data": [1]}, 0, 0)
+    assert parse_json(b'\xef\xbb\xbf{"big": 123456789012345678901234567890}', 200)[0] == {
+        "big": 123456789012345678901234567890
+    }
+
+
+def test_the_body_cap_is_sized_from_per_page_unless_set() -> None:
+    from devportal.client import MIB
+
+    with ApiClient(DevportalConfig(base_url="http://127.0.0.1:1", access_token="t" * 20)) as c:
+        assert c.body_cap() == 16 * MIB  # page 1, an account, an error: per_page unknown
+        assert c.body_cap(200) == 16 * MIB
+        assert c.body_cap(1000) == 1000 * 64 * 1024
+        assert c.body_cap(10**9) == 64 * MIB  # a server's absurd per_page buys no more
+    config = DevportalConfig(base_url="http://127.0.0.1:1", access_token="t" * 20, max_body_mb=2.5)
+    with ApiClient(config) as c:
+        assert c.body_cap() == c.body_cap(10**6) == int(2.5 * MIB)
+    with pytest.raises(ConfigError, match=r"max_body_mb = 0\.0 must be above 0"):
+        ApiClient(DevportalConfig(base_url="http://127.0.0.1:1", access_token="t", max_body_mb=0.0))
+
+
+@pytest.mark.parametrize(
+    ("base_url", "shown"),
+    [
+        ("http://alice:pa55word@127.0.0.1:8000", "base_url for 127.0.0.1:8000 holds"),
+        ("https://:pa55word@api.example.com/v1", "base_url for api.example.com holds"),
+        ("alice:pa55word@api.example.com", "base_url given (not shown: it holds an '@')"),
+    ],
+)
+def test_credentials_in_base_url_are_refused_unseen(base_url: str, shown: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        ApiClient(DevportalConfig(base_url=base_url, access_token="t" * 20))
+    assert shown in str(refused.value)
+    assert "pa55word" not in str(refused.value) and "alice" not in str(refused.value)
+
+
+def test_scrub_takes_out_the_token_any_bearer_credential_and_terminal_controls() -> None:
+    from devportal.errors import register_secret, scrub, server_text
+
+    token = "scrub-test-token-" + "z" * 16
+    register_secret(token)
+    register_secret("short")  # too short to tell from words: never looked for
+    assert scrub(f"got {token}!") == "got [redacted]!"
+    assert scrub(f"got {token[:9]}\x1b[0m{token[9:]}") == "got [redacted]"  # split by an escape
+    assert (
+        scrub('{"authorization": "Bearer eyJ0.e30.x-y"}')
+        == '{"authorization": "Bearer [redacted]"}'
+    )
+    assert scrub("bearer%20abc123 and BEARER  q") == "Bearer [redacted] and Bearer [redacted]"
+    assert scrub("Missing bearer token. Bearer header required") == (
+        "Missing bearer token. Bearer header required"
+    )
+    assert scrub("a short story") == "a short story"
+    assert scrub("\x1b]0;title\x07\x1b[2Jred\x9b1m\x00 \u202eok\r\nnext") == "red ok\nnext"
+    assert server_text("line one\r\n\tline two\u2028three", 14) == "line one li..."
+    assert scrub(scrub(f"Bearer {token}")) == "Bearer [redacted]"
+
+
+def test_the_early_client_reads_every_http_setting_as_dlt_does(
+    sandbox_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`devportal sync`'s early client (cli.early) is adopted only when every HTTP setting
+    agrees with what dlt resolves: an optional float (max_body_mb) must be read as one."""
+    from devportal.cli import early
+    from devportal.client import adopt
+    from devportal.config import resolve
+
+    sb = sandbox_factory(subscriptions=10, users=5, seed=69)
+    for name, value in {"ACCESS_TOKEN": sb.token, "MAX_BODY_MB": "2.5", "WORKERS": "3"}.items():
+        monkeypatch.setenv(f"SOURCES__DEVPORTAL__{name}", value)
+    started = early.start(sb.base_url, None, None)
+    assert started is not None
+    cfg = resolve(base_url=sb.base_url)
+    assert (cfg.max_body_mb, cfg.workers) == (2.5, 3)
+    adopted = adopt(started, cfg)
+    try:
+        assert adopted is started
+        assert adopted.body_cap() == int(2.5 * 1024 * 1024)
+    finally:
+        started.close()

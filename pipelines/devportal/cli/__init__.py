@@ -5,6 +5,10 @@ its handler, which parses nothing more, calls the feature, prints, and returns t
 `options` holds what several commands share. Heavy libraries (dlt, duckdb, pandas, pyarrow, the
 sandbox server) are imported by the handlers only, so `devportal --help` stays fast. Expected
 failures (`DevportalError`) print one line, without a traceback unless `--debug`.
+
+Last line of defence for secrets: the one-line error and every log record (devportal's, dlt's,
+any library's) pass through `errors.scrub`, which takes out the access token, any
+`Bearer <credential>` and terminal control sequences, whatever text quoted them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from collections.abc import Sequence
 
 from devportal import __version__
 from devportal.cli import demo, manifest, models, packages, report, sandbox, sync
-from devportal.errors import DevportalError
+from devportal.errors import DevportalError, scrub
 
 # the order of `devportal --help`
 COMMANDS = (sync, demo, models, packages, report, manifest, sandbox)
@@ -40,9 +44,36 @@ def _one_line_dlt_records(record: logging.LogRecord) -> bool:
     devportal reports the cause in its one-line error. Its warnings keep their first line."""
     if record.levelno >= logging.ERROR:
         return False
-    record.msg = record.getMessage().split("\n")[0]
+    message = record.getMessage()
+    if "Traceback (most recent call last)" in message:
+        return False  # a job dlt retries: if it fails for good, devportal's one line says why
+    record.msg = message.split("\n")[0]
     record.args, record.exc_info, record.exc_text = None, None, None
     return True
+
+
+def _scrubbed_records() -> None:
+    """Make every log record of this process carry its message scrubbed (`errors.scrub`).
+
+    A record factory, not a filter: it reaches the records of every logger, dlt's included,
+    whose handlers are created later and do not propagate to the root. Installed once."""
+    make = logging.getLogRecordFactory()
+    if getattr(make, "devportal_scrubs", False):
+        return
+
+    def scrubbed(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = make(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: logging reports it when it emits the record
+            return record
+        clean = scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return record
+
+    scrubbed.devportal_scrubs = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(scrubbed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -56,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    _scrubbed_records()
     if not args.debug:
         logging.getLogger("dlt").addFilter(_one_line_dlt_records)
     try:
@@ -63,7 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DevportalError as err:
         if args.debug:
             raise
-        print(f"devportal: error: {err}", file=sys.stderr)
+        print(f"devportal: error: {scrub(str(err))}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("devportal: interrupted", file=sys.stderr)

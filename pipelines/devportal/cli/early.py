@@ -55,10 +55,18 @@ def _lookup(name: str, tables: list[dict[str, Any]]) -> Any:
     return None
 
 
-def _coerce(value: Any, default: Any) -> Any:
+def _kind(annotation: Any) -> type:
+    """The value type of a `DefaultHttpSettings` field (`float | None` -> float)."""
+    names = {part.strip() for part in str(annotation).split("|")}
+    for name, kind in (("bool", bool), ("float", float), ("int", int)):
+        if name in names:
+            return kind
+    return str
+
+
+def _coerce(value: Any, default: Any, kind: type) -> Any:
     if value is None:
         return default
-    kind = type(default) if default is not None else int  # `workers` is an optional int
     if kind is bool:
         return value if isinstance(value, bool) else str(value).strip().lower() == "true"
     return kind(value)
@@ -84,7 +92,7 @@ def start(base_url: str | None, workers: int | None, max_workers: int | None) ->
             found = given.get(f.name)
             if found is None:
                 found = _lookup(f.name, tables)
-            values[f.name] = _coerce(found, f.default)
+            values[f.name] = _coerce(found, f.default, _kind(f.type))
         client = ApiClient(DefaultHttpSettings(base_url=base_url, access_token=token, **values))
     except (ValueError, TypeError, DevportalError):
         return None

@@ -2,17 +2,17 @@
 
 A run whose load fails is put back out of the warehouse (all or nothing) and its package is
 kept in `<dlt folder>/set_aside/<load_id>/` with the reason (devportal.pipeline), so nothing
-read is lost and later syncs proceed. This command lists them and discards them once looked at.
+read is lost and later syncs proceed. This command lists them and discards them once looked at:
+every file of a discarded package goes, dlt's archived copy of its failed jobs included.
 """
 
 from __future__ import annotations
 
 import argparse
-import shutil
 from typing import Any
 
 from devportal.cli import options
-from devportal.errors import ConfigError
+from devportal.errors import ConfigError, DevportalError
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from devportal.pipeline import set_aside_packages, set_aside_reason
+    from devportal.pipeline import discard_set_aside, set_aside_packages, set_aside_reason
 
     packages = set_aside_packages(args.warehouse)
     if args.action == "list":
@@ -55,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         raise ConfigError("name the package to discard (LOAD_ID) or pass --all")
     for package in chosen:
-        shutil.rmtree(package)
+        try:
+            discard_set_aside(args.warehouse, package)
+        except OSError as err:
+            raise DevportalError(
+                f"cannot delete {package}: {err.strerror or err}; check that folder's "
+                "permissions (and that its file system is writable) and run again"
+            ) from None
         print(f"discarded {package.name}")
     return 0

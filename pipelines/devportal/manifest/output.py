@@ -3,6 +3,10 @@ the summary line of a load (recording layer: `load_and_report` records through r
 
 Used by `devportal manifest validate | load` and `devportal sync --manifest`
 (devportal.cli.manifest, devportal.cli.sync).
+
+A manifest's name, version and keys (in pointers) are the author's text: each printed line goes
+through `display.terminal` (no control characters), and the JSON list is written with what a
+terminal would act on escaped (`display.json_document`: the same data).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from devportal.display import json_document, terminal
 from devportal.manifest.report import Finding, Report
 
 
@@ -33,8 +38,10 @@ def load_and_report(
     # The summary goes to stderr under --json so stdout stays one JSON document.
     out = sys.stderr if as_json else sys.stdout
     print(
-        f"recorded {_title(report)} in {destination or result.warehouse} "
-        f"(content_hash {report.content_hash[:12]})",
+        terminal(
+            f"recorded {_title(report)} in {destination or result.warehouse} "
+            f"(content_hash {report.content_hash[:12]})"
+        ),
         file=out,
     )
     return 0 if report.ok else 1
@@ -65,13 +72,13 @@ def format_report(report: Report) -> str:
     verdict = "valid" if report.ok else "invalid"
     counts = f"{_plural(len(report.errors), 'error')}, {_plural(len(report.warnings), 'warning')}"
     lines.append(f"{verdict}: {counts}")
-    return "\n".join(lines)
+    return "\n".join(terminal(line) for line in lines)
 
 
 def print_report(report: Report, *, as_json: bool, out: TextIO | None = None) -> None:
     stream = out or sys.stdout
     if as_json:
-        json.dump(report.as_list(), stream, indent=2, ensure_ascii=False)
+        stream.write(json_document(json.dumps(report.as_list(), indent=2, ensure_ascii=False)))
         stream.write("\n")
     else:
         print(format_report(report), file=stream)

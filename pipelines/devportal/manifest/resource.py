@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from devportal.errors import DevportalError
+from devportal.errors import DevportalError, causes
 from devportal.manifest import facts
 from devportal.manifest.bundle import is_file, resolve
 from devportal.manifest.history import validate_with_history
@@ -54,8 +54,15 @@ from devportal.manifest.tables import (
     SOURCES,
     TABLES,
 )
-from devportal.pipeline import load_whole, open_pipeline, warehouse_or
+from devportal.pipeline import (
+    begin_writing,
+    finish_pending,
+    load_whole,
+    open_pipeline,
+    warehouse_or,
+)
 from devportal.runlock import writer_lock
+from devportal.warehouse import disk_error
 
 if TYPE_CHECKING:
     from dlt.extract.resource import DltResource
@@ -396,32 +403,31 @@ def load_manifest(
     read_manifest(path)
     try:
         with writer_lock(warehouse, destination):
+            pipeline = open_pipeline(warehouse, destination)
+            # what an earlier run left (a draft, a pending package: as in sync) is settled
+            # first; given new data, dlt would load only the pending package and silently drop
+            # ours
+            finish_pending(pipeline, warehouse, destination)
             if destination is None:
-                # Validate first, then open the pipeline: the read-only DuckDB connection of
-                # the history lookup must be closed before dlt opens the file for writing.
+                # the history is read from the published warehouse (read-only), up to date now
                 report = validate_with_history(path, warehouse=warehouse)
-                pipeline = open_pipeline(warehouse)
             else:  # the history is read through the destination's own SQL client
-                pipeline = open_pipeline(warehouse, destination)
                 report = validate_with_history(path, pipeline=pipeline)
-            if pipeline.list_extracted_load_packages():
-                # never normalized: as in sync, discarded (its run reads its data again)
-                pipeline.abort_packages()
-            if pipeline.list_normalized_load_packages():
-                # An earlier run stopped before its load. Given new data, dlt would load only
-                # the pending package and silently drop ours: finish that one first (whole).
-                load_whole(pipeline, warehouse, destination)
+            begin_writing(warehouse, destination)  # DuckDB: the copy this load writes
             pipeline.extract(resources_for_report(report))
             pipeline.normalize()
             load_ids = list(pipeline.list_normalized_load_packages())
             load_whole(pipeline, warehouse, destination)
     except OSError as err:
-        raise DevportalError(
+        raise disk_error(err, warehouse) or DevportalError(
             f"cannot use warehouse {warehouse}: {err.strerror or err}; "
             "pass --warehouse a writable file path"
         ) from err
     except PipelineStepFailed as err:
         cause = err.exception if err.exception is not None else err
+        disk = next(filter(None, (disk_error(e, warehouse) for e in causes(cause))), None)
+        if disk is not None:
+            raise disk from err
         first_line = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
         raise DevportalError(
             f"recording the manifest in {warehouse} failed at the dlt {err.step} step: "
