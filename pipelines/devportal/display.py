@@ -27,10 +27,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from devportal.errors import BIDI_CONTROLS
+
 # Line breaks (LF, VT, FF, CR, NEL, LINE and PARAGRAPH SEPARATOR) and the tab: a space.
 _BREAKS = "\t\n\x0b\x0c\r\x85\u2028\u2029"
-# The bidirectional controls: ALM, LRM, RLM, the embeddings and overrides, the isolates.
-_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_BIDI = BIDI_CONTROLS  # the scrub's list (errors.py): one place decides what reorders text
 # Other control characters (C0, DEL, C1) and the bidirectional ones: removed.
 _CONTROLS = "\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f" + _BIDI
 _BREAK = re.compile(f"[{_BREAKS}]")

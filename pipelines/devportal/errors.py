@@ -26,9 +26,10 @@ _ESCAPES = re.compile(
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
     r"|\x1b[ -/]*[0-~]?"
 )
-_CONTROLS = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x84\x86-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
-)
+# The bidirectional controls (ALM, LRM, RLM, the embeddings and overrides, the isolates): they
+# reorder what is shown ("Trojan Source"). One list for the scrub and `display`.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROLS = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x84\x86-\x9f{BIDI_CONTROLS}]")
 _LINE_BREAKS = re.compile(r"\s*[\r\n\v\f\x85\u2028\u2029]+\s*")
 # A shorter secret is not looked for: it cannot be told from ordinary words ("t" in "can't")
 # and no real access token is that short; `Bearer <it>` is still taken out.
