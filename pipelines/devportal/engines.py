@@ -176,6 +176,21 @@ def postgres_dsn() -> str:
     return str(credentials.to_native_representation())
 
 
+def postgres_connection(**options: Any) -> Any:
+    """A psycopg2 connection to the database of dlt's `postgres` destination (OPTIONS go to
+    `psycopg2.connect`, e.g. `application_name`); one line when it cannot be made."""
+    import psycopg2
+
+    try:
+        return psycopg2.connect(postgres_dsn(), **options)
+    except psycopg2.Error as err:
+        # the driver's text names host and user, never the password
+        raise DevportalError(
+            f"cannot connect to PostgreSQL ({first_line(err)}); check "
+            "DESTINATION__POSTGRES__CREDENTIALS and that the server is running"
+        ) from None
+
+
 @contextmanager
 def connect(
     warehouse: str | Path, destination: str | None = None, *, read_only: bool = False
@@ -187,15 +202,7 @@ def connect(
         with connect_duckdb(warehouse, read_only=read_only) as con:
             yield DuckDbEngine(con)
         return
-    import psycopg2
-
-    try:
-        con = psycopg2.connect(postgres_dsn())
-    except psycopg2.Error as err:
-        raise DevportalError(
-            f"cannot connect to PostgreSQL ({first_line(err)}); check "
-            "DESTINATION__POSTGRES__CREDENTIALS and that the server is running"
-        ) from None
+    con = postgres_connection()
     try:
         # dates cut from timestamps follow the session's zone: UTC, as DuckDB and the API
         with con.cursor() as cursor:

@@ -252,21 +252,27 @@ def read_subscriptions(
     read = SubscriptionsRead([], set())
     try:
         for n, part in enumerate(parts):
-            read.spools.append(
-                _read_partition(
-                    client,
-                    part,
-                    cfg,
-                    _spool_path(spool_dir, read, part),
-                    progress,
-                    set() if part.is_test else read.user_ids,
-                    first if n == 0 else None,
-                )
-            )
+            first_page = first if n == 0 else None
+            read.spools.append(_read_into(client, read, part, cfg, spool_dir, progress, first_page))
     except BaseException:
         read.discard()
         raise
     return read
+
+
+def _read_into(
+    client: ApiClient,
+    read: SubscriptionsRead,
+    part: Partition,
+    cfg: DevportalConfig,
+    spool_dir: Path,
+    progress: Progress,
+    first: Page | None,
+) -> Spool:
+    """One read of PART for READ: a spool file of its own, live users added to READ's."""
+    user_ids = set() if part.is_test else read.user_ids
+    spool_path = _spool_path(spool_dir, read, part)
+    return _read_partition(client, part, cfg, spool_path, progress, user_ids, first)
 
 
 def _spool_path(spool_dir: Path, read: SubscriptionsRead, part: Partition) -> Path:
@@ -584,15 +590,7 @@ def _read_until_agreed(
     while reads < cfg.sweep_attempts and not agreed:
         before = read.spools[n]
         try:
-            fresh = _read_partition(
-                client,
-                part,
-                cfg,
-                _spool_path(spool_dir, read, part),
-                progress,
-                set() if part.is_test else read.user_ids,
-                None,
-            )
+            fresh = _read_into(client, read, part, cfg, spool_dir, progress, None)
         except IntegrityError as err:  # the list keeps moving: the verified read stands
             log.warning("subscriptions: reading the list again to settle closes: %s", err)
             break

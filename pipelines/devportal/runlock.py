@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import DevportalError, WarehouseBusy, first_line
+from devportal.errors import WarehouseBusy
 from devportal.warehouse import RAW_SCHEMA, warehouse_lock
 
 # what a holder's lock connection calls itself in pg_stat_activity (read back to name it)
@@ -58,19 +58,10 @@ def writer_lock(warehouse: str | Path, destination: Any = None) -> Iterator[None
 def postgres_lock(dataset: str = RAW_SCHEMA) -> Iterator[None]:
     """The advisory lock of DATASET in the database of dlt's `postgres` destination, held on a
     connection of its own until the block ends."""
-    import psycopg2
-
-    from devportal.engines import postgres_dsn
+    from devportal.engines import postgres_connection
 
     me = f"{APPLICATION_PREFIX} pid {os.getpid()} on {socket.gethostname()}"[:63]
-    try:
-        con = psycopg2.connect(postgres_dsn(), application_name=me)
-    except psycopg2.Error as err:
-        # the driver's text names host and user, never the password
-        raise DevportalError(
-            f"cannot connect to PostgreSQL ({first_line(err)}); check "
-            "DESTINATION__POSTGRES__CREDENTIALS and that the server is running"
-        ) from None
+    con = postgres_connection(application_name=me)
     try:
         con.autocommit = True  # a session lock: no transaction left open for the whole run
         key = advisory_key(dataset)

@@ -28,7 +28,6 @@ from devportal.client import RESOURCES, ApiClient, adopt
 from devportal.destination import CONCURRENCY_FIELDS, Destination
 from devportal.errors import DevportalError, causes, devportal_cause, first_line
 from devportal.pipeline import (
-    Settled,
     begin_writing,
     finish_pending,
     load_whole,
@@ -139,7 +138,8 @@ def sync(
     try:
         with writer_lock(warehouse, destination):
             pipeline = open_pipeline(warehouse, destination, _dlt_progress(progress))
-            set_aside = _finish_pending(pipeline, warehouse, destination)
+            # what a killed run left: its draft, pending packages (loaded whole or set aside)
+            set_aside = finish_pending(pipeline, warehouse, destination)
             begin_writing(warehouse, destination)  # DuckDB: the copy this run writes
             with Destination(pipeline) as dest:
                 before = dest.history_counts()
@@ -180,13 +180,6 @@ def _dlt_progress(progress: str) -> Any:
     """dlt's own collector (normalize and load progress) for the same setting."""
     period = PROGRESS_PERIOD.get(progress)
     return dlt.progress.log(log_period=period, logger=sys.stderr) if period else None
-
-
-def _finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> Settled:
-    """Settle what a killed run left, before reading anything new (`pipeline.finish_pending`:
-    the draft a killed load left, pending packages loaded whole or set aside, extracted ones
-    discarded and read again)."""
-    return finish_pending(pipeline, warehouse, destination)
 
 
 def _extract_and_load(
