@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import CliResult
+
 # dlt reads `.dlt/` from the working directory; tests must not pick up a developer's config.
 os.environ.setdefault("RUNTIME__LOG_LEVEL", "WARNING")
 # no anonymous usage reports to dlt's servers from a test run (and no network beyond loopback)
@@ -58,3 +60,31 @@ def postgres(postgres_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator
     monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", uri)
     yield uri
     postgres_cluster.drop_database(name)
+
+
+@pytest.fixture
+def api() -> Iterator[Any]:
+    """The deliberately imperfect Developer API (tests/hostile/server.py) on 127.0.0.1."""
+    from tests.hostile.server import HostileApi
+
+    with HostileApi() as server:
+        yield server
+
+
+@pytest.fixture
+def devportal(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`devportal(*argv, env={...})`: the real CLI entry point in this process, its exit code
+    and output (a CliResult)."""
+    from devportal.cli import main
+
+    def run(*argv: str, env: dict[str, str] | None = None) -> CliResult:
+        for key, value in (env or {}).items():
+            monkeypatch.setenv(key, value)
+        capsys.readouterr()
+        code = main(list(argv))
+        captured = capsys.readouterr()
+        for key in env or {}:
+            monkeypatch.delenv(key, raising=False)
+        return CliResult(code, captured.out, captured.err)
+
+    return run

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +67,81 @@ def truth_rows(sb: Any, include_test: bool = False) -> list[dict[str, Any]]:
         rows += list(sb.truth(is_test=True))
     keys = ("id", "service_id", "status", "expires_at", "is_test")
     return sorted(({k: r[k] for k in keys} for r in rows), key=lambda r: r["id"])
+
+
+@dataclass
+class CliResult:
+    """What the `devportal` fixture (tests/conftest.py) returns: exit code and output."""
+
+    code: int
+    out: str
+    err: str
+
+
+def subscription(i: int, **changes: Any) -> dict[str, Any]:
+    """A Subscription object as the API sends it: id I, its user 1000 + I, active; CHANGES on
+    top."""
+    row = {"id": i, "service_id": 1000 + i, "status": "active", "expires_at": "2027-01-01 10:00:00"}
+    row.update(changes)
+    return row
+
+
+def warehouse_of(args: list[str]) -> Path:
+    """The `--warehouse` of a `devportal` argv."""
+    return Path(args[args.index("--warehouse") + 1])
+
+
+def rows_if_loaded(warehouse: Path, sql: str) -> list[tuple[Any, ...]]:
+    """SQL's rows, or [] when the warehouse or its `devportal.subscriptions` table was never
+    created (a run refused before it loaded anything)."""
+    if not warehouse.exists():
+        return []
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        found = con.execute(
+            "SELECT count(*) FROM information_schema.tables "
+            "WHERE table_schema = 'devportal' AND table_name = 'subscriptions'"
+        ).fetchone()
+        if not found or not found[0]:
+            return []
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+class FakeClock:
+    """Stands in for the `time` module of a module under test (monkeypatched): `monotonic()` is
+    `now`, which only the test moves; `sleep` stays real."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleep = time.sleep
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+_HOLD_FOR_WRITING = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])  # read-write: a program writing the warehouse
+print("open", flush=True)
+sys.stdin.read()  # open until the test closes its stdin (or kills it): no time limit to outrun
+"""
+
+
+@contextmanager
+def held_open_for_writing(warehouse: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another program holding WAREHOUSE open read-write (DuckDB's lock is per process) until
+    the block ends; yields once it has the file open."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD_FOR_WRITING, str(warehouse)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait(timeout=60)

@@ -1,48 +1,19 @@
-"""Fixtures: the hostile API on 127.0.0.1 and the real `devportal` CLI run in this process."""
+"""Fixtures of the hostile tests: argv for a sync against the hostile API, and its settings.
+(`api`, the hostile API on 127.0.0.1, and `devportal`, the real CLI run in this process, are in
+tests/conftest.py: the reliability tests use them too.)"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from devportal.cli import main
+from tests.helpers import CliResult
 from tests.hostile.server import HostileApi
 
-
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-
-@pytest.fixture
-def api() -> Iterator[HostileApi]:
-    with HostileApi() as server:
-        yield server
-
-
-@pytest.fixture
-def devportal(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., CliResult]:
-    """`devportal(*argv, env={...})`: the real CLI entry point, its exit code and output."""
-
-    def run(*argv: str, env: dict[str, str] | None = None) -> CliResult:
-        for key, value in (env or {}).items():
-            monkeypatch.setenv(key, value)
-        capsys.readouterr()
-        code = main(list(argv))
-        captured = capsys.readouterr()
-        for key in env or {}:
-            monkeypatch.delenv(key, raising=False)
-        return CliResult(code, captured.out, captured.err)
-
-    return run
+__all__ = ["CliResult", "token_env"]  # CliResult: where the hostile tests have imported it
 
 
 @pytest.fixture

@@ -27,7 +27,7 @@ import pytest
 
 from devportal import concurrency
 from devportal.concurrency import Concurrency, Outcome
-from tests.helpers import query
+from tests.helpers import FakeClock, query
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 
@@ -39,19 +39,10 @@ from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 HOLD_S = 20.0
 
 
-class FakeClock:
-    """Stands in for the `time` module in `devportal.concurrency`: `monotonic()` is `now`,
-    which only the test moves. Frozen, every latency is 0: flat."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The controller's clock (`devportal.concurrency.time`), moved only by the test. Frozen,
+    every latency is 0: flat."""
     fake = FakeClock()
     monkeypatch.setattr(concurrency, "time", fake)
     return fake

@@ -25,6 +25,7 @@ from urllib.parse import urlencode
 import duckdb
 import pytest
 
+from tests.helpers import rows_if_loaded
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 
@@ -36,20 +37,8 @@ ROWS = [
 
 def loaded(warehouse: Path) -> int:
     """Subscription rows in the warehouse (0 when the sync never created the table)."""
-    if not warehouse.exists():
-        return 0
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        found = con.execute(
-            "SELECT count(*) FROM information_schema.tables "
-            "WHERE table_schema = 'devportal' AND table_name = 'subscriptions'"
-        ).fetchone()
-        if not found or not found[0]:
-            return 0
-        count = con.execute("SELECT count(*) FROM devportal.subscriptions").fetchone()
-        return int(count[0]) if count else 0
-    finally:
-        con.close()
+    rows = rows_if_loaded(warehouse, "SELECT count(*) FROM devportal.subscriptions")
+    return int(rows[0][0]) if rows else 0
 
 
 def spent_s(line: str, attempts: int) -> float:

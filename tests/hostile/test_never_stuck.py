@@ -23,9 +23,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
+from tests.helpers import rows_if_loaded, warehouse_of
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SUBSCRIPTIONS, TOKEN, Answer, HostileApi, Request
 
@@ -56,29 +56,13 @@ def refusal(r: CliResult, code: int = 1, may_change: bool = False) -> str:
 
 def loaded(warehouse: Path) -> list[tuple[Any, ...]]:
     """(id, service_id, status) of the subscriptions in the warehouse; [] when none were."""
-    if not warehouse.exists():
-        return []
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        found = con.execute(
-            "SELECT count(*) FROM information_schema.tables "
-            "WHERE table_schema = 'devportal' AND table_name = 'subscriptions'"
-        ).fetchone()
-        if not found or not found[0]:
-            return []
-        return con.execute(
-            "SELECT id, service_id, status FROM devportal.subscriptions ORDER BY id"
-        ).fetchall()
-    finally:
-        con.close()
+    return rows_if_loaded(
+        warehouse, "SELECT id, service_id, status FROM devportal.subscriptions ORDER BY id"
+    )
 
 
 def sent(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return sorted((r["id"], r["service_id"], r["status"]) for r in rows)
-
-
-def warehouse_of(args: list[str]) -> Path:
-    return Path(args[args.index("--warehouse") + 1])
 
 
 @pytest.fixture

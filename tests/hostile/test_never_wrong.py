@@ -14,23 +14,13 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import query
+from tests.helpers import query, subscription, warehouse_of
 from tests.hostile import shared_ids
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 
 Cli = Callable[..., CliResult]
 Args = Callable[..., list[str]]
-
-
-def subscription(i: int, **changes: Any) -> dict[str, Any]:
-    row = {"id": i, "service_id": 1000 + i, "status": "active", "expires_at": "2027-01-01 10:00:00"}
-    row.update(changes)
-    return row
-
-
-def warehouse_of(args: list[str]) -> Path:
-    return Path(args[args.index("--warehouse") + 1])
 
 
 def current(warehouse: Path, is_test: bool = False) -> list[tuple[Any, ...]]:

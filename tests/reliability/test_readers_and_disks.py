@@ -16,15 +16,14 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from devportal.cli import main
 from devportal.pipeline import set_aside_dir
 from devportal.warehouse import pipelines_dir
-from tests.helpers import query
-from tests.hostile.conftest import CliResult, token_env
+from tests.helpers import CliResult, held_open_for_writing, query, subscription
+from tests.hostile.conftest import token_env
 from tests.hostile.server import HostileApi
 
 Cli = Callable[..., CliResult]
@@ -33,38 +32,6 @@ DEMO_APP = REPO / "examples" / "demo-app"
 CURRENT = "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL"
 RUNS = "SELECT count(*) FROM devportal.sync_runs"
 MODELLED = "SELECT count(*) FROM analytics.subscriptions_current"
-
-
-@pytest.fixture(name="api")
-def hostile_api() -> Iterator[HostileApi]:
-    with HostileApi() as server:
-        yield server
-
-
-@pytest.fixture(name="devportal")
-def devportal_cli(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., CliResult]:
-    """`devportal(*argv, env={...})`: the real CLI in this process, its exit code and output
-    (as tests/hostile/conftest.py)."""
-
-    def run(*argv: str, env: dict[str, str] | None = None) -> CliResult:
-        for key, value in (env or {}).items():
-            monkeypatch.setenv(key, value)
-        capsys.readouterr()
-        code = main(list(argv))
-        captured = capsys.readouterr()
-        for key in env or {}:
-            monkeypatch.delenv(key, raising=False)
-        return CliResult(code, captured.out, captured.err)
-
-    return run
-
-
-def subscription(i: int, **changes: Any) -> dict[str, Any]:
-    row = {"id": i, "service_id": 1000 + i, "status": "active", "expires_at": "2027-01-01 10:00:00"}
-    row.update(changes)
-    return row
 
 
 def sync_argv(api: HostileApi, warehouse: Path, *extra: str) -> list[str]:
@@ -243,28 +210,13 @@ def test_the_report_works_while_a_sync_is_loading(
     assert query(warehouse, CURRENT) == [(8,)]
 
 
-HOLD_FOR_WRITING = """
-import sys, duckdb
-con = duckdb.connect(sys.argv[1])
-print("open", flush=True)
-sys.stdin.read()  # open until the test closes its stdin (or kills it): no time limit to outrun
-"""
-
-
 def test_a_program_writing_the_warehouse_stops_every_writer_in_one_line(
     api: HostileApi, devportal: Cli, tmp_path: Path
 ) -> None:
     warehouse = tmp_path / "wh" / "warehouse.duckdb"
     synced(api, devportal, warehouse)
     before = dump(warehouse)
-    writer = subprocess.Popen(
-        [sys.executable, "-c", HOLD_FOR_WRITING, str(warehouse)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert writer.stdout is not None and writer.stdout.readline().strip() == "open"
+    with held_open_for_writing(warehouse) as writer:
         for argv in (
             sync_argv(api, warehouse, "--no-models"),
             ["models", "--warehouse", str(warehouse)],
@@ -276,9 +228,6 @@ def test_a_program_writing_the_warehouse_stops_every_writer_in_one_line(
             assert "open for writing" in line and f"pid {writer.pid}" in line, line
             assert no_draft_left(warehouse)
             assert writer.poll() is None  # it held the file all along
-    finally:
-        writer.kill()
-        writer.wait()
     assert dump(warehouse) == before
 
 

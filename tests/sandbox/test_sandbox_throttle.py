@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import requests
+from tests.helpers import FakeClock
 
 from devportal.sandbox import RateLimit, Sandbox, throttle
 from devportal.sandbox import server as sandbox_server
@@ -28,27 +29,17 @@ LIMIT_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining")
 HOLD_S = 20.0  # how long a held delay waits for the others: only a broken server reaches it
 
 
-class BucketClock:
-    """The limiter's clock (`throttle.time.monotonic`): it stands still until the test moves it
-    (`now`); `sleep` stays real (the serial cost sleeps through the same module)."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleep = time.sleep
-
-    def monotonic(self) -> float:
-        return self.now
-
-
 @pytest.fixture
-def bucket_clock(monkeypatch: pytest.MonkeyPatch) -> BucketClock:
-    clock = BucketClock()
+def bucket_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    """The limiter's clock (`throttle.time`): it stands still until the test moves it (`now`);
+    `sleep` stays real (the serial cost sleeps through the same module)."""
+    clock = FakeClock()
     monkeypatch.setattr(throttle, "time", clock)
     return clock
 
 
 @pytest.fixture
-def limited(bucket_clock: BucketClock) -> Iterator[Sandbox]:
+def limited(bucket_clock: FakeClock) -> Iterator[Sandbox]:
     """A small world, limited to 0.1 request/s per token, burst 3; its bucket clock stands
     still unless the test moves it (no refill within a test)."""
     with sandbox_fixture(
@@ -74,7 +65,7 @@ def control(sandbox: Sandbox, name: str, body: dict[str, Any] | None = None) -> 
 
 
 def test_a_burst_is_admitted_then_429_with_retry_after_and_laravel_headers(
-    limited: Sandbox, bucket_clock: BucketClock
+    limited: Sandbox, bucket_clock: FakeClock
 ) -> None:
     answers = [get(limited) for _ in range(3)]
     assert [r.status_code for r in answers] == [200, 200, 200]
@@ -106,7 +97,7 @@ def test_a_burst_is_admitted_then_429_with_retry_after_and_laravel_headers(
     assert stats["fault_429"] == 0 and stats["pages_subscriptions"] == 4
 
 
-def test_retry_after_is_at_least_one_second(bucket_clock: BucketClock) -> None:
+def test_retry_after_is_at_least_one_second(bucket_clock: FakeClock) -> None:
     # at 2/s a token is never more than 0.5 s away: the wait still says 1 second
     limit = RateLimit(2, burst=1)
     with sandbox_fixture(subscriptions=0, users=0, rate_limit=limit) as sb, api_session(sb) as s:
@@ -155,7 +146,7 @@ def test_buckets_are_per_bearer_token(limited: Sandbox) -> None:
     assert limited.stats["rate_limited"] == 3
 
 
-def test_requests_over_time_are_admitted_at_r_per_second(bucket_clock: BucketClock) -> None:
+def test_requests_over_time_are_admitted_at_r_per_second(bucket_clock: FakeClock) -> None:
     rate, burst = 20.0, 20  # burst defaults to max(1, R)
     with sandbox_fixture(subscriptions=0, users=0, rate_limit=rate) as sb, api_session(sb) as s:
         url = sb.base_url + SUBSCRIPTIONS

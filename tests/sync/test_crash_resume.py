@@ -25,7 +25,7 @@ import pytest
 from devportal.pipeline import PIPELINE_NAME
 from devportal.sandbox.app import ENDPOINT_SETTINGS
 from devportal.warehouse import pipelines_dir
-from tests.helpers import current_rows, query, truth_rows
+from tests.helpers import current_rows, held_open_for_writing, query, truth_rows
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -252,14 +252,6 @@ def test_the_warehouse_stays_readable_while_a_sync_reads_the_api(
     assert second.returncode == 0, err.decode()
 
 
-HOLD_OPEN = """
-import sys, duckdb
-con = duckdb.connect(sys.argv[1])  # read-write: a program writing the warehouse
-print("open", flush=True)
-sys.stdin.read()  # open until the test closes its stdin (or kills it): no time limit to outrun
-"""
-
-
 def test_a_warehouse_held_open_for_writing_elsewhere_stops_the_sync_before_it_reads_the_api(
     sandbox_factory: Any, warehouse: Path
 ) -> None:
@@ -273,14 +265,7 @@ def test_a_warehouse_held_open_for_writing_elsewhere_stops_the_sync_before_it_re
     assert start_sync(sb, warehouse).wait(timeout=120) == 0
     for row in sb.truth()[: len(sb.truth()) // 2]:
         sb.world.remove_subscription(row["id"])
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_OPEN, str(warehouse)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+    with held_open_for_writing(warehouse) as holder:
         before = sb.stats["api_requests"]
         second = start_sync(sb, warehouse)
         assert second.wait(timeout=120) == 3
@@ -289,9 +274,6 @@ def test_a_warehouse_held_open_for_writing_elsewhere_stops_the_sync_before_it_re
         assert f"pid {holder.pid}" in err, err
         assert sb.stats["api_requests"] == before
         assert holder.poll() is None  # it held the file all along
-    finally:
-        holder.kill()
-        holder.wait()
     closed = query(
         warehouse, "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to IS NOT NULL"
     )
