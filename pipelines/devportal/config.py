@@ -8,6 +8,8 @@ and `.dlt/config.toml`, in that order; `devportal_source(...)` receives them as 
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import Any
 
 from dlt.common.configuration import configspec
@@ -65,11 +67,123 @@ class DevportalConfig(BaseConfiguration):
     allow_mass_close: bool = False
     # a server `Date` further than this from this machine's clock is ignored (0: never check)
     max_clock_skew_hours: float = 24.0
+    # -- fields the spec does not show (docs/extra-fields.md)
+    # dlt's schema contract for the API's tables: "evolve" (default), "freeze", "discard_value",
+    # "discard_row", or a table of them per entity (tables / columns / data_type)
+    schema_contract: Any = "evolve"
+    # extra fields whose change alone makes no new subscription version (glob patterns matched
+    # against the dotted field path and against its last name); unset: HISTORY_IGNORE_DEFAULT
+    history_ignore_fields: list[str] | None = None
     # -- the DuckDB warehouse's load connection
     duckdb_threads: int = 1
     duckdb_memory_limit: str = "128MB"
     # -- `devportal sync` records this app manifest with every run when set
     manifest_path: str | None = None
+
+
+# Fields that by their names say when they were read or touched, not what was sold: a change in
+# them alone makes no new version (a plan, a price, an interval still do). See
+# docs/extra-fields.md; `history_ignore_fields = []` versions on every field.
+HISTORY_IGNORE_DEFAULT = (
+    "updated_at",
+    "modified_at",
+    "*_seen_at",
+    "*fetched_at",
+    "*synced_at",
+    "*checked_at",
+    "*refreshed_at",
+    "server_time",
+    "request_id",
+)
+CONTRACT_MODES = ("evolve", "freeze", "discard_value", "discard_row")
+CONTRACT_ENTITIES = ("tables", "columns", "data_type")
+
+
+def schema_contract(cfg: DevportalConfig) -> str | dict[str, str]:
+    """`schema_contract` as dlt takes it; a bad value is one line naming the key."""
+    value = cfg.schema_contract
+    if isinstance(value, str) and value.strip().startswith("{"):
+        with contextlib.suppress(ValueError):
+            value = json.loads(value)
+    fix = (
+        "fix [sources.devportal] schema_contract in .dlt/config.toml or "
+        "SOURCES__DEVPORTAL__SCHEMA_CONTRACT"
+    )
+    if value is None:
+        return "evolve"
+    if isinstance(value, str):
+        if value not in CONTRACT_MODES:
+            raise ConfigError(
+                f"configuration schema_contract = {value!r} is not one of "
+                f"{', '.join(CONTRACT_MODES)}: {fix}"
+            )
+        return value
+    if isinstance(value, dict):
+        for entity, mode in value.items():
+            if entity not in CONTRACT_ENTITIES:
+                raise ConfigError(
+                    f"configuration schema_contract.{entity} is no entity of a schema contract "
+                    f"(choose {', '.join(CONTRACT_ENTITIES)}): {fix}"
+                )
+            if mode not in CONTRACT_MODES:
+                raise ConfigError(
+                    f"configuration schema_contract.{entity} = {mode!r} is not one of "
+                    f"{', '.join(CONTRACT_MODES)}: {fix}"
+                )
+        return {str(k): str(v) for k, v in value.items()}
+    raise ConfigError(f"configuration schema_contract = {value!r} is not a mode or a table: {fix}")
+
+
+def history_ignore(cfg: DevportalConfig) -> tuple[str, ...]:
+    """The glob patterns of extra fields whose change alone makes no new version."""
+    if cfg.history_ignore_fields is None:
+        return HISTORY_IGNORE_DEFAULT
+    return tuple(str(p) for p in cfg.history_ignore_fields)
+
+
+# -- [analytics]: how the models read the data (issue 20 adds the price book here) ---------------
+
+ANALYTICS_SECTIONS = ("analytics",)
+STATUS_TREATMENTS = ("active", "canceled")
+
+
+@configspec
+class AnalyticsConfig(BaseConfiguration):
+    """`[analytics]` in .dlt/config.toml (or `ANALYTICS__<KEY>`).
+
+    `status_map`: how churn and renewal figures treat a status beyond `active` / `canceled`
+    (e.g. `trialing = "active"`, `past_due = "canceled"`). A status not in the map is "other":
+    usable until `expires_at` like any subscription, never a cancellation, shown on its own line.
+    """
+
+    status_map: dict[str, str] | None = None
+
+
+def resolve_analytics() -> AnalyticsConfig:
+    """`[analytics]` from env/config; a bad value is one line naming the key."""
+    from dlt.common.configuration.exceptions import ConfigValueCannotBeCoercedException
+    from dlt.common.configuration.resolve import resolve_configuration
+
+    try:
+        cfg = resolve_configuration(AnalyticsConfig(), sections=ANALYTICS_SECTIONS)
+    except ConfigValueCannotBeCoercedException as err:
+        raise ConfigError(
+            f"configuration [analytics] {err.field_name} cannot be read as {err.hint}: fix it "
+            f"in .dlt/config.toml or ANALYTICS__{err.field_name.upper()}"
+        ) from None
+    for status, treated in (cfg.status_map or {}).items():
+        if treated not in STATUS_TREATMENTS:
+            raise ConfigError(
+                f"configuration [analytics] status_map.{status} = {treated!r} must be "
+                f"{' or '.join(repr(t) for t in STATUS_TREATMENTS)}: fix [analytics] status_map in "
+                ".dlt/config.toml"
+            )
+        if status in STATUS_TREATMENTS:
+            raise ConfigError(
+                f"configuration [analytics] status_map.{status}: {status!r} is a status the "
+                "models already know; map only other statuses"
+            )
+    return cfg
 
 
 def resolve(*, require_api: bool = True, **explicit: Any) -> DevportalConfig:
@@ -94,6 +208,7 @@ def resolve(*, require_api: bool = True, **explicit: Any) -> DevportalConfig:
     except ConfigValueCannotBeCoercedException as err:
         raise ConfigError(bad_value(err.field_name, err.field_value, err.hint)) from None
     check_workers(cfg)
+    schema_contract(cfg)
     return require_endpoint(cfg) if require_api else cfg
 
 
