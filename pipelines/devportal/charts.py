@@ -48,7 +48,7 @@ EXPIRY_DAYS = 60
 # DuckDB and PostgreSQL run every one of them as written.
 QUERIES: dict[str, str] = {
     "usable_over_time": """
-        select day, usable, active, canceled_usable
+        select day, usable, active, canceled_usable, other_usable
         from analytics.daily_subscribers
         order by day
     """,
@@ -229,17 +229,24 @@ def _integer_ticks(axis: Any) -> None:
 
 
 def usable_over_time(daily: pd.DataFrame) -> Figure:
-    """Stacked area: active and canceled-but-usable subscribers per day."""
+    """Stacked area: active, canceled-but-usable and (when there are any) other-status
+    subscribers per day, by the status as sent, so the stack is every usable subscriber."""
     fig, ax = _figure("usable_over_time", daily)
     if ax is None:
         return fig
     days = daily["day"].astype("datetime64[ns]")
+    bands = [
+        (daily["active"], "active", ACTIVE_COLOR),
+        (daily["canceled_usable"], "canceled, usable until expiry", CANCELED_COLOR),
+    ]
+    other = daily.get("other_usable")  # a frame of two columns (a query of its own) has none
+    if other is not None and float(other.astype(float).abs().sum()) > 0:
+        bands.append((other, "other status", MUTED_COLOR))
     ax.stackplot(
         days,
-        daily["active"].astype(float),
-        daily["canceled_usable"].astype(float),
-        labels=["active", "canceled, usable until expiry"],
-        colors=[ACTIVE_COLOR, CANCELED_COLOR],
+        *(values.astype(float) for values, _, _ in bands),
+        labels=[label for _, label, _ in bands],
+        colors=[color for _, _, color in bands],
         alpha=0.9,
     )
     ax.set_ylabel("subscribers")
@@ -288,7 +295,8 @@ def monthly_churn(monthly: pd.DataFrame) -> Figure:
 
 
 def expiry_calendar(expiring: pd.DataFrame, as_of: datetime | None = None) -> Figure:
-    """Stacked bars per day: usable subscriptions expiring, active (renew) vs canceled (churn)."""
+    """Stacked bars per day: usable subscriptions expiring, by treatment: active (renew),
+    canceled (churn), other (a status not mapped: neither)."""
     import pandas as pd
 
     fig, ax = _figure("expiry_calendar", expiring)
@@ -306,6 +314,7 @@ def expiry_calendar(expiring: pd.DataFrame, as_of: datetime | None = None) -> Fi
     for status, color, label in (
         ("active", ACTIVE_COLOR, "active: renews"),
         ("canceled", CANCELED_COLOR, "canceled: churns"),
+        ("other", MUTED_COLOR, "other status: neither"),
     ):
         if status not in table.columns:
             continue

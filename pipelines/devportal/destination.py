@@ -2,8 +2,9 @@
 
 The source asks before it reads the API: the clock of the last run (history never goes back in
 time), the open subscription versions (what a sweep would close, the mass-close guard), which
-partitions a verified sweep has covered (a window needs one), and which users' accounts are
-fresh. `sync` asks for the history counts before and after, and for the run record it loaded.
+partitions a verified sweep has covered (a window needs one), which users' accounts are fresh,
+and the fields earlier runs saw (what a run's schema changes are told against, `shape`). `sync`
+asks for the history counts before and after, and for the run record it loaded.
 Tables are named through the pipeline's own dataset, so a user's pipeline with another dataset
 name works the same; a destination without the tables yet (a first run) answers "nothing".
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from devportal import shape
 from devportal.errors import DevportalError, WarehouseBusy, first_line
 
 # what `sync` reads back of its run (names of `sync_runs` columns)
@@ -31,7 +33,36 @@ RUN_RECORD_FIELDS = (
     "clock_source",
     "requests",
     "retries",
+    # what the run saw of the API's shape and statuses (absent before devportal recorded them)
+    "fields",
+    "statuses",
+    "schema_changes",
 )
+JSON_RECORD_FIELDS = ("rows_read", "sweeps", "fields", "statuses", "schema_changes")
+# a destination column's SQL type (DuckDB's or PostgreSQL's information_schema) -> dlt's type,
+# by the type's first word
+_DLT_TYPES = {
+    "bigint": "bigint",
+    "integer": "bigint",
+    "smallint": "bigint",
+    "hugeint": "bigint",
+    "double": "double",
+    "real": "double",
+    "float": "double",
+    "boolean": "bool",
+    "varchar": "text",
+    "character": "text",
+    "text": "text",
+    "json": "json",
+    "jsonb": "json",
+    "timestamp": "timestamp",
+    "date": "date",
+    "time": "time",
+    "decimal": "decimal",
+    "numeric": "decimal",
+    "blob": "binary",
+    "bytea": "binary",
+}
 # how many requests the run kept in flight (concurrency.py), as sync_runs records it
 CONCURRENCY_FIELDS = (
     "concurrency_mode",
@@ -105,7 +136,7 @@ class Destination:
             raise _cannot_read(err) from None
 
     def _qualified(self, sql: str) -> str:
-        names = ("subscriptions", "sync_runs", "user_accounts", "user_settings")
+        names = ("subscriptions", "sync_runs", "user_accounts", "user_settings", "_dlt_loads")
         return sql.format(**{n: self.table(n) for n in names if "{" + n + "}" in sql})
 
     # -- the questions a run asks ----------------------------------------------------------
@@ -167,18 +198,76 @@ class Destination:
         return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
     def run_record(self, load_id: str) -> dict[str, Any] | None:
-        """The `sync_runs` row a load wrote, JSON columns decoded."""
-        names = RUN_RECORD_FIELDS + CONCURRENCY_FIELDS
+        """The `sync_runs` row a load wrote, JSON columns decoded (a column the table does not
+        have is left out)."""
+        present = self.columns("sync_runs")
+        names = tuple(n for n in RUN_RECORD_FIELDS + CONCURRENCY_FIELDS if n in present)
         rows = self.query(
             f"SELECT {', '.join(names)} FROM {{sync_runs}} WHERE _dlt_load_id = %s", load_id
         )
         if not rows:
             return None
-        record = dict(zip(names, rows[0], strict=True))
-        for name in ("rows_read", "sweeps"):
-            if isinstance(record[name], str):
-                record[name] = json.loads(record[name])
-        return record
+        return _decoded(dict(zip(names, rows[0], strict=True)))
+
+    def columns(self, table: str) -> dict[str, str]:
+        """The columns of one table of the dataset and their dlt types ({} when it does not
+        exist yet), from the destination's own catalogue."""
+        if self._client is None:
+            return {}
+        rows = self.query(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_schema = %s AND table_name = %s",
+            self._client.dataset_name,
+            table,
+        )
+        return {str(name): _dlt_type(str(sql_type)) for name, sql_type in rows or ()}
+
+    def held_fields(self) -> tuple[shape.Fields, shape.Fields]:
+        """(known, last_full) as `shape.changes` takes them, from the loaded runs that recorded
+        the fields they saw (none on a warehouse older than `sync_runs.fields`): every path
+        earlier runs saw, each with the entry of the last run that saw it and the type of its
+        column here; and per table, the fields of the latest run that read it in full."""
+        if "fields" not in self.columns("sync_runs"):
+            return {}, {}
+        loaded = (
+            "fields IS NOT NULL "
+            "AND _dlt_load_id IN (SELECT load_id FROM {_dlt_loads} WHERE status = 0)"
+        )
+        # each distinct record once, in the order of the last run that had it: the same as
+        # every run in order (a later run's entry wins), without reading years of runs
+        known: shape.Fields = {}
+        distinct = self.query(
+            "SELECT fields FROM (SELECT fields, max(observed_at) AS last_seen FROM {sync_runs} "
+            f"WHERE {loaded} GROUP BY fields) AS seen ORDER BY last_seen"
+        )
+        for (fields,) in distinct or ():
+            for table, paths in _json(fields).items():
+                if isinstance(paths, dict):
+                    known.setdefault(str(table), {}).update(paths)
+        for table, paths in known.items():
+            types = self.columns(table)
+            for path, entry in paths.items():
+                column_type = types.get(str(entry.get("column")))
+                if column_type is not None:
+                    paths[path] = {**entry, "column_type": column_type}
+        # the latest full read of each table, newest run first
+        latest: dict[str, str] = {}
+        runs = self.query(
+            f"SELECT _dlt_load_id, mode, sweeps FROM {{sync_runs}} WHERE {loaded} "
+            "ORDER BY observed_at DESC, _dlt_load_id DESC"
+        )
+        for load_id, mode, sweeps in runs or ():
+            reports = [s for s in _json(sweeps, []) if isinstance(s, dict)]
+            for table in shape.full_tables(str(mode), reports):
+                latest.setdefault(table, str(load_id))
+            if set(latest) >= {"subscriptions", "user_settings"}:
+                break
+        last_full: shape.Fields = {}
+        for table, load_id in latest.items():
+            rows = self.query("SELECT fields FROM {sync_runs} WHERE _dlt_load_id = %s", load_id)
+            paths = _json(rows[0][0]).get(table) if rows else None
+            last_full[table] = dict(paths) if isinstance(paths, dict) else {}
+        return known, last_full
 
 
 @dataclass(frozen=True)
@@ -192,16 +281,23 @@ class Holdings:
     swept: frozenset[bool] = frozenset()  # partitions a verified sweep covered
     known_users: frozenset[int] = frozenset()
     account_times: dict[int, datetime] = field(default_factory=dict)
+    # the fields earlier loaded runs saw (`shape.changes`' `known` and `last_full`); empty on a
+    # warehouse whose runs recorded none
+    known_fields: shape.Fields = field(default_factory=dict)
+    last_full_fields: shape.Fields = field(default_factory=dict)
 
     @classmethod
     def read(cls, pipeline: Any | None) -> Holdings:
         with Destination(pipeline) as dest:
+            known_fields, last_full_fields = dest.held_fields()
             return cls(
                 last_observed=dest.last_observed(),
                 current={t: dest.current_ids(t) for t in (False, True)},
                 swept=dest.swept(),
                 known_users=frozenset(dest.known_users()),
                 account_times=dest.account_times(),
+                known_fields=known_fields,
+                last_full_fields=last_full_fields,
             )
 
     def current_ids(self, is_test: bool) -> np.ndarray:
@@ -215,6 +311,29 @@ class Holdings:
             for user in seen | self.known_users
             if user not in self.account_times or self.account_times[user] <= fresh_after
         )
+
+
+def _decoded(record: dict[str, Any]) -> dict[str, Any]:
+    """RECORD with its JSON columns decoded (DuckDB returns JSON as text, PostgreSQL decoded)."""
+    for name in JSON_RECORD_FIELDS:
+        if isinstance(record.get(name), str):
+            record[name] = json.loads(record[name])
+    return record
+
+
+def _json(value: Any, empty: Any = None) -> Any:
+    """A JSON column's value decoded (DuckDB returns text, PostgreSQL decoded); EMPTY (default
+    {}) for null or another shape."""
+    empty = {} if empty is None else empty
+    decoded = json.loads(value) if isinstance(value, str) else value
+    return decoded if isinstance(decoded, type(empty)) else empty
+
+
+def _dlt_type(sql_type: str) -> str:
+    """dlt's data type of a column of SQL_TYPE (`VARCHAR`, `double precision`, `DECIMAL(38,9)`,
+    `timestamp with time zone`); the type itself, lowered, when none is known."""
+    word = sql_type.strip().lower().replace("(", " ").split(" ", 1)[0]
+    return _DLT_TYPES.get(word, word)
 
 
 def _cannot_open(pipeline: Any, err: BaseException) -> DevportalError:

@@ -43,6 +43,16 @@ a comment saying why it exists, reads only tables the model itself reads (the bu
 the skips come from `<name>.sql`) and holds no `@` directives (the tests and optional tables
 are the model's, in `<name>.sql`).
 
+Seeds (`SEEDS`): tables the runner writes from settings at every build, in the build's
+transaction, before any model, so the models and the settings they were built with are one
+snapshot. `analytics.status_map(status, treated_as)` is `[analytics] status_map` (`devportal
+.config.resolve_analytics`) with the two statuses the spec shows (`active`, `canceled`, each
+treated as itself): how churn, renewal and cancellation figures treat each status as sent (a
+status not in it is "other"; sql/staging/stg_subscriptions.sql). A model reads a seed like a
+model (`analytics.<name>`); a seed no model reads is not written; no SQL file may take a seed's
+name; seeds have data tests too (`SEED_TESTS`). The build's summary lists the seeds written
+under `seeds`, apart from `built`.
+
 Every model is materialised as a TABLE, not a view: its numbers are frozen at build time
 together with `analytics.as_of`, so the report, the notebook and any SQL client agree until the
 next build; readers get plain fast tables; and a DuckDB view keeps its SQL text and re-binds it
@@ -74,7 +84,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devportal import engines
+from devportal import config, engines
 from devportal.errors import DevportalError, first_line
 from devportal.pipeline import settle_for_writer
 from devportal.runlock import writer_lock
@@ -105,6 +115,20 @@ _CALL = re.compile(r"^(?P<name>\w+)\s*\((?P<args>.*)\)$", re.DOTALL)
 _OPTIONAL = re.compile(rf"^{RAW_SCHEMA}\.(?P<table>\w+)\s*\((?P<columns>.*)\)$", re.DOTALL)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
+# Seeds: the tables the runner writes from settings (see the module docstring), by name, with
+# their data tests (written like a model header's `@test` lines).
+STATUS_MAP = "status_map"
+SEEDS = (STATUS_MAP,)
+SEED_TESTS: dict[str, tuple[str, ...]] = {
+    STATUS_MAP: (
+        "unique(status)",
+        "not_null(status, treated_as)",
+        f"accepted_values(treated_as: {', '.join(config.STATUS_TREATMENTS)})",
+    ),
+}
+# the statuses the spec shows: each treated as itself, whatever [analytics] status_map says
+SPEC_STATUSES = config.STATUS_TREATMENTS
+
 
 @dataclass(frozen=True)
 class DataTest:
@@ -125,6 +149,7 @@ class Model:
     path: Path
     sql: str
     depends_on: frozenset[str] = frozenset()
+    seeds: frozenset[str] = frozenset()
     sources: frozenset[str] = frozenset()
     optional: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     tests: list[DataTest] = field(default_factory=list)
@@ -282,7 +307,8 @@ def _read_model(path: Path, layer: str, where: str) -> Model:
             f"{where}: reads schema {sorted(unknown)[0]}; models read only "
             f"{RAW_SCHEMA}.* (raw) and {SCHEMA}.* (models)"
         )
-    model.depends_on = frozenset(t for s, t in refs if s == SCHEMA)
+    model.depends_on = frozenset(t for s, t in refs if s == SCHEMA and t not in SEEDS)
+    model.seeds = frozenset(t for s, t in refs if s == SCHEMA and t in SEEDS)
     model.sources = frozenset(t for s, t in refs if s == RAW_SCHEMA)
     return model
 
@@ -300,7 +326,8 @@ def _check_override(model: Model, engine: str, path: Path) -> None:
         raise DevportalError(
             f"{where}: @ directives belong in {model.relative_path}, which the override follows"
         )
-    reads = {(SCHEMA, t) for t in model.depends_on} | {(RAW_SCHEMA, t) for t in model.sources}
+    reads = {(SCHEMA, t) for t in model.depends_on | model.seeds}
+    reads |= {(RAW_SCHEMA, t) for t in model.sources}
     extra = sorted(table_references(text, where, dialect=engine) - reads)
     if extra:
         raise DevportalError(
@@ -332,6 +359,11 @@ def load_models(sql_dir: Path | None = None) -> list[Model]:
                 continue
             if name in models:
                 raise DevportalError(f"{where}: model {name} is defined twice")
+            if name in SEEDS:
+                raise DevportalError(
+                    f"{where}: {SCHEMA}.{name} is a seed the runner writes from settings; "
+                    "name the model otherwise"
+                )
             models[name] = _read_model(path, layer, where)
     for name, engine, path in overrides:
         if name not in models or models[name].path.parent != path.parent:
@@ -654,10 +686,51 @@ def _build_model(
         ) from None
 
 
+@dataclass(frozen=True)
+class Seed:
+    """A table written from settings at every build (module docstring): `analytics.<name>` of
+    COLUMNS (name, type; types both engines spell alike) holding ROWS."""
+
+    name: str
+    columns: tuple[tuple[str, str], ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+
+def status_map_seed(status_map: Mapping[str, str] | None) -> Seed:
+    """`analytics.status_map`: each status and the treatment churn, renewal and cancellation
+    figures give it: the spec's two as themselves, then `[analytics] status_map` (validated by
+    `config.resolve_analytics`) in status order."""
+    rows = [(status, status) for status in SPEC_STATUSES]
+    rows += sorted((str(k), str(v)) for k, v in (status_map or {}).items())
+    return Seed(STATUS_MAP, (("status", "varchar"), ("treated_as", "varchar")), tuple(rows))
+
+
+def seeds_from_settings() -> list[Seed]:
+    """Every seed, from the settings as dlt resolves them now (one-line ConfigError)."""
+    return [status_map_seed(config.resolve_analytics().status_map)]
+
+
+def _write_seed(engine: engines.Engine, seed: Seed, existing: Mapping[str, str]) -> None:
+    table = engine.qualify(SCHEMA, seed.name)
+    columns = ", ".join(f"{quote_ident(name)} {kind}" for name, kind in seed.columns)
+    marks = ", ".join("?" for _ in seed.columns)
+    try:
+        _drop(engine, seed.name, existing)
+        engine.execute(f"create table {table} ({columns})")
+        for row in seed.rows:  # a few rows; parameters keep any text exact on both engines
+            engine.execute(f"insert into {table} values ({marks})", row)
+    except engine.errors as err:
+        raise DevportalError(f"seed {SCHEMA}.{seed.name} failed: {first_line(err)}") from err
+
+
 def _build_all(
-    engine: engines.Engine, models: Sequence[Model], code: Mapping[str, EngineSql]
+    engine: engines.Engine,
+    models: Sequence[Model],
+    code: Mapping[str, EngineSql],
+    seeds: Sequence[Seed] = (),
 ) -> tuple[list[str], dict[str, str]]:
-    """Build MODELS in one transaction: the names built (in order) and skipped (with why)."""
+    """Write SEEDS and build MODELS in one transaction: the names built (in order) and skipped
+    (with why)."""
     built: list[str] = []
     skipped: dict[str, str] = {}
     with engine.transaction():
@@ -668,6 +741,8 @@ def _build_all(
         raw_tables = set(engine.relations(RAW_SCHEMA))
         existing = engine.relations(SCHEMA)
         engine.execute(f"create schema if not exists {_schema_name(engine)}")
+        for seed in seeds:
+            _write_seed(engine, seed, existing)
         for model in models:
             reason = _skip_reason(model, raw_tables, skipped)
             if reason is None:
@@ -681,7 +756,11 @@ def _build_all(
 
 
 def _build_within_memory(
-    engine: engines.Engine, models: Sequence[Model], code: Mapping[str, EngineSql], check: bool
+    engine: engines.Engine,
+    models: Sequence[Model],
+    code: Mapping[str, EngineSql],
+    check: bool,
+    seeds: Sequence[Seed] = (),
 ) -> tuple[list[str], dict[str, str], int]:
     """Build (and with CHECK, test) within DuckDB's memory cap for devportal's connections
     (`warehouse.OWN_CONNECTION`: lean, where DuckDB's default is 80% of the machine's RAM). A
@@ -691,8 +770,9 @@ def _build_within_memory(
     that rarely happens. PostgreSQL is built once."""
 
     def attempt() -> tuple[list[str], dict[str, str], int]:
-        built, skipped = _build_all(engine, models, code)
-        return built, skipped, run_tests(engine, models, set(built)) if check else 0
+        built, skipped = _build_all(engine, models, code, seeds)
+        written = {seed.name for seed in seeds}
+        return built, skipped, run_tests(engine, models, set(built) | written) if check else 0
 
     if engine.dialect == SOURCE_DIALECT:
         cap = _memory_cap(engine)
@@ -758,9 +838,11 @@ def build(
 
     DESTINATION None or "duckdb": the DuckDB file WAREHOUSE; "postgres": the database of dlt's
     `postgres` destination (credentials as dlt resolves them; WAREHOUSE then only places the
-    lock file); anything else is a ConfigError. Returns a summary: `built` (model names, in
-    build order), `skipped` (name -> reason), `tests` (how many data tests ran and passed),
-    `seconds`, `destination` (the engine). Raises DevportalError naming the failing model (or
+    lock file); anything else is a ConfigError. The seeds are written from the settings as
+    they are now (`[analytics] status_map`: a bad one is a ConfigError before anything runs).
+    Returns a summary: `built` (model names, in build order), `seeds` (the seeds written),
+    `skipped` (name -> reason), `tests` (how many data tests ran and passed), `seconds`,
+    `destination` (the engine). Raises DevportalError naming the failing model (or
     the file sqlglot cannot translate, before anything runs), or every failing data test. LOCK
     takes the warehouse lock, so a sync cannot write while the models read; pass False when the
     caller already holds it.
@@ -769,6 +851,8 @@ def build(
     engine_name = engines.engine_of(destination)
     models = load_models(sql_dir)
     code = {model.name: for_engine(model, engine_name) for model in models}
+    read = {name for model in models for name in model.seeds}
+    seeds = [seed for seed in seeds_from_settings() if seed.name in read]
     if engine_name == SOURCE_DIALECT:
         require_warehouse(warehouse)  # before the lock, which would create the folder
     locked = writer_lock(warehouse, engine_name) if lock else nullcontext()
@@ -776,7 +860,7 @@ def build(
         draft = _draft(warehouse) if engine_name == SOURCE_DIALECT else None
         try:
             with engines.connect(draft.path if draft else warehouse, engine_name) as engine:
-                built, skipped, tests_run = _build_within_memory(engine, models, code, check)
+                built, skipped, tests_run = _build_within_memory(engine, models, code, check, seeds)
         except DataTestsFailed:
             if draft is not None:
                 draft.publish()  # the build committed; its data tests failed
@@ -789,6 +873,7 @@ def build(
     )
     return {
         "built": built,
+        "seeds": [seed.name for seed in seeds],
         "skipped": skipped,
         "tests": tests_run,
         "seconds": seconds,
@@ -855,18 +940,44 @@ _RECONCILIATION_SQL: dict[str, str] = {
     """,
     "daily_subscribers_last_day_matches_subscriptions_current": """
         with last_day as (
-            select usable, active, canceled_usable from analytics.daily_subscribers
+            select usable, active, canceled_usable, other_usable
+            from analytics.daily_subscribers
             order by day desc limit 1
         ),
         now_counts as (
             select count(*) filter (where is_usable) as usable,
-                   count(*) filter (where is_usable and status = 'active') as active,
-                   count(*) filter (where is_usable and status = 'canceled') as canceled_usable
+                   count(*) filter (where is_usable and status_sent = 'active') as active,
+                   count(*) filter (where is_usable and status_sent = 'canceled')
+                       as canceled_usable,
+                   count(*) filter (
+                       where is_usable
+                         and (status_sent is null or status_sent not in ('active', 'canceled'))
+                   ) as other_usable
             from analytics.subscriptions_current where not is_test
         )
         select * from last_day
         except
         select * from now_counts
+    """,
+    # usable = active + canceled + other; the expiring ones: renewing + churning + other
+    "report_figures_add_up": """
+        select usable_subscribers, usable_active, usable_canceled, usable_other,
+               expiring_7d, expiring_30d
+        from analytics.report_figures
+        where usable_subscribers <> usable_active + usable_canceled + usable_other
+           or expiring_7d <> expiring_7d_renewing + expiring_7d_churning + expiring_7d_other
+           or expiring_30d <> expiring_30d_renewing + expiring_30d_churning + expiring_30d_other
+    """,
+    # every version is treated as the status_map seed of this build says (a status not in it:
+    # other), and a status the spec shows as itself
+    "subscription_versions_status_is_its_treatment": """
+        select versions.id, versions.status_sent, versions.status, treatments.treated_as
+        from analytics.subscription_versions as versions
+        left join analytics.status_map as treatments
+            on treatments.status = versions.status_sent
+        where versions.status <> coalesce(treatments.treated_as, 'other')
+           or (versions.status_sent in ('active', 'canceled')
+               and versions.status <> versions.status_sent)
     """,
     "monthly_churn_churned_matches_expired_events": """
         select * from (
@@ -1058,8 +1169,18 @@ def reconciliations() -> list[DataTest]:
     return tests
 
 
+def seed_tests() -> list[DataTest]:
+    """The data tests of the seeds (`SEED_TESTS`)."""
+    return [
+        test
+        for name, specs in SEED_TESTS.items()
+        for spec in specs
+        for test in _generic_tests(name, spec, f"seed {SCHEMA}.{name}")
+    ]
+
+
 def data_tests(models: Sequence[Model]) -> list[DataTest]:
-    return [t for m in models for t in m.tests] + reconciliations()
+    return [t for m in models for t in m.tests] + seed_tests() + reconciliations()
 
 
 def data_test_sql(test: DataTest, dialect: str) -> str:

@@ -408,8 +408,8 @@ def finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> Se
     boundary): load it, all or nothing (see `load_whole`); one that cannot load is set aside
     and the writer goes on. An extracted package never reached the warehouse; normalizing it
     now would use the pipeline's current schema, whose boundary hint belongs to another run,
-    so it is discarded (dlt restores the local state it had started from) and its data is
-    simply read again.
+    so it is discarded with what a failed extract or normalize left (`discard_unfinished`: dlt
+    restores the local state it had started from) and its data is simply read again.
     """
     settled = Settled()
     normalized = list(pipeline.list_normalized_load_packages())
@@ -454,15 +454,42 @@ def finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> Se
         except PackageSetAside as aside:
             log.warning("%s; this run goes on", aside)
             settled.ids.append(aside.load_id)
-    extracted = list(pipeline.list_extracted_load_packages())
+    extracted = discard_unfinished(pipeline)
     if extracted:
         log.warning(
-            "discarding %d unloaded package(s) of an interrupted run; their data is read again",
+            "discarded %d unloaded package(s) of an interrupted run; their data is read again",
             len(extracted),
         )
         settled.resumed.extend(extracted)
-        pipeline.abort_packages()
     return settled
+
+
+def discard_unfinished(pipeline: Any) -> list[str]:
+    """Discard what a run that failed or was killed before its package was normalized left;
+    the ids of the extracted packages discarded.
+
+    An extracted package is aborted through dlt, which puts the local pipeline state and schemas
+    back to where the package started (a refused or killed run changes neither the window
+    cursor nor the schema). dlt leaves two kinds of folders behind it: the package an extract
+    was writing when it failed (`normalize/<random>/`, never committed; dlt's own next extract
+    writes a folder of its own, so these only pile up) and the package a normalize was writing
+    (`load/new/<load_id>`). Under the writer's lock no other extract or normalize runs, so
+    every such folder is left over and goes.
+    """
+    extracted = list(pipeline.list_extracted_load_packages())
+    if extracted:
+        pipeline.abort_packages()
+    normalize = pipeline._get_normalize_storage()
+    root = Path(normalize.storage.storage_path)
+    if root.is_dir():
+        for folder in root.iterdir():
+            if folder.is_dir() and folder.name != normalize.EXTRACTED_FOLDER:
+                shutil.rmtree(folder)
+    new_packages = pipeline._get_load_storage().new_packages
+    if Path(new_packages.storage.storage_path).is_dir():  # none before a first normalize
+        for load_id in new_packages.list_packages():
+            new_packages.delete_package(load_id)
+    return extracted
 
 
 def _started(pipeline: Any, load_id: str) -> bool:

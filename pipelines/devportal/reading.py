@@ -13,7 +13,9 @@ sure each of those is gone (see there): a sweep never closes a subscription the 
 
 Subscriptions are spooled to a local Arrow file while paging, so memory stays flat; user
 settings and the user accounts due are small and stay in memory. Every function here returns
-what it read, checked; the source (`source.py`) turns the results into dlt resources.
+what it read, checked; the source (`source.py`) turns the results into dlt resources. Each
+result also says which fields its rows had and the kinds of their values (`extras.FieldStats`),
+and the subscriptions read how many rows had each status.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import logging
 import sys
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -31,7 +34,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from devportal import transform
+from devportal import extras, transform
 from devportal.client import (
     AHEAD_BYTES,
     SUBSCRIPTIONS_PATH,
@@ -41,7 +44,7 @@ from devportal.client import (
     NotFound,
     Page,
 )
-from devportal.config import DevportalConfig
+from devportal.config import DevportalConfig, history_ignore
 from devportal.errors import ApiError, IntegrityError
 from devportal.values import to_int
 
@@ -149,6 +152,7 @@ class Spool:
     run leaves nothing behind). `extra`: rows the read missed that the API confirmed one by one
     (`?id=N`), loaded after the file's. `kept`: current ids the sweep may not close although it
     did not read them (nothing settled them); `closes_missing` False: it closes none of those.
+    `fields`: the paths its rows had; `statuses`: rows per status (the confirmed rows included).
     """
 
     def __init__(
@@ -158,8 +162,12 @@ class Spool:
         is_test: bool,
         report: SweepReport,
         dq: transform.DataQuality,
+        fields: extras.FieldStats | None = None,
+        statuses: Counter[str] | None = None,
     ) -> None:
         self.path, self.ids, self.is_test, self.report, self.dq = path, ids, is_test, report, dq
+        self.fields = fields if fields is not None else extras.FieldStats()
+        self.statuses = statuses if statuses is not None else Counter()
         self.extra: pa.Table | None = None
         self.kept = np.zeros(0, dtype=np.int64)
         self.closes_missing = report.verified
@@ -184,7 +192,7 @@ class Spool:
         # a plain read, not a memory map: mapped pages would count as resident memory
         with pa.OSFile(str(self.path), "rb") as source:
             for batch in pa.ipc.open_stream(source):
-                yield pa.Table.from_batches([batch], schema=transform.SUBSCRIPTIONS_SCHEMA)
+                yield pa.Table.from_batches([batch], schema=transform.SPOOL_SCHEMA)
         if self.extra is not None and self.extra.num_rows:
             yield self.extra
 
@@ -212,6 +220,22 @@ class SubscriptionsRead:
     @property
     def rows(self) -> int:
         return sum(spool.rows for spool in self.spools)
+
+    @property
+    def fields(self) -> extras.FieldStats:
+        """The paths of every row handed to dlt, first seen first (live before test)."""
+        merged = extras.FieldStats()
+        for spool in self.spools:
+            merged.merge(spool.fields)
+        return merged
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        """{status as sent: rows handed to dlt}."""
+        total: Counter[str] = Counter()
+        for spool in self.spools:
+            total.update(spool.statuses)
+        return dict(total.most_common())
 
     def discard(self) -> None:
         for spool in self.spools:
@@ -297,9 +321,11 @@ def _read_partition(
     """Read one partition into a spool file until it adds up (at most `sweep_attempts`)."""
     report = SweepReport(endpoint=SUBSCRIPTIONS_PATH, params=part.params)
     last_error = ""
+    ignored = extras.ignore_matcher(history_ignore(cfg))
     for attempt in range(1, cfg.sweep_attempts + 1):
         report.attempts, report.note = attempt, None
         dq = transform.DataQuality()
+        fields, statuses = extras.FieldStats(ignored), Counter[str]()
         pages = client.iter_pages(SUBSCRIPTIONS_PATH, part.params, first if attempt == 1 else None)
         try:
             ids, services = _spool_pages(
@@ -309,6 +335,8 @@ def _read_partition(
                 spool_path,
                 cfg.batch_rows,
                 lambda page, rows: progress.page("subscriptions", page, report, rows),
+                fields,
+                statuses,
             )
             verify_ids(ids, report, dq.count("subscriptions", "id", transform.ID_DROPPED))
         except ListMoved as moved:
@@ -333,7 +361,7 @@ def _read_partition(
                 " (is_test)" if part.is_test else "",
                 report.note,
             )
-        return Spool(spool_path, ids, part.is_test, report, dq)
+        return Spool(spool_path, ids, part.is_test, report, dq, fields, statuses)
     raise IntegrityError(
         f"the subscription list kept changing or did not add up in {cfg.sweep_attempts} reads "
         f"({last_error}); nothing was loaded: run the sync again later, and if it keeps "
@@ -348,24 +376,30 @@ def _spool_pages(
     spool_path: Path,
     batch_rows: int,
     on_page: Callable[[Page, int], None],
+    fields: extras.FieldStats | None = None,
+    statuses: Counter[str] | None = None,
 ) -> tuple[np.ndarray, set[int]]:
     """Transform pages into Arrow batches of about `batch_rows` in a spool file.
 
-    Returns the ids written (for the integrity check) and the users (`service_id`) seen."""
+    Returns the ids written (for the integrity check) and the users (`service_id`) seen; the
+    fields seen go to FIELDS, the rows per status to STATUSES."""
     id_chunks: list[np.ndarray] = []
     services: set[int] = set()
     rows_read = 0
+    fields = fields if fields is not None else extras.FieldStats()
     with (
         pa.OSFile(str(spool_path), "wb") as sink,
-        pa.ipc.new_stream(sink, transform.SUBSCRIPTIONS_SCHEMA) as writer,
+        pa.ipc.new_stream(sink, transform.SPOOL_SCHEMA) as writer,
     ):
         buffer: list[dict[str, Any]] = []
 
         def flush() -> None:
-            table, ids = transform.subscriptions_table(buffer, is_test, dq)
+            table, ids = transform.subscriptions_table(buffer, is_test, dq, fields)
             writer.write_table(table)
             id_chunks.append(ids)
             services.update(table.column("service_id").drop_null().unique().to_pylist())
+            if statuses is not None:
+                statuses.update(transform.status_counts(table.column("status")))
 
         buffered = 0  # decoded bytes of the pages in `buffer`: pages of huge rows flush early
         for page in pages:
@@ -483,6 +517,7 @@ def _settle(
     settling.missing = int(missing.size)
     unsettled = missing
     extra: pa.Table | None = None
+    confirmed = extras.FieldStats(spool.fields.ignored)
     if 0 < missing.size <= cfg.confirm_closes_max:
         settling.asked = int(missing.size)
         found: list[dict[str, Any]] = []
@@ -491,7 +526,7 @@ def _settle(
             if row is not None:
                 found.append(row)
         if found:
-            extra, _ = transform.subscriptions_table(found, part.is_test, spool.dq)
+            extra, _ = transform.subscriptions_table(found, part.is_test, spool.dq, confirmed)
         unsettled = np.array(settling.unclear, dtype=np.int64)
     if unsettled.size:
         settling.reads, settling.agreed = _read_until_agreed(
@@ -502,6 +537,8 @@ def _settle(
         # a later read that lists a confirmed row holds it already (one row per id)
         listed_again = np.isin(extra.column("id").to_numpy(), spool.ids)
         spool.extra = extra.filter(pa.array(~listed_again))
+        spool.fields.merge(confirmed)
+        spool.statuses.update(transform.status_counts(spool.extra.column("status")))
         if not part.is_test:
             read.user_ids.update(spool.extra.column("service_id").drop_null().to_pylist())
     if unsettled.size and not settling.agreed:
@@ -626,12 +663,17 @@ def window_bounds(
 
 @dataclass
 class SettingsRead:
-    """The whole user settings list, verified: one row per user and one per settings leaf."""
+    """The whole user settings list, verified: one row per user and one per settings leaf;
+    `fields`: the paths its entries had, `columns`: where each landed."""
 
     users: list[dict[str, Any]]
     values: list[dict[str, Any]]
     dq: transform.DataQuality
     report: SweepReport
+    fields: extras.FieldStats = field(default_factory=extras.FieldStats)
+    columns: extras.Columns = field(
+        default_factory=lambda: transform.settings_columns(extras.Naming())
+    )
 
 
 def read_settings(
@@ -640,17 +682,22 @@ def read_settings(
     seen_at: datetime,
     progress: Progress,
     first: Page | None = None,
+    columns: extras.Columns | None = None,
 ) -> SettingsRead:
-    """Read the settings list until it adds up (at most `sweep_attempts`)."""
+    """Read the settings list until it adds up (at most `sweep_attempts`); COLUMNS: where
+    fields beyond the shown ones land (`transform.settings_columns`)."""
     report = SweepReport(endpoint=USER_SETTINGS_PATH, params={})
     last_error = ""
+    columns = columns if columns is not None else transform.settings_columns(extras.Naming())
     for attempt in range(1, cfg.sweep_attempts + 1):
         report.attempts = attempt
-        read = SettingsRead([], [], transform.DataQuality(), report)
+        read = SettingsRead([], [], transform.DataQuality(), report, columns=columns)
         pages = client.iter_pages(USER_SETTINGS_PATH, None, first if attempt == 1 else None)
         try:
             for page in check_pages(pages, report):
-                users, values = transform.user_settings_records(page.data, read.dq, seen_at)
+                users, values = transform.user_settings_records(
+                    page.data, read.dq, seen_at, read.fields, columns
+                )
                 read.users.extend(users)
                 read.values.extend(values)
                 progress.page("user settings", page, report, len(read.users))
@@ -676,14 +723,24 @@ def read_settings(
 
 @dataclass
 class AccountsRead:
-    """The accounts of the users due: one row each (404: status `missing`) and their profiles."""
+    """The accounts of the users due: one row each (404: status `missing`) and their profiles;
+    `fields`: the top-level fields of the Profiles objects, `columns`: where each landed."""
 
     accounts: list[dict[str, Any]]
     profiles: list[dict[str, Any]]
     dq: transform.DataQuality
+    fields: extras.FieldStats = field(default_factory=extras.FieldStats)
+    columns: extras.Columns = field(
+        default_factory=lambda: transform.account_columns(extras.Naming())
+    )
 
 
-def read_accounts(client: ApiClient, user_ids: Sequence[int], fetched_at: datetime) -> AccountsRead:
+def read_accounts(
+    client: ApiClient,
+    user_ids: Sequence[int],
+    fetched_at: datetime,
+    columns: extras.Columns | None = None,
+) -> AccountsRead:
     """Fetch each user's account, `workers` at a time; a 404 is recorded, not raised."""
 
     def fetch(user_id: int) -> Any:
@@ -694,8 +751,12 @@ def read_accounts(client: ApiClient, user_ids: Sequence[int], fetched_at: dateti
         return body
 
     read = AccountsRead([], [], transform.DataQuality())
+    if columns is not None:
+        read.columns = columns
     for user_id, body in client.map_concurrent(fetch, list(user_ids)):
-        account, profiles = transform.account_records(user_id, body, fetched_at, read.dq)
+        account, profiles = transform.account_records(
+            user_id, body, fetched_at, read.dq, read.fields, read.columns
+        )
         read.accounts.append(account)
         read.profiles.extend(profiles)
     return read

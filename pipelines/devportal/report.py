@@ -4,10 +4,19 @@ The figures are computed by the model `analytics.report_figures` (sql/marts/repo
 whose header defines each one); this module reads its one row and formats it. They are (live
 subscriptions only, all relative to `analytics.as_of`, never the wall clock):
 
-- usable subscribers now: active, and canceled but usable until `expires_at` (in grace);
+- usable subscribers now: active, canceled but usable until `expires_at` (in grace), and
+  other: statuses the spec does not show (`trialing`, `past_due`, ...), by the status as sent,
+  so that usable = active + canceled + other; the other line names each such status with its
+  count and its treatment (`[analytics] status_map`, the seed `analytics.status_map`; a status
+  not in it is usable until expiry, never a cancellation). These figures (`usable_other`,
+  `other_statuses`, `expiring_*_other`) are there when a live subscription read has such a
+  status, and left out otherwise, so a report of the two statuses the spec shows is unchanged;
+  `other_statuses` is the one figure that is a list (JSON: `[{"status", "treated_as",
+  "usable", "subscriptions"}]`; text elsewhere), read from `analytics.subscriptions_current`;
 - the last full calendar month: churned, subscribers at its start, churn rate, and whether
   its base is an estimate (a month that began before the first sync);
-- subscriptions expiring within 7 and 30 days: renewing (active) vs churning (canceled);
+- subscriptions expiring within 7 and 30 days: renewing (active) vs churning (canceled), and
+  other (a status not mapped: neither), by their treatment;
 - the last 30 days, (as_of - 30 days, as_of]: new subscriptions and cancellations observed
   (backfill of the first sync excluded), and churned (expiries, as in monthly_churn);
 - renewals and retention: of the subscriptions that came due in the last full month, how many
@@ -70,7 +79,7 @@ class Metric:
     key: str
     label: str
     value: Any
-    kind: str = "count"  # count | rate | days | text | time | month | flag
+    kind: str = "count"  # count | rate | days | text | time | month | flag | statuses
 
 
 @dataclass
@@ -101,6 +110,24 @@ class Report:
 # the report only reads that row and formats it.
 _FIGURES_SQL = "select * from analytics.report_figures"
 
+# The statuses beyond the spec's two among the live subscriptions read, as sent, with their
+# treatment and counts: a list, so not a column of the one-row report_figures.
+_OTHER_STATUSES_SQL = """
+    select
+        current_subscriptions.status_sent,
+        current_subscriptions.status as treated_as,
+        count(*) filter (where current_subscriptions.is_usable) as usable,
+        count(*) as subscriptions
+    from analytics.subscriptions_current as current_subscriptions
+    where
+        not current_subscriptions.is_test
+        and (
+            current_subscriptions.status_sent is null
+            or current_subscriptions.status_sent not in ('active', 'canceled')
+        )
+    group by current_subscriptions.status_sent, current_subscriptions.status
+"""
+
 _REQUIRED = ("as_of", "subscriptions_current", "monthly_churn", "expiring_soon", "report_figures")
 
 
@@ -125,10 +152,15 @@ class _Reader:
                 f"run `{self.models}` to rebuild them"
             ) from None
 
+    def records(self, sql: str) -> list[dict[str, Any]]:
+        """Every row of SQL as {column: value}."""
+        names, rows = self._run(lambda: self.engine.columns(charts.qualified(self.engine, sql)))
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
     def record(self, sql: str) -> dict[str, Any] | None:
         """The first row of SQL as {column: value}, or None when it returns no row."""
-        names, rows = self._run(lambda: self.engine.columns(charts.qualified(self.engine, sql)))
-        return dict(zip(names, rows[0], strict=True)) if rows else None
+        rows = self.records(sql)
+        return rows[0] if rows else None
 
     def frame(self, sql: str) -> pd.DataFrame:
         return self._run(lambda: charts.read(self.engine, sql))
@@ -161,6 +193,8 @@ _LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
             ("usable_subscribers", "usable now", "count"),
             ("usable_active", "active", "count"),
             ("usable_canceled", "canceled, usable until expiry", "count"),
+            ("usable_other", "other", "count"),
+            ("other_statuses", "other, by status", "statuses"),
         ),
     ),
     (
@@ -179,6 +213,7 @@ _LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
             ("expiring_7d", "expiring", "count"),
             ("expiring_7d_renewing", "renewing (active)", "count"),
             ("expiring_7d_churning", "churning (canceled)", "count"),
+            ("expiring_7d_other", "other (status not mapped)", "count"),
         ),
     ),
     (
@@ -187,6 +222,7 @@ _LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
             ("expiring_30d", "expiring", "count"),
             ("expiring_30d_renewing", "renewing (active)", "count"),
             ("expiring_30d_churning", "churning (canceled)", "count"),
+            ("expiring_30d_other", "other (status not mapped)", "count"),
         ),
     ),
     (
@@ -216,13 +252,20 @@ _MISSING_TEXT = {"median_lifetime_days": "not reached yet"}
 
 # figure key -> its kind
 _KINDS = {key: kind for _, metrics in _LAYOUT for key, _, kind in metrics}
+# the figures of statuses beyond the spec's two: shown only when a live subscription has one
+_OTHER_KEYS = frozenset(
+    {"usable_other", "other_statuses", "expiring_7d_other", "expiring_30d_other"}
+)
+# the figures that are columns of analytics.report_figures
+_COLUMNS = tuple(key for key, kind in _KINDS.items() if kind != "statuses")
 
 # The one line on what the figures rest on: a key of JSON and CSV, after `as_of`.
 BASIS_KEY, BASIS_LABEL = "data_basis", "what the subscription figures rest on"
 
 
 def _figures(reader: _Reader) -> dict[str, Any]:
-    """The one row of analytics.report_figures; one-line errors when the models are not built."""
+    """The one row of analytics.report_figures and `other_statuses`; one-line errors when the
+    models are not built."""
     missing = [t for t in _REQUIRED if t not in reader.tables]
     if missing:
         raise DevportalError(
@@ -235,13 +278,32 @@ def _figures(reader: _Reader) -> dict[str, Any]:
             f"{reader.where}'s analytics.report_figures has no row: run `{reader.models}` "
             "to rebuild it"
         )
-    absent = [key for key in _KINDS if key not in figures]
+    absent = [key for key in _COLUMNS if key not in figures]
     if absent:
         raise DevportalError(
             f"{reader.where}'s analytics.report_figures has no column {absent[0]} (an older "
             f"build): run `{reader.models}` to rebuild it"
         )
-    return figures
+    return {**figures, "other_statuses": _other_statuses(reader.records(_OTHER_STATUSES_SQL))}
+
+
+def _other_statuses(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The statuses beyond the spec's two, each {status, treated_as, usable, subscriptions}:
+    most usable first, then most subscriptions, then by status in code point order (never
+    the engine's collation, so both engines give the same list), a missing status last."""
+    statuses = [
+        {
+            "status": charts.plain(row["status_sent"]),
+            "treated_as": str(row["treated_as"]),
+            "usable": int(charts.plain(row["usable"])),
+            "subscriptions": int(charts.plain(row["subscriptions"])),
+        }
+        for row in rows
+    ]
+    return sorted(
+        statuses,
+        key=lambda s: (-s["usable"], -s["subscriptions"], s["status"] is None, s["status"] or ""),
+    )
 
 
 def _figure(value: Any, kind: str) -> Any:
@@ -264,6 +326,8 @@ def _figure(value: Any, kind: str) -> Any:
         return float(value)
     if kind == "flag":
         return bool(value)
+    if kind == "statuses":
+        return list(value)
     return int(value)
 
 
@@ -307,8 +371,9 @@ def _basis(figures: Mapping[str, Any]) -> str:
 
 
 def _report(row: Mapping[str, Any]) -> Report:
-    """The report of one row of analytics.report_figures."""
+    """The report of one row of analytics.report_figures (with `other_statuses`)."""
     figures = {key: _figure(row[key], kind) for key, kind in _KINDS.items()}
+    hidden = frozenset() if figures["other_statuses"] else _OTHER_KEYS
     month = figures["last_full_month"]
     month_label = f"{month:%Y-%m}" if month is not None else "none yet"
     if figures["last_full_month_is_estimate"]:
@@ -316,7 +381,11 @@ def _report(row: Mapping[str, Any]) -> Report:
     sections = [
         Section(
             title.format(month=month_label),
-            [Metric(key, label, figures[key], kind) for key, label, kind in metrics],
+            [
+                Metric(key, label, figures[key], kind)
+                for key, label, kind in metrics
+                if key not in hidden
+            ],
         )
         for title, metrics in _LAYOUT
     ]
@@ -341,12 +410,28 @@ def collect(warehouse: str | Path, destination: str | None = None) -> Report:
 # -- formats ----------------------------------------------------------------------------------
 
 
+def _status_text(entry: Mapping[str, Any]) -> str:
+    """One status of `other_statuses` for people: its name, usable count and treatment."""
+    status = entry["status"]
+    name = "(no status)" if status is None else status or "(empty status)"
+    treated = entry["treated_as"]
+    if treated != "other":
+        how = f"treated as {treated}"
+    elif status is None:
+        how = "not a cancellation"
+    else:
+        how = "not a cancellation; set [analytics] status_map"
+    return f"{name} {entry['usable']} ({how})"
+
+
 def _text(metric: Metric) -> str:
     """A value for people: counts as numbers, rates as percents, days with their unit, missing
-    as n/a (or what a missing figure means, `_MISSING_TEXT`)."""
+    as n/a (or what a missing figure means, `_MISSING_TEXT`), statuses as one line."""
     value = metric.value
     if value is None:
         return _MISSING_TEXT.get(metric.key, "n/a")
+    if metric.kind == "statuses":
+        return ", ".join(_status_text(entry) for entry in value)
     if metric.kind == "rate":
         return f"{value * 100:.1f}%"
     if metric.kind == "days":
@@ -382,20 +467,29 @@ def _shown(section: Section) -> list[Metric]:
 
 
 def format_table(report: Report) -> str:
-    """Aligned text for a terminal: every cell `display.terminal` (one line, no controls)."""
+    """Aligned text for a terminal: every cell `display.terminal` (one line, no controls). A
+    list of statuses is a line of its own under its count, outside the alignment."""
     safe = display.terminal
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str | None]] = []  # (label, value); value None: a line as it is
     for section in report.sections[1:]:
         rows.append((safe(section.title), ""))
-        rows.extend(("  " + safe(m.label), safe(_text(m))) for m in _shown(section))
-    width = max(len(label) for label, _ in rows) + 2
-    value_width = max(len(value) for _, value in rows)
+        for m in _shown(section):
+            if m.kind == "statuses":
+                rows.append(("    " + safe(_text(m)), None))
+            else:
+                rows.append(("  " + safe(m.label), safe(_text(m))))
+    aligned = [(label, value) for label, value in rows if value is not None]
+    width = max(len(label) for label, _ in aligned) + 2
+    value_width = max(len(value) for _, value in aligned)
     lines = [
         f"Subscriptions as of {_as_of(report)} (latest successful sync, server clock)",
         safe(report.basis),
         "",
     ]
-    lines += [f"{label:<{width}}{value:>{value_width}}".rstrip() for label, value in rows]
+    lines += [
+        label if value is None else f"{label:<{width}}{value:>{value_width}}".rstrip()
+        for label, value in rows
+    ]
     return "\n".join(lines)
 
 
@@ -410,7 +504,7 @@ def format_csv(report: Report) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["metric", "label", "value"])
     for m in report.metrics():
-        value = _json_value(m)
+        value = _text(m) if m.kind == "statuses" else _json_value(m)  # one cell: the line
         if isinstance(value, bool):
             value = "true" if value else "false"  # as JSON spells them, not Python
         cells = [m.key, m.label, "" if value is None else value]
@@ -463,6 +557,7 @@ p.partial {{ border-left: 4px solid #b8323a; padding: 0.3rem 0.6rem; background:
 table {{ border-collapse: collapse; margin: 1rem 0 2rem; }}
 td {{ padding: 0.2rem 1.2rem 0.2rem 0; }}
 td.value {{ text-align: right; font-variant-numeric: tabular-nums; }}
+td.note {{ text-align: left; }}
 tr.section td {{ font-weight: 600; padding-top: 0.8rem; }}
 td.sub {{ padding-left: 1.2rem; }}
 figure {{ margin: 0 0 2rem; }}
@@ -516,7 +611,8 @@ def format_html(report: Report, images: Sequence[tuple[str, bytes]]) -> str:
     for section in report.sections[1:]:
         rows.append(f'<tr class="section"><td colspan="2">{esc(section.title)}</td></tr>')
         rows.extend(
-            f'<tr><td class="sub">{esc(m.label)}</td><td class="value">{esc(_text(m))}</td></tr>'
+            f'<tr><td class="sub">{esc(m.label)}</td>'
+            f'<td class="{"note" if m.kind == "statuses" else "value"}">{esc(_text(m))}</td></tr>'
             for m in _shown(section)
         )
     basis_class = "basis partial" if report.partial else "basis"

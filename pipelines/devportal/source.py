@@ -8,12 +8,18 @@ Tables written:
 - `subscriptions`: SCD2 history keyed on (`id`, `is_test`): live and test subscriptions are two
   lists whose ids may overlap, and a run only ever retires versions of its own partition
   (`_dlt_valid_from`/`_dlt_valid_to`, NULL = current), versioned by `_row_version` (hash of
-  service_id, status, expires_at, is_test).
+  service_id, status, expires_at, is_test and the extra fields not in history_ignore_fields).
 - `user_settings` (merge on `user_id`) and `user_setting_values` (long form, replaced per user).
 - `user_accounts` and `user_account_profiles` (merge on `user_id`; 404 -> status `missing`).
   A child table always equals what the latest read of its parent row implies: a user read with
   no children (settings `{}`, an account now 404) has theirs removed (`_per_user_tables`).
 - `sync_runs` (one row per run) and `data_quality` (one row per problem kind per run).
+
+Fields the spec does not show land in columns of their own in the table of their resource
+(`extras.py`, docs/extra-fields.md); each run records in `sync_runs` the fields it saw
+(`fields`), the rows per subscription status (`statuses`) and what changed in the shape of the
+data since earlier runs (`schema_changes`). The API's tables take `schema_contract`;
+devportal's own records always evolve.
 
 Calling the source reads the API (see `reading.py`): every list is read and verified before a
 single resource exists, so a list that does not add up, or a sweep that would close most of the
@@ -34,18 +40,18 @@ from __future__ import annotations
 import logging
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import dlt
-from dlt.common.schema.typing import TFileFormat
+from dlt.common.schema.typing import TFileFormat, TSchemaContract
 from dlt.common.typing import TSecretStrValue
 
-from devportal import transform
+from devportal import extras, shape, transform
 from devportal.client import (
     RESOURCES,
     SUBSCRIPTIONS_PATH,
@@ -54,7 +60,7 @@ from devportal.client import (
     Page,
     is_loopback,
 )
-from devportal.config import SECTION, DevportalConfig, require_endpoint
+from devportal.config import SECTION, DevportalConfig, require_endpoint, schema_contract
 from devportal.destination import Holdings
 from devportal.errors import ConfigError
 from devportal.reading import (
@@ -110,6 +116,7 @@ def devportal_source(
     # else the one in this pipeline's state (kept in the same package as the data)
     cursor = dlt.current.source_state().get("window_cursor") if pipeline is not None else None
     held = Holdings.read(pipeline)
+    shape_of = _Shape.of(pipeline, held, cfg)
     with client or ApiClient(cfg) as client:
         run = _Run.start(client, cfg, held, tuple(resources), since, window, cursor)
         return _read(
@@ -120,6 +127,31 @@ def devportal_source(
             Progress(progress_every_s),
             _spool_dir(pipeline),
             _formats(pipeline),
+            shape_of,
+        )
+
+
+@dataclass
+class _Shape:
+    """What decides where fields land and how they are typed: the destination's naming, the
+    columns its tables have (its stored dlt schema), the paths earlier runs saw (their
+    columns are kept), and the schema contract of the API's tables."""
+
+    naming: extras.Naming
+    contract: TSchemaContract
+    known: Mapping[str, Any] = field(default_factory=dict)
+    stored: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, pipeline: Any | None, held: Holdings, cfg: DevportalConfig) -> _Shape:
+        return cls(
+            naming=extras.naming_of(pipeline, SOURCE_NAME),
+            contract=_api_contract(cfg),
+            known=held.known_fields,
+            stored={
+                t: extras.stored_columns(pipeline, SOURCE_NAME, t)
+                for t in ("subscriptions", "user_settings", "user_accounts")
+            },
         )
 
 
@@ -193,6 +225,7 @@ def _read(
     progress: Progress,
     spool_dir: Path,
     formats: _Formats,
+    shape_of: _Shape,
 ) -> list[Any]:
     """Read every list the run wants, then hand each result to its resources."""
     data: list[Any] = []
@@ -200,37 +233,57 @@ def _read(
     rows: dict[str, int] = {}
     sweeps: list[dict[str, Any]] = []
     seen: set[int] = set()
+    fields: extras.Fields = {}
+    statuses: dict[str, int] = {}
     first = run.first_page
     if "subscriptions" in run.resources:
         parts = partitions(run.include_test, run.window)
         subs = read_subscriptions(client, parts, cfg, spool_dir, progress, first)
         first = None
-        if run.mode == "sweep":
-            try:
+        try:
+            if run.mode == "sweep":
                 settle_closes(client, subs, parts, held.current_ids, cfg, spool_dir, progress)
                 check_mass_close(subs, held.current_ids, cfg)
-            except BaseException:
-                subs.discard()
-                raise
-        data.append(_subscriptions_resource(subs, run, formats.arrow))
+            columns = transform.subscription_columns(
+                shape_of.naming, shape_of.known.get("subscriptions")
+            )
+            seen_fields = subs.fields
+            plan = _subscriptions_plan(subs, seen_fields, columns, shape_of)
+        except BaseException:
+            subs.discard()
+            raise
+        data.append(_subscriptions_resource(subs, run, formats.arrow, plan, shape_of))
         dq.merge(subs.dq)
         rows["subscriptions"] = subs.rows
         sweeps.extend(vars(spool.report) for spool in subs.spools)
         seen.update(subs.user_ids)
+        fields["subscriptions"] = seen_fields.record(columns)
+        statuses = subs.statuses
     if "user_settings" in run.resources:
-        settings = read_settings(client, cfg, run.observed_at, progress, first)
-        data.extend(_settings_resources(settings, formats.rows))
+        known = shape_of.known.get("user_settings")
+        settings = read_settings(
+            client,
+            cfg,
+            run.observed_at,
+            progress,
+            first,
+            transform.settings_columns(shape_of.naming, known),
+        )
+        data.extend(_settings_resources(settings, formats.rows, shape_of.contract))
         dq.merge(settings.dq)
         rows.update(user_settings=len(settings.users), user_setting_values=len(settings.values))
         sweeps.append(vars(settings.report))
         seen.update(user["user_id"] for user in settings.users)
+        fields["user_settings"] = settings.fields.record(settings.columns)
     if "user_accounts" in run.resources:
         due = held.accounts_due(seen, run.observed_at, cfg.accounts_ttl_days)
-        accounts = read_accounts(client, due, run.observed_at)
-        data.extend(_accounts_resources(accounts, formats.rows))
+        columns = transform.account_columns(shape_of.naming, shape_of.known.get("user_accounts"))
+        accounts = read_accounts(client, due, run.observed_at, columns)
+        data.extend(_accounts_resources(accounts, formats.rows, shape_of.contract))
         dq.merge(accounts.dq)
         rows.update(user_accounts=len(accounts.accounts))
         rows.update(user_account_profiles=len(accounts.profiles))
+        fields["user_accounts"] = accounts.fields.record(accounts.columns)
     if client.stats.replaced_surrogates:
         dq.add_count(
             "api", "text", "lone_surrogate_replaced", client.stats.replaced_surrogates, "U+FFFD"
@@ -238,8 +291,50 @@ def _read(
     if client.stats.replaced_nul:  # PostgreSQL text cannot hold U+0000
         dq.add_count("api", "text", "nul_replaced", client.stats.replaced_nul, "U+FFFD")
     record = _run_record(run, rows, sweeps, dq, client)
+    record.update(
+        fields=fields,
+        statuses=statuses,
+        schema_changes=_schema_changes(run, held, fields, sweeps),
+    )
     problems = dq.records(run.run_id)
     return [*data, *_run_resources(record, problems, run.observed_at, formats.rows)]
+
+
+def _api_contract(cfg: DevportalConfig) -> TSchemaContract:
+    """`schema_contract` as the API's tables take it: dlt's, except that a table the destination
+    does not have yet is created (dlt's shorthand "freeze" would also freeze `tables` and refuse
+    a first sync; docs/extra-fields.md: a contract applies to existing tables). The table form's
+    own `tables` is kept."""
+    contract = schema_contract(cfg)
+    if contract == "evolve":
+        return "evolve"
+    if isinstance(contract, str):
+        return cast(
+            TSchemaContract, {"tables": "evolve", "columns": contract, "data_type": contract}
+        )
+    return cast(TSchemaContract, {"tables": "evolve", **contract})
+
+
+def _schema_changes(
+    run: _Run, held: Holdings, fields: extras.Fields, sweeps: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """What changed in the shape of the data since the runs the destination holds."""
+    full = shape.full_tables(run.mode, sweeps)
+    return shape.changes(held.known_fields, held.last_full_fields, fields, full)
+
+
+def _subscriptions_plan(
+    read: SubscriptionsRead, seen: extras.FieldStats, columns: extras.Columns, shape_of: _Shape
+) -> extras.Plan:
+    """How the extra fields of the subscriptions read are typed (`extras.plan`); where a value's
+    fit depends on the value, the spooled rows are scanned once before anything is extracted."""
+    plan = extras.plan(seen, columns, shape_of.stored.get("subscriptions"))
+    if plan.unsure:
+        for spool in read.spools:
+            for batch in spool.batches():
+                plan.scan(batch)
+    plan.settle()
+    return plan
 
 
 def _clock_page(client: ApiClient, resources: tuple[str, ...], mode: str) -> tuple[Page, bool]:
@@ -341,9 +436,29 @@ def _spool_dir(pipeline: Any | None) -> Path:
 
 
 def _subscriptions_resource(
-    read: SubscriptionsRead, run: _Run, file_format: TFileFormat | None
+    read: SubscriptionsRead,
+    run: _Run,
+    file_format: TFileFormat | None,
+    plan: extras.Plan,
+    shape_of: _Shape,
 ) -> Any:
-    """SCD2 history of subscriptions, its scope decided by what was read."""
+    """SCD2 history of subscriptions, its scope decided by what was read.
+
+    Each spooled batch gets every extra column of the run (`plan`), NULL where a row has none.
+    A contract that may discard rows (`discard_row`) while this run brings a new column to an
+    existing table: a discarded row never reaches staging, so a sweep would close its
+    subscription; such a run closes only the subscriptions it loaded, as a window does."""
+    staged_only = (
+        extras.can_discard_rows(shape_of.contract)
+        and bool(shape_of.stored.get("subscriptions"))
+        and bool(plan.new_columns())
+    )
+    if staged_only and run.mode == "sweep":
+        log.warning(
+            "schema_contract discards rows with new fields (%s): this sweep closes only the "
+            "subscriptions it loaded, so that a discarded row does not close its subscription",
+            ", ".join(plan.new_columns()),
+        )
     disposition: dict[str, Any] = {
         "disposition": "merge",
         "strategy": "scd2",
@@ -352,36 +467,67 @@ def _subscriptions_resource(
         # Always set: dlt keeps a hint absent from a later run's resource, so a scope left
         # unset would be the previous run's (a window's scope would then stop every later
         # sweep from retiring anything).
-        "destination_scope": _scope(read, run.mode),
+        "destination_scope": _scope(read, run.mode, staged_only),
     }
 
+    # a contract that drops a new column's values: those fields version nothing, or a row
+    # would get a version that differs from its last in nothing stored
+    dropped = (
+        plan.new_paths()
+        if extras.discards_values(shape_of.contract) and shape_of.stored.get("subscriptions")
+        else set()
+    )
+
     def rows() -> Iterator[Any]:
+        dlt_log = logging.getLogger("dlt")
+        dlt_log.addFilter(_json_hint_notice)
         try:
             for spool in read.spools:
-                yield from spool.batches()
+                ignored = spool.fields.ignored
+                for batch in spool.batches():
+                    if dropped:
+                        batch = transform.rehash(batch, _ignoring(ignored, dropped))
+                    yield plan.expand(batch)
         finally:
+            dlt_log.removeFilter(_json_hint_notice)
             read.discard()
 
     return dlt.resource(  # type: ignore[call-overload]
         rows(),
         name="subscriptions",
         write_disposition=disposition,
-        columns=transform.SUBSCRIPTIONS_COLUMNS,
+        columns={**transform.SUBSCRIPTIONS_COLUMNS, **plan.hints()},
         primary_key=["id", "is_test"],  # live and test ids may overlap: two histories
+        schema_contract=shape_of.contract,
         **_Formats.hint(file_format),
     )
 
 
-def _scope(read: SubscriptionsRead, mode: str) -> str:
+def _ignoring(
+    ignored: Callable[[extras.Path], bool], dropped: set[extras.Path]
+) -> Callable[[extras.Path], bool]:
+    return lambda path: ignored(path) or path in dropped
+
+
+def _json_hint_notice(record: logging.LogRecord) -> bool:
+    """Drop dlt's warning that a hint differs from the Arrow type: a JSON column travels as
+    Arrow text with the hint `json`, on purpose (an Arrow type cannot hold any JSON)."""
+    return not str(record.msg).startswith(
+        "In resource: subscriptions, when merging arrow schema with dlt schema"
+    )
+
+
+def _scope(read: SubscriptionsRead, mode: str, staged_only: bool = False) -> str:
     """The current versions this run may retire: only in the partitions it read (a live run
     never touches test rows, whatever their ids). A verified sweep: every version of the
     partition but those settled as staying (`Spool.kept`); a window or an unverified read, or a
-    sweep that could not settle what it did not list: the versions of the ids it read."""
+    sweep that could not settle what it did not list, or whose rows a contract may discard
+    (`staged_only`): the versions of the ids it loaded."""
     clauses = []
     for spool in read.spools:
         flag = "true" if spool.is_test else "false"
         clause = f"{{table}}.is_test = {flag}"
-        if mode == "window" or not spool.closes_missing:
+        if mode == "window" or not spool.closes_missing or staged_only:
             clause += (
                 f" AND {{table}}.id IN (SELECT id FROM {{staging_table}} WHERE is_test = {flag})"
             )
@@ -392,7 +538,9 @@ def _scope(read: SubscriptionsRead, mode: str) -> str:
     return f"({' OR '.join(clauses)})" if clauses else "1 = 0"
 
 
-def _settings_resources(read: SettingsRead, file_format: TFileFormat | None) -> list[Any]:
+def _settings_resources(
+    read: SettingsRead, file_format: TFileFormat | None, contract: TSchemaContract
+) -> list[Any]:
     """`user_settings` (one row per user) and `user_setting_values` (one row per leaf key)."""
     return _per_user_tables(
         read.users,
@@ -402,10 +550,13 @@ def _settings_resources(read: SettingsRead, file_format: TFileFormat | None) -> 
         "user_setting_values",
         transform.USER_SETTING_VALUES_COLUMNS,
         file_format,
+        contract,
     )
 
 
-def _accounts_resources(read: AccountsRead, file_format: TFileFormat | None) -> list[Any]:
+def _accounts_resources(
+    read: AccountsRead, file_format: TFileFormat | None, contract: TSchemaContract
+) -> list[Any]:
     """`user_accounts` (one row per user due) and `user_account_profiles` (linked platforms)."""
     return _per_user_tables(
         read.accounts,
@@ -415,6 +566,7 @@ def _accounts_resources(read: AccountsRead, file_format: TFileFormat | None) -> 
         "user_account_profiles",
         transform.USER_ACCOUNT_PROFILES_COLUMNS,
         file_format,
+        contract,
     )
 
 
@@ -426,6 +578,7 @@ def _per_user_tables(
     child_name: str,
     child_columns: dict[str, Any],
     file_format: TFileFormat | None,
+    contract: TSchemaContract = "evolve",
 ) -> list[Any]:
     """A table with one row per `user_id` (upserted) and its child rows, replaced per user.
 
@@ -446,6 +599,7 @@ def _per_user_tables(
             write_disposition={"disposition": "merge", "strategy": "upsert"},
             columns=columns,
             primary_key="user_id",
+            schema_contract=contract,
         ),
         dlt.resource(
             [child_rows],
@@ -454,6 +608,7 @@ def _per_user_tables(
             write_disposition={"disposition": "merge", "strategy": "delete-insert"},
             columns=child_columns,
             merge_key="user_id",
+            schema_contract=contract,
         ),
     ]
 
@@ -487,6 +642,11 @@ SYNC_RUNS_COLUMNS: dict[str, dict[str, Any]] = {
     "concurrency_cuts": {"data_type": "bigint"},
     "rate_limited": {"data_type": "bigint"},  # 429 answers
     "paused_s": {"data_type": "double"},  # every worker waiting out a Retry-After
+    # {table: {dotted path: {"types": [...], "column": ...}}}: every field the rows read had
+    "fields": {"data_type": "json"},
+    "statuses": {"data_type": "json"},  # {status as sent: subscription rows read}
+    # [{"table", "field", "change": new|gone|type, "from", "to", "column"}] (shape.changes)
+    "schema_changes": {"data_type": "json"},
 }
 
 DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {

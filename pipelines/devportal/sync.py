@@ -7,11 +7,18 @@ together, so a run is either in the warehouse whole or not at all. It is what
 warehouse is put back if a table's load fails halfway). A process killed mid-run leaves either
 nothing (killed while reading or extracting: dlt never commits the package) or a complete
 package that the next run loads first.
+
+The summary names what changed in the shape of what the API sends (`shape`, from the run's
+`sync_runs.schema_changes`, also logged as a warning: a scheduler mails stderr) and the statuses
+beyond active/canceled with their counts. A `schema_contract` that refuses a change (dlt's
+`freeze`) ends the run in one line naming the table, the column and the fix, nothing loaded and
+nothing of the run left in the pipeline's folder.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -21,14 +28,17 @@ from pathlib import Path
 from typing import Any
 
 import dlt
+from dlt.common.schema.exceptions import DataValidationError
 from dlt.pipeline.exceptions import PipelineStepFailed
 
 from devportal import config as settings
+from devportal import shape
 from devportal.client import RESOURCES, ApiClient, adopt
 from devportal.destination import CONCURRENCY_FIELDS, Destination
 from devportal.errors import DevportalError, causes, devportal_cause, first_line
 from devportal.pipeline import (
     begin_writing,
+    discard_unfinished,
     finish_pending,
     load_whole,
     open_pipeline,
@@ -42,6 +52,10 @@ log = logging.getLogger("devportal.sync")
 
 # seconds between progress lines: "auto" speaks only on long runs
 PROGRESS_PERIOD = {"auto": 10.0, "on": 2.0}
+# the statuses the spec shows; the summary names any other with its count
+KNOWN_STATUSES = ("active", "canceled")
+# dlt's variant column of a column: `<column>__v_<type>` (shape.variant_column)
+_VARIANT = re.compile(r"(.+)__v_([a-z]+)")
 
 
 @dataclass
@@ -59,6 +73,38 @@ class SyncResult:
     resumed_packages: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
     concurrency: dict[str, Any] = field(default_factory=dict)  # sync_runs' concurrency_*
+    schema_changes: list[dict[str, Any]] = field(default_factory=list)  # `shape.changes`
+    statuses: dict[str, int] = field(default_factory=dict)  # subscription rows read, by status
+    status_map: dict[str, str] = field(default_factory=dict)  # [analytics] status_map
+
+    def _schema(self) -> str:
+        clause = shape.summary(self.schema_changes)
+        return f"; {clause}" if clause else ""
+
+    def _statuses(self) -> str:
+        """The statuses beyond active/canceled, most rows first, with how `[analytics]
+        status_map` treats each (a status it does not map counts as "other")."""
+        other = sorted(
+            (
+                (str(status), int(count))
+                for status, count in self.statuses.items()
+                if status not in KNOWN_STATUSES and count
+            ),
+            key=lambda item: (-item[1], item[0]),
+        )
+        if not other:
+            return ""
+        said = [
+            f"{shape.name(status)} {count}"
+            + (f" as {self.status_map[status]}" if status in self.status_map else "")
+            for status, count in other[: shape.SUMMARY_MAX]
+        ]
+        if len(other) > shape.SUMMARY_MAX:
+            said.append(f"{len(other) - shape.SUMMARY_MAX} more")
+        unmapped = any(status not in self.status_map for status, _ in other)
+        return f"; statuses beyond {'/'.join(KNOWN_STATUSES)}: {', '.join(said)}" + (
+            " (see [analytics] status_map)" if unmapped else ""
+        )
 
     def _concurrency(self) -> str:
         c = self.concurrency
@@ -103,6 +149,8 @@ class SyncResult:
             + self._concurrency()
             + f"; {self.data_quality_problems} data-quality problems"
             + (f"; as of {self.observed_at:%Y-%m-%d %H:%M:%S}" if self.observed_at else "")
+            + self._schema()
+            + self._statuses()
             + "".join(f"; {text}" for key, text in notes.items() if self.extra.get(key))
         )
 
@@ -133,6 +181,7 @@ def sync(
     cfg = settings.resolve(
         base_url=base_url, access_token=access_token, include_test=include_test, **overrides
     )
+    contract = settings.schema_contract(cfg)
     started = time.monotonic()
     loaded: dict[str, Any] = {}
     try:
@@ -157,14 +206,25 @@ def sync(
                 with Destination(pipeline) as dest:
                     loaded["after"] = dest.history_counts()
                     loaded["record"] = dest.run_record(load_id) or {}
+                    changed = loaded["record"].get("schema_changes") or ()
+                    tables = {str(c.get("table")) for c in changed if isinstance(c, dict)}
+                    loaded["columns"] = {t: set(dest.columns(t)) for t in tables}
 
-            _extract_and_load(pipeline, source, warehouse, destination, read_back)
+            _extract_and_load(pipeline, source, warehouse, destination, read_back, contract)
     except OSError as err:  # the disk filled or turned read-only under the run (the spool)
         disk = disk_error(err, warehouse)
         if disk is None:
             raise
         raise disk from err
     result = _result(loaded["record"], before, loaded["after"])
+    result.schema_changes = _landed(result.schema_changes, loaded["columns"], contract)
+    result.status_map = _status_map()
+    if result.schema_changes:
+        # one line on stderr: a scheduler (cron) mails what a run says there
+        log.warning(
+            "the API's data changed shape: %s (recorded in sync_runs.schema_changes)",
+            shape.summary(result.schema_changes).removeprefix("schema: "),
+        )
     result.resumed_packages = len(set_aside.resumed)
     if set_aside.ids:
         result.extra["set_aside"] = set_aside.ids
@@ -188,13 +248,24 @@ def _extract_and_load(
     warehouse: str | Path,
     destination: Any,
     read_back: Callable[[str], None],
+    contract: Any = "evolve",
 ) -> str:
     """Extract and normalize the source into one package and load it whole; its load id.
-    READ_BACK(load_id) runs once the package has loaded, before it is published."""
+    READ_BACK(load_id) runs once the package has loaded, before it is published. CONTRACT:
+    the `schema_contract` setting, as a refusal names it."""
     try:
         pipeline.extract(source)
         pipeline.normalize()
     except PipelineStepFailed as err:
+        # nothing of the run may stay behind: a later run starts from a clean extract, with
+        # the local state and schema as they were (a failure here is settled by the next run)
+        try:
+            discard_unfinished(pipeline)
+        except Exception as cleanup:  # dlt's storages raise their own errors besides OSError
+            log.warning("could not discard what the failed run left: %s", first_line(cleanup))
+        refused = next((e for e in causes(err) if isinstance(e, DataValidationError)), None)
+        if refused is not None:
+            raise DevportalError(_refusal(refused, contract)) from None
         cause = devportal_cause(err)
         if cause is not None:
             raise cause from None
@@ -243,4 +314,66 @@ def _result(record: dict[str, Any], before: tuple[int, int], after: tuple[int, i
             "kept_open": sum(int(c.get("kept") or 0) for c in closing),
         },
         concurrency={key: record.get(key) for key in CONCURRENCY_FIELDS},
+        schema_changes=[c for c in record.get("schema_changes") or () if isinstance(c, dict)],
+        statuses={str(k): int(v) for k, v in (record.get("statuses") or {}).items()},
+    )
+
+
+def _landed(
+    changes: list[dict[str, Any]], columns: dict[str, set[str]], contract: Any
+) -> list[dict[str, Any]]:
+    """CHANGES as the load left them: a new field or type whose column the destination does not
+    have was dropped by the schema contract (`discard_value`, `discard_row`: marked `dropped`),
+    or had only nulls (no column yet: none named)."""
+    modes = {entity: "evolve" for entity in settings.CONTRACT_ENTITIES}
+    modes.update(contract if isinstance(contract, dict) else dict.fromkeys(modes, contract))
+    landed = []
+    for change in changes:
+        column, table = change.get("column"), str(change.get("table"))
+        if change.get("change") == "gone" or not column or column in columns.get(table, ()):
+            landed.append(change)
+            continue
+        entity = "data_type" if change.get("change") == "type" else "columns"
+        dropped = str(modes.get(entity)).startswith("discard")
+        landed.append({**change, "column": None, "dropped": dropped})
+    return landed
+
+
+def _status_map() -> dict[str, str]:
+    """`[analytics] status_map`, for the summary to say how each status is treated; a bad
+    setting is the report's and the models' to refuse, not the sync's: then none."""
+    try:
+        return dict(settings.resolve_analytics().status_map or {})
+    except DevportalError:
+        return {}
+
+
+def _refusal(refused: DataValidationError, contract: Any) -> str:
+    """The one line of a run dlt's schema contract refused: the table, the column, the
+    contract, that nothing was loaded, and the fix."""
+    entity = str(refused.schema_entity)
+    mode = str(refused.contract_mode)
+    table, column = str(refused.table_name), shape.name(str(refused.column_name or ""))
+    if isinstance(contract, dict):
+        setting = f'schema_contract.{entity} = "{mode}"'
+        fix = f'set schema_contract.{entity} = "evolve"'
+    else:
+        setting = f'schema_contract = "{mode}"'
+        fix = 'set schema_contract = "evolve"'
+    variant = _VARIANT.fullmatch(column)
+    if entity == "tables":
+        what = f"the API's data would add the table {table}"
+    elif variant is not None:
+        what = (
+            f"column {variant[1]} of table {table} got {variant[2]} values its type cannot "
+            f"hold (they would add the variant column {column})"
+        )
+    elif entity == "data_type":
+        what = f"column {column} of table {table} got values of another type"
+    else:
+        what = f"the API sent a new field: it would add column {column} to table {table}"
+    other = "" if entity == "tables" else '; "discard_value" loads the rows without it'
+    return (
+        f"{setting} refused the sync: {what}; nothing was loaded. To accept it, {fix} in "
+        f"[sources.devportal] (.dlt/config.toml or SOURCES__DEVPORTAL__SCHEMA_CONTRACT){other}"
     )

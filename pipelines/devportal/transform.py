@@ -8,14 +8,19 @@ text beside them and counted in `DataQuality`; they never stop a sync.
 `_row_version` is a deterministic 64-bit hash of the business columns. dlt's SCD2 merge compares
 it to decide whether a subscription changed; on the Arrow path dlt would otherwise have no
 content hash at all (its `add_dlt_id` makes random ids, which would version every row on every
-sweep).
+sweep). Fields the spec does not show travel beside the typed columns as JSON text (`_extras`,
+see `extras.py`) and version the row too, except those `history_ignore_fields` names; a row
+without such fields keeps the hash it always had.
+
+Every read also records the fields it saw (`extras.FieldStats`: each path and the kinds of its
+values), spec fields included, and for dict rows puts each extra field in its own column.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,6 +30,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from devportal import extras
 from devportal.errors import scrub
 from devportal.values import to_int
 
@@ -47,6 +53,12 @@ SUBSCRIPTIONS_SCHEMA = pa.schema(
         pa.field("_row_version", pa.int64(), nullable=False),
     ]
 )
+
+# what the spool holds: the typed columns and each row's extra fields as JSON text (NULL: none),
+# expanded into columns of their own when handed to dlt (`extras.Plan.expand`)
+SPOOL_SCHEMA = SUBSCRIPTIONS_SCHEMA.append(pa.field(extras.EXTRAS_COLUMN, pa.string()))
+# the fields of a Subscription object the spec shows (spec 4.1), each typed into its own column
+SUBSCRIPTION_FIELDS = frozenset(("id", "service_id", "status", "expires_at"))
 
 # dlt column hints matching SUBSCRIPTIONS_SCHEMA (naive TIMESTAMP, as the API's clock has no zone).
 SUBSCRIPTIONS_COLUMNS: dict[str, dict[str, Any]] = {
@@ -176,16 +188,29 @@ def _text_hash(text: str) -> int:
 class _Batch:
     """One batch of subscription rows being typed: the rows, their ids, and what was flagged."""
 
-    def __init__(self, rows: Sequence[dict[str, Any]], ids: pa.Array, dq: DataQuality) -> None:
+    def __init__(
+        self,
+        rows: Sequence[dict[str, Any]],
+        ids: pa.Array,
+        dq: DataQuality,
+        stats: extras.FieldStats,
+    ) -> None:
         self.rows = rows
         self.ids = ids
         self.dq = dq
+        self.stats = stats
         self.n = len(rows)
         self.flags: list[list[str]] | None = None  # per row, created on the first flag
         self._id_list: list[int] | None = None
+        self.spec_nulls = False  # a spec field was null or absent in some row
 
     def column(self, name: str) -> list[Any]:
         return [row.get(name) for row in self.rows]
+
+    def saw(self, name: str, raw: list[Any], typed: pa.Array | None = None, kind: str = "") -> None:
+        """Record the kinds of spec field NAME's values (`fields` of the run record): KIND (and
+        null) when they all made the Arrow array TYPED at once, else each value's."""
+        self.spec_nulls = self.spec_nulls or see_spec(self.stats, name, raw, typed, kind)
 
     def flag(self, i: int, column: str, problem: str, raw: Any) -> None:
         """Count row `i`'s problem in the ledger and name it in the row's `dq_flags`."""
@@ -202,15 +227,42 @@ class _Batch:
         return pa.array([",".join(f) or None for f in self.flags], type=pa.string())
 
 
+def see_spec(
+    stats: extras.FieldStats, name: str, raw: list[Any], typed: pa.Array | None, kind: str
+) -> bool:
+    """See spec field NAME's kinds in STATS (see `_Batch.saw`); whether some were null."""
+    if typed is None:
+        kinds = extras.kinds_of(raw)
+    elif not typed.null_count:
+        kinds = {kind}
+    else:
+        kinds = {"null"} if typed.null_count == len(typed) else {kind, "null"}
+    stats.see_kinds((name,), kinds)
+    return "null" in kinds
+
+
+def _int64(raw: list[Any]) -> pa.Array:
+    """RAW as BIGINT when every value is an integer (or null); else ArrowInvalid (a typed
+    conversion would truncate 1.5 to 1)."""
+    found = pa.array(raw)
+    if pa.types.is_int64(found.type):
+        return found
+    if pa.types.is_null(found.type):
+        return pa.nulls(len(raw), type=pa.int64())
+    raise pa.ArrowInvalid(f"not all integers: {found.type}")
+
+
 def _keyed(
-    rows: Sequence[dict[str, Any]], dq: DataQuality
+    rows: Sequence[dict[str, Any]], dq: DataQuality, stats: extras.FieldStats
 ) -> tuple[list[dict[str, Any]], pa.Array]:
     """The rows that have a usable `id`, and their ids; the others are dropped and counted."""
     raw_ids = [row.get("id") for row in rows]
     try:
-        ids = pa.array(raw_ids, type=pa.int64())
+        ids = _int64(raw_ids)
+        see_spec(stats, "id", raw_ids, ids, "bigint")
         keep = None if ids.null_count == 0 else [v is not None for v in ids.to_pylist()]
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        see_spec(stats, "id", raw_ids, None, "")
         coerced = [to_int(v) for v in raw_ids]
         keep = [v is not None for v in coerced]
         ids = pa.array(coerced, type=pa.int64())
@@ -227,8 +279,10 @@ def _service_ids(batch: _Batch) -> pa.Array:
     """`service_id` as BIGINT: a value that is not an integer is NULL and flagged, as is none."""
     raw = batch.column("service_id")
     try:
-        service = pa.array(raw, type=pa.int64())
+        service = _int64(raw)
+        batch.saw("service_id", raw, service, "bigint")
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        batch.saw("service_id", raw)
         coerced = [to_int(v) for v in raw]
         for i, (value, typed) in enumerate(zip(raw, coerced, strict=True)):
             if typed is None and value is not None:
@@ -246,7 +300,9 @@ def _statuses(batch: _Batch) -> pa.Array:
     raw = batch.column("status")
     try:
         status = pa.array(raw, type=pa.string())
+        batch.saw("status", raw, status, "text")
     except (pa.ArrowInvalid, pa.ArrowTypeError):
+        batch.saw("status", raw)
         status = pa.array([None if v is None else raw_text(v) for v in raw], type=pa.string())
     known = pc.is_in(status, value_set=pa.array(KNOWN_STATUSES))
     if not pc.all(known).as_py():
@@ -265,7 +321,9 @@ def _expiries(batch: _Batch) -> tuple[pa.Array, pa.Array | None]:
     raw = batch.column("expires_at")
     try:
         text = pa.array(raw, type=pa.string())
+        batch.saw("expires_at", raw, text, "text")
     except (pa.ArrowInvalid, pa.ArrowTypeError):
+        batch.saw("expires_at", raw)
         text = pa.array([None if v is None else str(v) for v in raw], type=pa.string())
     expires = pc.strptime(text, format=EXPIRES_FORMAT, unit="us", error_is_null=True)
     # Arrow's strptime rolls impossible dates over (02-30 -> 03-01, :60 -> next minute): a value
@@ -298,8 +356,11 @@ def _row_versions(
     expires: pa.Array,
     expires_raw: pa.Array | None,
     is_test: bool,
+    extra_rows: np.ndarray | None = None,
+    extra_hashes: np.ndarray | None = None,
 ) -> pa.Array:
-    """`_row_version`: splitmix64 over the business columns, vectorised (see module docstring)."""
+    """`_row_version`: splitmix64 over the business columns, vectorised (see module docstring);
+    the rows EXTRA_ROWS mix in the hash of their versioned extra fields (EXTRA_HASHES)."""
     n = len(ids)
     id_np = ids.to_numpy(zero_copy_only=False).astype(np.uint64)
     svc_np = service.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.uint64)
@@ -318,23 +379,152 @@ def _row_versions(
     h = _mix(id_np)
     for part in (svc_np, status_np, exp_np, np.full(n, 1 if is_test else 0, dtype=np.uint64)):
         h = _mix(h ^ part)
+    if extra_rows is not None and extra_hashes is not None and extra_rows.size:
+        h[extra_rows] = _mix(h[extra_rows] ^ extra_hashes)
     # from_buffers: pa.array(ndarray) would import pandas (40 MB, 0.4 s) through pyarrow's shim
     return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(h.view(np.int64))])
 
 
+def _extra_fields(batch: _Batch) -> tuple[pa.Array, np.ndarray, np.ndarray]:
+    """Rows with fields beyond the spec's, as JSON text (NULL: none), and the rows whose extra
+    fields version them (`_row_version`) with the hash of those fields.
+
+    Nearly free when no row has any (one pass of `len`); else each row is checked. The fields of the
+    rows that have some are seen column by column (`extras.leaf_columns`)."""
+    rows, n = batch.rows, batch.n
+    none = np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.uint64)
+    # no spec field missing or null: each row has the four; a total of 4n keys leaves no room
+    if not n or (not batch.spec_nulls and sum(map(len, rows)) == len(SUBSCRIPTION_FIELDS) * n):
+        return pa.nulls(n, type=pa.string()), *none
+    spec = SUBSCRIPTION_FIELDS
+    at = [i for i, row in enumerate(rows) if not spec.issuperset(row)]
+    if not at:
+        return pa.nulls(n, type=pa.string()), *none
+    texts: list[str | None] = [None] * n
+    for i in at:
+        texts[i] = json_text(rows[i])
+    leaves = extras.leaf_columns([rows[i] for i in at], skip=spec)
+    for path, values in leaves.items():
+        batch.stats.see_column(path, values)
+    hashes, versioned = _extras_hashes(leaves, batch.stats.ignored, len(at))
+    rows_at = np.asarray(at, dtype=np.intp)
+    return pa.array(texts, type=pa.string()), rows_at[versioned], hashes[versioned]
+
+
+_INT_DOMAIN = np.uint64(0x5BD1E9955BD1E995)  # an integer's hash is apart from any text's
+
+
+def _extras_hashes(
+    leaves: dict[extras.Path, list[Any]], ignored: Callable[[extras.Path], bool], n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(hash, versioned) per row: the hash of its versioned extra fields (every leaf not ignored
+    and not null, in the order of their dotted paths, each its path and its value's JSON) and
+    whether it has any. A value hashes alike whatever else its batch holds."""
+    h = np.zeros(n, dtype=np.uint64)
+    versioned = np.zeros(n, dtype=bool)
+    for path in sorted(leaves, key=extras.dotted):
+        if ignored(path):
+            continue
+        value_hash = _value_hashes(leaves[path])
+        present = value_hash != 0  # 0: absent or null (a value hashing to 0: 2**-64)
+        if not present.any():
+            continue
+        path_hash = np.uint64(_text_hash(extras.dotted(path)))
+        h = np.where(present, _mix(h ^ _mix(value_hash ^ path_hash)), h)
+        versioned |= present
+    return h, versioned
+
+
+def _unique_text_hashes(texts: list[str | None], prefix: str = "") -> np.ndarray:
+    """`_text_hash` of each text after PREFIX (0 for None), each distinct text hashed once."""
+    codes = pc.dictionary_encode(pa.array(texts, type=pa.string()))
+    uniques = codes.dictionary.to_pylist()
+    table = np.array([_text_hash(prefix + u) for u in uniques], dtype=np.uint64)
+    out = np.zeros(len(texts), dtype=np.uint64)
+    idx = codes.indices
+    if len(table):
+        valid = idx.is_valid().to_numpy(zero_copy_only=False)
+        out[valid] = table[idx.fill_null(0).to_numpy(zero_copy_only=False)[valid]]
+    return out
+
+
+def _value_hashes(values: list[Any]) -> np.ndarray:
+    """A 64-bit hash of each value (0 where absent or null): an integer by itself, a text by
+    itself after `s:` (no JSON text starts so), anything else by its JSON text (sorted keys).
+    A value hashes alike whatever else its batch holds."""
+    n = len(values)
+    types = set(map(type, values))
+    types -= {type(None), type(extras.ABSENT)}
+    if types == {str}:  # the common case: each distinct text hashed once
+        if len(types) != len(set(map(type, values))):
+            values = [v if type(v) is str else None for v in values]
+        return _unique_text_hashes(values, "s:")
+    out = np.zeros(n, dtype=np.uint64)
+    ints: list[int] = []
+    if int in types:
+        ints = [i for i, v in enumerate(values) if type(v) is int and -(2**63) <= v < 2**63]
+        numbers = np.array([values[i] for i in ints], dtype=np.int64).view(np.uint64)
+        out[ints] = _mix(numbers ^ _INT_DOMAIN)
+    if types - {int} or len(ints) < sum(type(v) is int for v in values):
+        small = set(ints)
+        texts = [
+            None
+            if v is None or v is extras.ABSENT or i in small
+            else "s:" + v
+            if type(v) is str
+            else extras.dumps(v, sort_keys=True)
+            for i, v in enumerate(values)
+        ]
+        hashed = _unique_text_hashes(texts)
+        out = np.where(hashed != 0, hashed, out)
+    return out
+
+
+def rehash(table: pa.Table, ignored: Callable[[extras.Path], bool]) -> pa.Table:
+    """A spooled batch with `_row_version` computed again, its extra fields versioning as
+    IGNORED now says (a contract that drops a new column's values: they version nothing)."""
+    texts = table.column("_extras").to_pylist()
+    at = [i for i, text in enumerate(texts) if text is not None]
+    if not at:
+        return table
+    rows = [orjson.loads(texts[i]) for i in at]
+    leaves = extras.leaf_columns(rows, skip=SUBSCRIPTION_FIELDS)
+    hashes, versioned = _extras_hashes(leaves, ignored, len(at))
+    rows_at = np.asarray(at, dtype=np.intp)
+    expires_raw = table.column("expires_at_raw").combine_chunks()
+    versions = _row_versions(
+        table.column("id").combine_chunks(),
+        table.column("service_id").combine_chunks(),
+        table.column("status").combine_chunks(),
+        table.column("expires_at").combine_chunks(),
+        expires_raw if expires_raw.null_count < len(expires_raw) else None,
+        bool(table.column("is_test")[0].as_py()) if table.num_rows else False,
+        rows_at[versioned],
+        hashes[versioned],
+    )
+    return table.set_column(table.schema.get_field_index("_row_version"), "_row_version", versions)
+
+
 def subscriptions_table(
-    rows: Sequence[dict[str, Any]], is_test: bool, dq: DataQuality
+    rows: Sequence[dict[str, Any]],
+    is_test: bool,
+    dq: DataQuality,
+    stats: extras.FieldStats | None = None,
 ) -> tuple[pa.Table, np.ndarray]:
-    """One Arrow table for a batch of subscription rows, and the array of their ids.
+    """One Arrow table for a batch of subscription rows (`SPOOL_SCHEMA`), and their ids.
 
     Rows without a usable `id` cannot be keyed: they are dropped and counted. Every other
     column is typed by its own coercer; a value that does not fit is NULL, flagged and counted.
+    Fields beyond the spec's are kept as JSON text (`_extras`). STATS records the paths seen
+    and the kinds of their values (and says which extra fields make no new version).
     """
-    kept, ids = _keyed(rows, dq)
-    batch = _Batch(kept, ids, dq)
+    stats = stats if stats is not None else extras.FieldStats()
+    kept, ids = _keyed(rows, dq, stats)
+    batch = _Batch(kept, ids, dq, stats)
     service = _service_ids(batch)
     status = _statuses(batch)
     expires, expires_raw = _expiries(batch)
+    extra_text, versioned, hashes = _extra_fields(batch)
     n = batch.n
     table = pa.Table.from_arrays(
         [
@@ -345,11 +535,26 @@ def subscriptions_table(
             pa.array([is_test] * n, type=pa.bool_()),
             expires_raw if expires_raw is not None else pa.nulls(n, type=pa.string()),
             batch.flag_column(),
-            _row_versions(ids, service, status, expires, expires_raw, is_test),
+            _row_versions(ids, service, status, expires, expires_raw, is_test, versioned, hashes),
+            extra_text,
         ],
-        schema=SUBSCRIPTIONS_SCHEMA,
+        schema=SPOOL_SCHEMA,
     )
     return table, ids.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def subscription_columns(
+    naming: extras.Naming, known: Mapping[str, Any] | None = None
+) -> extras.Columns:
+    """Where each field of a subscription lands (`known`: the paths of earlier runs)."""
+    spec: dict[extras.Path, str] = {(name,): name for name in SUBSCRIPTION_FIELDS}
+    return extras.Columns(naming, SUBSCRIPTIONS_COLUMNS, known, spec)
+
+
+def status_counts(status: pa.Array | pa.ChunkedArray) -> dict[str, int]:
+    """{status as sent: rows} of a status column (a missing status is no status: not counted)."""
+    counts = pc.value_counts(status.drop_null())
+    return {str(item["values"]): int(item["counts"]) for item in counts.to_pylist()}
 
 
 # -- user settings ---------------------------------------------------------------------------
@@ -430,12 +635,61 @@ def flatten_settings(settings: Any) -> Iterable[tuple[str, str | None, str]]:
         yield path, text, _json_kind(value)
 
 
+def settings_columns(
+    naming: extras.Naming, known: Mapping[str, Any] | None = None
+) -> extras.Columns:
+    """Where each field of a settings entry lands in `user_settings`."""
+    spec: dict[extras.Path, str] = {("user", "service", "id"): "user_id", ("settings",): "settings"}
+    for name in TWITCH_FIELDS:
+        spec[("user", "twitch", name)] = name if name.startswith("twitch_") else f"twitch_{name}"
+    return extras.Columns(naming, USER_SETTINGS_COLUMNS, known, spec)
+
+
+def _leaves(path: extras.Path, value: Any) -> Iterator[tuple[extras.Path, Any]]:
+    if type(value) is dict:
+        yield from extras.flatten(value, path)
+    else:
+        yield path, value
+
+
+def _entry_extras(
+    entry: dict[str, Any], user: dict[str, Any], stats: extras.FieldStats
+) -> Iterator[tuple[extras.Path, Any]]:
+    """The leaves of a settings entry beyond the shown ones (the shown ones are seen in STATS):
+    its own extra fields, `user.service` and `user.twitch` fields beyond the spec's, and every
+    field of any other platform's profile (or any other value under `user`)."""
+    for key, value in entry.items():
+        if key == "settings":
+            stats.see(("settings",), value)
+        elif key != "user":
+            yield from _leaves((key,), value)
+    for key, value in user.items():
+        if key in ("service", "twitch") and type(value) is dict:
+            shown = ("id",) if key == "service" else TWITCH_FIELDS
+            for name, inner in value.items():
+                if name in shown:
+                    stats.see(("user", key, name), inner)
+                else:
+                    yield from _leaves(("user", key, name), inner)
+        else:
+            yield from _leaves(("user", key), value)
+
+
 def user_settings_records(
-    rows: Sequence[dict[str, Any]], dq: DataQuality, seen_at: datetime
+    rows: Sequence[dict[str, Any]],
+    dq: DataQuality,
+    seen_at: datetime,
+    stats: extras.FieldStats | None = None,
+    columns: extras.Columns | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(user_settings rows, user_setting_values rows) for one page of settings entries."""
+    """(user_settings rows, user_setting_values rows) for one page of settings entries.
+
+    Fields beyond the shown ones land in columns of their own (`extras.Columns`), typed by dlt;
+    STATS records every path seen."""
     users: list[dict[str, Any]] = []
     values: list[dict[str, Any]] = []
+    stats = stats if stats is not None else extras.FieldStats()
+    columns = columns if columns is not None else settings_columns(extras.Naming())
     for entry in rows:
         user: dict[str, Any] = entry["user"] if isinstance(entry.get("user"), dict) else {}
         service: dict[str, Any] = user["service"] if isinstance(user.get("service"), dict) else {}
@@ -474,6 +728,7 @@ def user_settings_records(
             "twitch_profile_background_color",
         ):
             record[name] = _text_or_none(record[name])
+        record.update(extras.flat_extras(_entry_extras(entry, user, stats), stats, columns))
         users.append(record)
         for key, text, kind in flatten_settings(settings):
             values.append({"user_id": user_id, "key": key, "value": text, "value_type": kind})
@@ -534,10 +789,25 @@ PROFILE_ID_KEYS = ("id", "twitch_id", "youtube_id", "mixer_id", "facebook_id", "
 PROFILE_NAME_KEYS = ("name", "title", "username", "login")
 
 
+def account_columns(
+    naming: extras.Naming, known: Mapping[str, Any] | None = None
+) -> extras.Columns:
+    """Where the top-level fields of a Profiles object land in `user_accounts`."""
+    return extras.Columns(naming, USER_ACCOUNTS_COLUMNS, known, {("primary",): "primary_platform"})
+
+
 def account_records(
-    user_id: int, profiles: Any, fetched_at: datetime, dq: DataQuality
+    user_id: int,
+    profiles: Any,
+    fetched_at: datetime,
+    dq: DataQuality,
+    stats: extras.FieldStats | None = None,
+    columns: extras.Columns | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(user_accounts row, user_account_profiles rows); `profiles` None means the API said 404."""
+    """(user_accounts row, user_account_profiles rows); `profiles` None means the API said 404.
+
+    Each linked platform's profile is kept whole (`profile`); the Profiles object's other
+    top-level fields land in `user_accounts` columns of their own; STATS records them."""
     if profiles is None:
         return (
             {
@@ -554,6 +824,12 @@ def account_records(
         profiles = {}
     primary = profiles.get("primary")
     linked = {k: v for k, v in profiles.items() if isinstance(v, dict)}
+    stats = stats if stats is not None else extras.FieldStats()
+    columns = columns if columns is not None else account_columns(extras.Naming())
+    if "primary" in profiles:
+        stats.see(("primary",), primary)
+    top = (((k,), v) for k, v in profiles.items() if k != "primary" and not isinstance(v, dict))
+    account_extras = extras.flat_extras(top, stats, columns)
     rows = []
     for platform, profile in sorted(linked.items()):
         platform_user_id = next(
@@ -577,6 +853,7 @@ def account_records(
             "primary_platform": primary if isinstance(primary, str) else None,
             "platforms": ",".join(sorted(linked)) or None,
             "fetched_at": fetched_at,
+            **account_extras,
         },
         rows,
     )

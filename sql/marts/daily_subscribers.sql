@@ -7,9 +7,14 @@
 --   later (see subscription_versions). `active` / `canceled_usable`: the usable ones whose status
 --   as last observed by then was active / canceled (canceled but still in their paid period).
 --   Status is as observed: a cancellation counts from the sync that saw it.
+-- `other_usable`: the usable ones whose status was neither (a status the spec does not show,
+--   or none), so usable = active + canceled_usable + other_usable. This split is by the status
+--   as the API sent it (`status_sent`), like the report's usable line, which names each other
+--   status with its treatment; `[analytics] status_map` changes what such a status means for
+--   churn and renewals, not which status it is.
 --
 -- @test unique(day)
--- @test not_null(day, snapshot_at, usable, active, canceled_usable)
+-- @test not_null(day, snapshot_at, usable, active, canceled_usable, other_usable)
 
 with clock as (
     select
@@ -34,7 +39,7 @@ usable_spells as (
     -- the stretch of time each live version vouches for: from when it was seen until it was
     -- replaced or its use ran out, whichever came first
     select
-        status,
+        status_sent,
         valid_from as spell_start,
         case
             when valid_to is null then usable_until
@@ -46,13 +51,13 @@ usable_spells as (
 
 changes as (
     select
-        status,
+        status_sent,
         spell_start as changed_at,
         1 as delta
     from usable_spells
     union all
     select
-        status,
+        status_sent,
         spell_end as changed_at,
         -1 as delta
     from usable_spells
@@ -65,8 +70,12 @@ changes_by_day as (
     select
         greatest((changes.changed_at - interval 1 microsecond)::date, clock.first_day) as day,
         sum(changes.delta) as usable_delta,
-        sum(changes.delta) filter (where changes.status = 'active') as active_delta,
-        sum(changes.delta) filter (where changes.status = 'canceled') as canceled_delta
+        sum(changes.delta) filter (where changes.status_sent = 'active') as active_delta,
+        sum(changes.delta) filter (where changes.status_sent = 'canceled') as canceled_delta,
+        sum(changes.delta) filter (
+            where changes.status_sent is null
+                or changes.status_sent not in ('active', 'canceled')
+        ) as other_delta
     from changes
     cross join clock
     where changes.changed_at <= clock.as_of
@@ -86,7 +95,10 @@ select
     )::bigint as active,
     sum(coalesce(changes_by_day.canceled_delta, 0)) over (
         order by snapshots.snapshot_at nulls first rows unbounded preceding
-    )::bigint as canceled_usable
+    )::bigint as canceled_usable,
+    sum(coalesce(changes_by_day.other_delta, 0)) over (
+        order by snapshots.snapshot_at nulls first rows unbounded preceding
+    )::bigint as other_usable
 from snapshots
 left join changes_by_day using (day)
 order by snapshots.day

@@ -1,7 +1,11 @@
 -- expiring_soon: live subscriptions whose use ends within 30 days after as_of.
 --
 -- Grain: one row per live subscription id that is usable and has `expires_at` <= as_of + 30 days.
--- `will_churn`: the subscription is canceled, so it ends at `expires_at`; an active one renews.
+-- `status`: the treatment (active, canceled or other) of `status_sent`, the status as sent
+--   (see stg_subscriptions and `[analytics] status_map`).
+-- `will_churn`: the subscription is canceled, so it ends at `expires_at`; an active one renews;
+--   an 'other' one (a status not mapped) does neither as far as the models know: it is not
+--   churn, and not counted as renewing either.
 -- `days_left`: as in subscriptions_current (whole days, rounded up: 1..30).
 --
 -- @test unique(id)
@@ -11,6 +15,7 @@ select
     current_subscriptions.id,
     current_subscriptions.service_id,
     current_subscriptions.status,
+    current_subscriptions.status_sent,
     current_subscriptions.expires_at,
     current_subscriptions.days_left,
     current_subscriptions.status = 'canceled' as will_churn

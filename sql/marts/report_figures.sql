@@ -9,12 +9,20 @@
 -- `subscriptions_read`: live subscriptions the warehouse holds (every id ever read, usable or
 --   not): without a verified sweep, all the figures count is these.
 -- `usable_subscribers`: live subscriptions usable now (subscriptions_current.is_usable);
---   `usable_active` of them active, `usable_canceled` canceled but usable until `expires_at`.
+--   `usable_active` of them active, `usable_canceled` canceled but usable until `expires_at`,
+--   `usable_other` of another status (one the spec does not show, or none), by the status as
+--   the API sent it (`status_sent`), so that usable = active + canceled + other. The report
+--   names each other status with its count and its treatment (`[analytics] status_map`: a
+--   mapped status counts here as other all the same, and acts as its treatment in every other
+--   figure). `usable_other` and the `_other` figures below are always here; the report shows
+--   them (with its list `other_statuses`, from subscriptions_current) only when a live
+--   subscription read has a status beyond active and canceled.
 -- `last_full_month*`: the latest complete month of monthly_churn (`is_complete`): `month`,
 --   `churned`, `subscribers_at_start`, `churn_rate` and `is_estimate` (its base is an estimate,
 --   the month began before the first sync); all NULL while no month is complete yet.
 -- `expiring_7d*`, `expiring_30d*`: rows of expiring_soon with `days_left` <= 7, and all of
---   them (<= 30): in total, `_renewing` (active) and `_churning` (canceled, `will_churn`).
+--   them (<= 30): in total, `_renewing` (treated as active), `_churning` (treated as canceled,
+--   `will_churn`) and `_other` (a status not mapped: neither), which add up to the total.
 -- `new_30d`, `canceled_30d`: `new` / `canceled` events of subscription_events in the last 30
 --   days, (as_of - 30 days, as_of], backfill of the first sync excluded (`is_initial_load`);
 --   `churned_30d`: the `expired` events of those days (as `churned` in monthly_churn).
@@ -30,11 +38,12 @@
 --   NULL while no month is complete.
 --
 -- @test unique(as_of)
--- @test not_null(usable_subscribers, usable_active, usable_canceled, subscriptions_read)
+-- @test not_null(usable_subscribers, usable_active, usable_canceled, usable_other)
+-- @test not_null(subscriptions_read)
 -- @test not_null(has_verified_sweep, window_syncs_since_verified_sweep)
 -- @test not_null(unverified_sweeps_since_verified_sweep)
--- @test not_null(expiring_7d, expiring_7d_renewing, expiring_7d_churning)
--- @test not_null(expiring_30d, expiring_30d_renewing, expiring_30d_churning)
+-- @test not_null(expiring_7d, expiring_7d_renewing, expiring_7d_churning, expiring_7d_other)
+-- @test not_null(expiring_30d, expiring_30d_renewing, expiring_30d_churning, expiring_30d_other)
 -- @test not_null(new_30d, canceled_30d, churned_30d)
 
 with clock as (
@@ -50,8 +59,11 @@ with clock as (
 usable as (
     select
         count(*) filter (where is_usable) as usable_subscribers,
-        count(*) filter (where is_usable and status = 'active') as usable_active,
-        count(*) filter (where is_usable and status = 'canceled') as usable_canceled,
+        count(*) filter (where is_usable and status_sent = 'active') as usable_active,
+        count(*) filter (where is_usable and status_sent = 'canceled') as usable_canceled,
+        count(*) filter (
+            where is_usable and (status_sent is null or status_sent not in ('active', 'canceled'))
+        ) as usable_other,
         count(*) as subscriptions_read
     from analytics.subscriptions_current
     where not is_test
@@ -73,11 +85,13 @@ last_full_month as (
 expiring as (
     select
         count(*) filter (where days_left <= 7) as expiring_7d,
-        count(*) filter (where days_left <= 7 and not will_churn) as expiring_7d_renewing,
+        count(*) filter (where days_left <= 7 and status = 'active') as expiring_7d_renewing,
         count(*) filter (where days_left <= 7 and will_churn) as expiring_7d_churning,
+        count(*) filter (where days_left <= 7 and status = 'other') as expiring_7d_other,
         count(*) as expiring_30d,
-        count(*) filter (where not will_churn) as expiring_30d_renewing,
-        count(*) filter (where will_churn) as expiring_30d_churning
+        count(*) filter (where status = 'active') as expiring_30d_renewing,
+        count(*) filter (where will_churn) as expiring_30d_churning,
+        count(*) filter (where status = 'other') as expiring_30d_other
     from analytics.expiring_soon
 ),
 
@@ -131,6 +145,7 @@ select
     usable.usable_subscribers,
     usable.usable_active,
     usable.usable_canceled,
+    usable.usable_other,
     last_full_month.last_full_month,
     last_full_month.last_full_month_churned,
     last_full_month.last_full_month_subscribers_at_start,
@@ -139,9 +154,11 @@ select
     expiring.expiring_7d,
     expiring.expiring_7d_renewing,
     expiring.expiring_7d_churning,
+    expiring.expiring_7d_other,
     expiring.expiring_30d,
     expiring.expiring_30d_renewing,
     expiring.expiring_30d_churning,
+    expiring.expiring_30d_other,
     last_30_days.new_30d,
     last_30_days.canceled_30d,
     last_30_days.churned_30d,

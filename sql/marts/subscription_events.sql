@@ -3,14 +3,20 @@
 -- Grain: one row per (subscription_id, event_type, event_at). Live subscriptions only.
 -- Events are read from consecutive versions, so `event_at` is when a sync first saw the change
 -- (the change happened between that sync and the previous one), except `expired`.
+-- Statuses are the treatments of subscription_versions.status: a status the spec does not show
+-- acts as what `[analytics] status_map` maps it to (trialing = "active": a trialing
+-- subscription renews, cancels and reactivates as an active one), else as 'other'.
 -- `new`: the first version of a subscription (first listed).
--- `canceled`: status canceled where the previous version was active.
+-- `canceled`: status canceled where the previous version's was not (active, or other: a
+--   past_due subscription that is then canceled was canceled then).
 -- `reactivated`: status active where the previous version was canceled.
 -- `renewed`: `expires_at` moved later while active (active before or after the change: a
---   subscription that renewed and then canceled between two syncs renewed while active).
+--   subscription that renewed and then canceled between two syncs renewed while active). An
+--   expiry that moves while 'other' is no renewal event (monthly_renewals still sees it).
 -- `expired`: the latest version is canceled and its `expires_at` <= as_of; `event_at` is
 --   `expires_at`. This is churn. A subscription that expired and came back is active now and
---   has no expired event: its churn was undone.
+--   has no expired event: its churn was undone. An 'other' status never churns: one whose
+--   `expires_at` passed is no longer usable, and not churn either (it may yet renew).
 -- `is_initial_load`: `event_at` <= the first sync (as_of.first_sync_at): backfill describing the
 --   past, not news. The first sync's `new` events and expiries before it are backfill.
 --
@@ -45,7 +51,7 @@ cancellations as (
         expires_at,
         previous_expires_at
     from live_versions
-    where status = 'canceled' and previous_status = 'active'
+    where status = 'canceled' and previous_status <> 'canceled'
 ),
 
 reactivations as (

@@ -9,9 +9,14 @@
 -- `usable_until`: the end of the use this version vouches for: its own `expires_at`, or the
 --   next version's if later. An active subscription renews when `expires_at` passes; the sync
 --   only sees the renewal at its next run, and the later expiry proves the use went on.
+-- `status`: the treatment (active, canceled or other) of `status_sent`, the status as the API
+--   sent it (see stg_subscriptions and `[analytics] status_map`); `previous_status` is the
+--   previous version's treatment. A change of `status_sent` within one treatment (trialing to
+--   active with trialing = "active") is a version but no event.
 --
 -- @test unique(id, is_test, version_number)
--- @test not_null(id, version_number, valid_from, is_test)
+-- @test not_null(id, version_number, valid_from, is_test, status)
+-- @test accepted_values(status: active, canceled, other)
 
 with versions as (
     select
@@ -28,6 +33,7 @@ sequenced as (
         row_number() over by_time as version_number,
         service_id,
         status,
+        status_sent,
         expires_at,
         expires_at_raw,
         is_test,
@@ -47,6 +53,7 @@ select
     version_number,
     service_id,
     status,
+    status_sent,
     expires_at,
     expires_at_raw,
     is_test,

@@ -2,10 +2,13 @@
 --
 -- Grain: one row per subscription ever seen, (id, is_test): live and test subscriptions may
 -- share an id and never mix; from its latest version (at or before as_of).
+-- `status_sent`: the status as the API sent it; `status`: its treatment, 'active', 'canceled'
+--   or 'other' (stg_subscriptions: a status beyond the two the spec shows is what `[analytics]
+--   status_map` says, else 'other': usable until `expires_at`, never a cancellation).
 -- `first_seen_at`: when a sync first listed it (the API has no creation date).
 -- `canceled_at`: when the current cancellation was first observed (the start of the trailing run
---   of canceled versions); NULL unless the status is canceled. The cancellation itself happened
---   between that sync and the one before.
+--   of versions treated as canceled); NULL unless the status is canceled. The cancellation
+--   itself happened between that sync and the one before.
 -- `is_removed`: a full sweep no longer listed the id; `removed_at` is that sweep's time.
 -- `is_usable`: listed, and `expires_at` > as_of (canceled subscriptions stay usable until then).
 -- `days_left`: whole days of use left, rounded up (so 1 means "within a day"); 0 when not usable,
@@ -13,7 +16,8 @@
 --
 -- @test unique(id, is_test)
 -- @test not_null(id, first_seen_at, is_usable, is_test, is_removed)
--- @test accepted_values(status: active, canceled)
+-- @test not_null(status)
+-- @test accepted_values(status: active, canceled, other)
 
 with versions as (
     select *
@@ -64,6 +68,7 @@ select
     latest_versions.id,
     latest_versions.service_id,
     latest_versions.status,
+    latest_versions.status_sent,
     latest_versions.expires_at,
     latest_versions.is_test,
     version_summaries.first_seen_at,

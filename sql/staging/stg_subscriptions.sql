@@ -5,20 +5,30 @@
 -- the sync saw it; `valid_to` is when a later sync saw it change or vanish, NULL while current.
 -- Typing: dlt stores the SCD2 validity as TIMESTAMPTZ; here it becomes naive UTC like
 -- `expires_at` and `sync_runs.observed_at`, so every time in the models compares directly.
--- Nothing is filtered or derived here: `subscription_versions` adds the as_of cut and ordering.
+-- `status_sent`: the status exactly as the API sent it (NULL when it sent none).
+-- `status`: how every figure downstream treats it (churn, renewals, cancellations, expiries):
+--   'active' or 'canceled' for those two; for any other status the treatment `[analytics]
+--   status_map` gives it (the seed analytics.status_map, e.g. trialing = "active", past_due =
+--   "canceled"); else 'other'. The default, 'other': usable until `expires_at` like any
+--   subscription, never a cancellation and never churn, and counted as neither active nor
+--   canceled (the report names each such status on its own line). A missing status is 'other'.
+-- Nothing is filtered here: `subscription_versions` adds the as_of cut and ordering.
 --
 -- @test unique(id, is_test, valid_from)
--- @test not_null(id, valid_from, is_test)
+-- @test not_null(id, valid_from, is_test, status)
+-- @test accepted_values(status: active, canceled, other)
 
 select
-    id,
-    service_id,
-    status,
-    expires_at,
-    expires_at_raw,
-    is_test,
-    dq_flags,
+    raw.id,
+    raw.service_id,
+    coalesce(treatments.treated_as, 'other') as status,
+    raw.status as status_sent,
+    raw.expires_at,
+    raw.expires_at_raw,
+    raw.is_test,
+    raw.dq_flags,
     -- the same instant as a naive UTC timestamp, whatever the session's time zone
-    _dlt_valid_from at time zone 'UTC' as valid_from,
-    _dlt_valid_to at time zone 'UTC' as valid_to
-from devportal.subscriptions
+    raw._dlt_valid_from at time zone 'UTC' as valid_from,
+    raw._dlt_valid_to at time zone 'UTC' as valid_to
+from devportal.subscriptions as raw
+left join analytics.status_map as treatments on treatments.status = raw.status

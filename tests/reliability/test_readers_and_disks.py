@@ -290,8 +290,22 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+# make test kills at three steps (inside the load, after its commit, after the publish); make soak
+# at every step
+SOAK = pytest.mark.soak
+
+
 @pytest.mark.parametrize(
-    "point", ["copied", "mid-load", "next-job", "committed", "loaded", "renaming", "renamed"]
+    "point",
+    [
+        pytest.param("copied", marks=SOAK),
+        "mid-load",
+        pytest.param("next-job", marks=SOAK),
+        "committed",
+        pytest.param("loaded", marks=SOAK),
+        pytest.param("renaming", marks=SOAK),
+        "renamed",
+    ],
 )
 def test_a_writer_killed_at_any_step_leaves_the_warehouse_before_or_after(
     api: HostileApi,
