@@ -53,8 +53,11 @@ chromium:  ## Debian's chromium for the browser test (apt-get install, as root, 
 	  exit 1; \
 	fi
 
+# two workers (pytest-xdist): the tests mostly wait on servers, subprocesses and disks
+TEST_WORKERS ?= 2
+
 test: $(STAMP) chromium  ## run the test suite (sandbox over real HTTP, real DuckDB files, Chromium)
-	$(BIN)/pytest -q -m "not soak" $(ARGS)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) -m "not soak" $(ARGS)
 
 soak: $(STAMP)  ## the long reliability suite: 12 random kill points, 200 fuzz examples
 	DEVPORTAL_FUZZ_EXAMPLES=200 $(BIN)/pytest -q -m "soak or fuzz" $(ARGS)

@@ -124,7 +124,7 @@ def changes(
 def summary(changes: list[dict[str, Any]]) -> str:
     """The sync summary's clause naming CHANGES (`changes`' list), "" when there are none:
     `schema: subscriptions new plan.name (plan__name), gone coupon, plan.amount bigint -> text
-    (plan__amount__v_text); user_settings new created_at (created_at)`. At most SUMMARY_MAX
+    (plan__amount__v_text) | user_settings new created_at (created_at)`. At most SUMMARY_MAX
     are named (`sync_runs.schema_changes` holds every one). A change marked `"dropped": True`
     (the schema contract discarded its values: the sync knows, after the load) says so instead
     of naming a column."""
@@ -133,10 +133,11 @@ def summary(changes: list[dict[str, Any]]) -> str:
     by_table: dict[str, list[str]] = {}
     for change in changes[:SUMMARY_MAX]:
         by_table.setdefault(str(change.get("table")), []).append(_said(change))
-    text = "; ".join(f"{name(table)} {', '.join(said)}" for table, said in by_table.items())
+    # tables apart with " | ": the summary itself separates its clauses with "; "
+    text = " | ".join(f"{name(table)} {', '.join(said)}" for table, said in by_table.items())
     more = len(changes) - SUMMARY_MAX
     if more > 0:
-        text += f"; {more} more in sync_runs.schema_changes"
+        text += f" | {more} more in sync_runs.schema_changes"
     return f"schema: {text}"
 
 

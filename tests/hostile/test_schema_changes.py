@@ -42,11 +42,8 @@ def clause(line: str, start: str) -> str | None:
 
 
 def schema_clause(line: str) -> str | None:
-    """The summary's schema clause (it may hold several tables, each after "; ")."""
-    if "; schema: " not in line:
-        return None
-    rest = line.split("; schema: ", 1)[1]
-    return "schema: " + rest.split("; statuses beyond", 1)[0]
+    """The summary's schema clause (tables apart with " | ", the clause ends at the next "; ")."""
+    return clause(line, "schema: ")
 
 
 def one_line_error(result: CliResult) -> str:
@@ -224,7 +221,7 @@ def test_a_value_whose_type_changed_is_told_with_the_column_it_lands_in(
     api.settings[0]["user"]["youtube"]["subscribers"] = "10k"
     line = summary(devportal(*args, env=token_env(api)))
     told = (
-        "schema: subscriptions plan.amount bigint -> bigint/text (plan__amount__v_text); "
+        "schema: subscriptions plan.amount bigint -> bigint/text (plan__amount__v_text) | "
         "user_settings user.youtube.subscribers bigint -> text "
         "(user__youtube__subscribers__v_text)"
     )

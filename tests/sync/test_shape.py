@@ -99,7 +99,7 @@ def test_the_summary_is_one_bounded_line_of_safe_names() -> None:
     current["subscriptions"]["bad\nname\x1b[2J"] = entry("text", column="bad_name")
     text = shape.summary(shape.changes({}, {}, current, FULL))
     assert text.startswith("schema: subscriptions new bad name[2J (bad_name), new evil (evil)")
-    assert text.endswith("; 6 more in sync_runs.schema_changes")
+    assert text.endswith(" | 6 more in sync_runs.schema_changes")
     assert "\n" not in text and "\x1b" not in text
     dropped = [
         {**c, "column": None, "dropped": True}
