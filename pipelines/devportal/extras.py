@@ -8,11 +8,13 @@ devportal already uses for a column of that table (or a dlt `_dlt_*` one) gets t
 an earlier run gave its path (`sync_runs.fields` records it), so data never changes columns.
 
 Dict rows (user settings, accounts) are flattened here and typed by dlt itself. Subscriptions
-take the Arrow path: while paging, a row's extra fields travel as JSON text (`_extras`) and
-`FieldStats` counts the kinds of value each path had; once the whole list is read, `plan`
-decides each column's dlt type (the type the destination already holds, else the type seen) and
-`Plan.expand` turns `_extras` into typed Arrow columns, a value that does not fit its column
-going to dlt's variant column `<column>__v_<type>` exactly as dlt's `coerce_value` would decide.
+take the Arrow path: while paging, each extra leaf path of a batch travels as one Arrow column
+of its own (`encode_leaf`: the values' own Arrow type when they all have one, else each value's
+JSON text) and `FieldStats` counts the kinds of value each path had; once the whole list is
+read, `plan` decides each column's dlt type (the type the destination already holds, else the
+type seen) and `Plan.expand` turns the spooled columns into the typed ones, a value that does
+not fit its column going to dlt's variant column `<column>__v_<type>` exactly as dlt's
+`coerce_value` would decide (a spooled column of the planned type is taken as it is).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 from dlt.common.data_types.type_helpers import coerce_value
 from dlt.common.normalizers.naming import NamingConvention
 from dlt.common.normalizers.naming.snake_case import NamingConvention as SnakeCase
@@ -463,9 +466,10 @@ class Plan:
         unsure = self.unsure
         if not unsure:
             return
-        leaves = self._leaves(table)
+        spooled = spooled_leaves(table)
         for planned in unsure:
-            for value in leaves.get(planned.path, ()):
+            found = spooled.get(planned.path)
+            for value in decode_leaf(*found) if found is not None else ():
                 if value is None:
                     continue
                 kind = kind_of(value)
@@ -480,40 +484,144 @@ class Plan:
             planned.unsure = False
 
     def expand(self, table: pa.Table) -> pa.Table:
-        """The spooled batch with `_extras` replaced by every extra and variant column."""
-        base = table.drop_columns([EXTRAS_COLUMN])
+        """The spooled batch with its extra leaf columns replaced by every extra and variant
+        column of the plan."""
+        spooled = spooled_leaves(table)
+        base = table.select([n for n in table.column_names if not is_leaf_name(n)])
         if not self.columns:
             return base
         n = table.num_rows
-        leaves = self._leaves(table)
         names, arrays = list(base.column_names), list(base.columns)
         for planned in self.columns:
-            for name, array in _typed(planned, leaves.get(planned.path), n):
+            for name, array in _expanded(planned, spooled.get(planned.path), n):
                 names.append(name)
                 arrays.append(array)
         return pa.Table.from_arrays(arrays, names=names)
 
-    def _leaves(self, table: pa.Table) -> dict[Path, list[Any]]:
-        """Each extra leaf path of a spooled batch and its value in every row (None: none)."""
-        texts = table.column(EXTRAS_COLUMN)
-        if texts.null_count == len(texts):
-            return {}
-        # one parse of all rows (a JSON array of them): a parse per row costs more than the
-        # text; the collector paused meanwhile (it would walk the new objects again and again,
-        # doubling the time; they hold no cycles)
-        listed = texts.to_pylist()
-        collecting = gc.isenabled()
-        gc.disable()
+
+# -- extra fields in a spooled batch ------------------------------------------------------------
+
+# field metadata of a spooled leaf column: how its values are held
+_ENCODING = b"devportal.encoding"
+_NATIVE = b"native"  # the values themselves (one Arrow type: bool, int64, float64, string)
+_JSON = b"json"  # each value's JSON text, read back by orjson
+_JSON_STD = b"json-std"  # JSON text orjson cannot read exactly (an integer beyond 64 bits)
+_LISTS = b"devportal.lists"  # b"1": every value is a list (its text is the `json` column's)
+_NATIVE_TYPES: dict[type, pa.DataType] = {
+    str: pa.string(),
+    bool: pa.bool_(),
+    int: pa.int64(),
+    float: pa.float64(),
+}
+
+
+def leaf_name(path: Path) -> str:
+    """The spooled column of an extra leaf path: the path as a JSON array (no name of a typed
+    column starts with `[`)."""
+    return dumps(list(path))
+
+
+def is_leaf_name(name: str) -> bool:
+    return name.startswith("[")
+
+
+def spooled_leaves(table: pa.Table) -> dict[Path, tuple[pa.Field, pa.ChunkedArray]]:
+    """Each extra leaf path of a spooled batch: its field and column."""
+    return {
+        tuple(loads(f.name)): (f, table.column(i))
+        for i, f in enumerate(table.schema)
+        if is_leaf_name(f.name)
+    }
+
+
+def encode_leaf(path: Path, values: Sequence[Any]) -> tuple[pa.Field, pa.Array] | None:
+    """One extra leaf path's values in many rows (ABSENT or None: none) as a spooled column;
+    None when no row has a value. Values of one type that Arrow holds natively are kept as
+    they are (a float that is not finite as null, as JSON text would have it); anything else
+    as each value's JSON text."""
+    types = set(map(type, values))
+    if _Absent in types:
+        values = [None if v is ABSENT else v for v in values]
+        types.discard(_Absent)
+    types.discard(type(None))
+    if not types:
+        return None
+    name = leaf_name(path)
+    native = _NATIVE_TYPES.get(next(iter(types))) if len(types) == 1 else None
+    if native is not None:
         try:
-            parsed = iter(loads("[" + ",".join(t for t in listed if t is not None) + "]"))
-            rows = [None if text is None else next(parsed) for text in listed]
-            return leaf_columns(rows, skip=self.skip, absent=None)
-        finally:
-            if collecting:
-                gc.enable()
+            array = pa.array(values, type=native)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            pass  # an integer beyond 64 bits: JSON text
+        else:
+            if native == pa.float64() and not pc.all(pc.is_finite(array)).as_py():
+                array = pc.if_else(pc.is_finite(array), array, pa.scalar(None, pa.float64()))
+            return pa.field(name, native, metadata={_ENCODING: _NATIVE}), array
+    encoding = _JSON
+    try:
+        texts = [None if v is None else orjson.dumps(v).decode() for v in values]
+    except (TypeError, orjson.JSONEncodeError):  # deeper than orjson goes, or beyond 64 bits
+        texts = [None if v is None else dumps(v) for v in values]
+        encoding = _JSON_STD
+    metadata = {_ENCODING: encoding, _LISTS: b"1" if types == {list} else b"0"}
+    return pa.field(name, pa.string(), metadata=metadata), pa.array(texts, type=pa.string())
 
 
-EXTRAS_COLUMN = "_extras"
+def _encoding(leaf: pa.Field) -> bytes:
+    return (leaf.metadata or {}).get(_ENCODING, _NATIVE)
+
+
+def json_lists(leaf: pa.Field) -> bool:
+    """Whether a spooled column holds the JSON text of lists only."""
+    return _encoding(leaf) != _NATIVE and (leaf.metadata or {}).get(_LISTS) == b"1"
+
+
+def native_strings(leaf: pa.Field) -> bool:
+    return _encoding(leaf) == _NATIVE and leaf.type == pa.string()
+
+
+def native_ints(leaf: pa.Field) -> bool:
+    return _encoding(leaf) == _NATIVE and leaf.type == pa.int64()
+
+
+def decode_leaf(leaf: pa.Field, array: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """A spooled column's values as parsed JSON values again (None: none)."""
+    listed = array.to_pylist()
+    encoding = _encoding(leaf)
+    if encoding == _NATIVE:
+        return listed
+    # one parse of them all (a JSON array), the collector paused meanwhile (it would walk the
+    # new objects again and again; they hold no cycles)
+    text = "[" + ",".join("null" if t is None else t for t in listed) + "]"
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        parsed: list[Any] = json.loads(text) if encoding == _JSON_STD else loads(text)
+        return parsed
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _expanded(
+    planned: PlannedColumn, spooled: tuple[pa.Field, pa.ChunkedArray] | None, n: int
+) -> Iterator[tuple[str, pa.Array | pa.ChunkedArray]]:
+    """(name, array) of PLANNED's column and of each of its variant columns, from the spooled
+    column of its path (None: no row of the batch has it). A spooled column that already is
+    what the plan's type makes of it is taken as it is; else each value is typed (`_typed`)."""
+    if spooled is None:
+        yield from _typed(planned, None, n)
+        return
+    leaf, array = spooled
+    data_type = planned.data_type
+    as_is = data_type in _FITS and _encoding(leaf) == _NATIVE and NATIVE[data_type] == leaf.type
+    as_is = as_is or (data_type == "json" and json_lists(leaf))
+    if not as_is:
+        yield from _typed(planned, decode_leaf(leaf, array), n)
+        return
+    yield planned.name, array
+    for kind, name in planned.variants.items():
+        yield name, pa.nulls(n, type=NATIVE[_variant_kind(kind)])
 
 
 def _typed(

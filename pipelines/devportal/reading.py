@@ -36,7 +36,6 @@ import pyarrow as pa
 
 from devportal import extras, transform
 from devportal.client import (
-    AHEAD_BYTES,
     SUBSCRIPTIONS_PATH,
     USER_ACCOUNTS_PATH,
     USER_SETTINGS_PATH,
@@ -145,6 +144,12 @@ def verify_ids(ids: np.ndarray, report: SweepReport, dropped: int = 0) -> None:
 # -- subscriptions ----------------------------------------------------------------------------
 
 
+# decoded page bytes a spooled batch holds at most (about): the rows of a batch are Python
+# objects until it is typed, so rows that carry many fields make smaller batches (20,000 rows of
+# the spec's four fields are about 2 MB: unaffected; wide rows are not held 20,000 at a time)
+BATCH_BYTES = 3 * 2**20
+
+
 class Spool:
     """One verified read of a subscription partition, on disk until dlt has taken it.
 
@@ -189,10 +194,12 @@ class Spool:
         return np.concatenate([self.ids, self.extra_ids, self.kept])
 
     def batches(self) -> Iterator[pa.Table]:
+        """Each spooled batch (an Arrow stream of its own: its extra columns are its own)."""
         # a plain read, not a memory map: mapped pages would count as resident memory
         with pa.OSFile(str(self.path), "rb") as source:
-            for batch in pa.ipc.open_stream(source):
-                yield pa.Table.from_batches([batch], schema=transform.SPOOL_SCHEMA)
+            size = source.size()
+            while source.tell() < size:
+                yield pa.ipc.open_stream(source).read_all()
         if self.extra is not None and self.extra.num_rows:
             yield self.extra
 
@@ -379,7 +386,8 @@ def _spool_pages(
     fields: extras.FieldStats | None = None,
     statuses: Counter[str] | None = None,
 ) -> tuple[np.ndarray, set[int]]:
-    """Transform pages into Arrow batches of about `batch_rows` in a spool file.
+    """Transform pages into Arrow batches of about `batch_rows` in a spool file, one Arrow
+    stream after another (each batch has the extra columns of its own rows).
 
     Returns the ids written (for the integrity check) and the users (`service_id`) seen; the
     fields seen go to FIELDS, the rows per status to STATUSES."""
@@ -387,15 +395,13 @@ def _spool_pages(
     services: set[int] = set()
     rows_read = 0
     fields = fields if fields is not None else extras.FieldStats()
-    with (
-        pa.OSFile(str(spool_path), "wb") as sink,
-        pa.ipc.new_stream(sink, transform.SPOOL_SCHEMA) as writer,
-    ):
+    with pa.OSFile(str(spool_path), "wb") as sink:
         buffer: list[dict[str, Any]] = []
 
         def flush() -> None:
             table, ids = transform.subscriptions_table(buffer, is_test, dq, fields)
-            writer.write_table(table)
+            with pa.ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table)
             id_chunks.append(ids)
             services.update(table.column("service_id").drop_null().unique().to_pylist())
             if statuses is not None:
@@ -406,7 +412,7 @@ def _spool_pages(
             buffer.extend(page.data)
             buffered += page.size
             on_page(page, rows_read + len(buffer))
-            if len(buffer) >= batch_rows or buffered >= AHEAD_BYTES:
+            if len(buffer) >= batch_rows or buffered >= BATCH_BYTES:
                 flush()
                 rows_read += len(buffer)
                 buffer, buffered = [], 0

@@ -8,8 +8,8 @@ text beside them and counted in `DataQuality`; they never stop a sync.
 `_row_version` is a deterministic 64-bit hash of the business columns. dlt's SCD2 merge compares
 it to decide whether a subscription changed; on the Arrow path dlt would otherwise have no
 content hash at all (its `add_dlt_id` makes random ids, which would version every row on every
-sweep). Fields the spec does not show travel beside the typed columns as JSON text (`_extras`,
-see `extras.py`) and version the row too, except those `history_ignore_fields` names; a row
+sweep). Fields the spec does not show travel beside the typed columns, one spooled column per
+leaf path (`extras.encode_leaf`), and version the row too, except those `history_ignore_fields` names; a row
 without such fields keeps the hash it always had.
 
 Every read also records the fields it saw (`extras.FieldStats`: each path and the kinds of its
@@ -54,9 +54,9 @@ SUBSCRIPTIONS_SCHEMA = pa.schema(
     ]
 )
 
-# what the spool holds: the typed columns and each row's extra fields as JSON text (NULL: none),
-# expanded into columns of their own when handed to dlt (`extras.Plan.expand`)
-SPOOL_SCHEMA = SUBSCRIPTIONS_SCHEMA.append(pa.field(extras.EXTRAS_COLUMN, pa.string()))
+# what the spool holds: the typed columns, then one column per extra leaf path of the batch
+# (`extras.encode_leaf`), typed into the columns of the run's plan when handed to dlt
+# (`extras.Plan.expand`)
 # the fields of a Subscription object the spec shows (spec 4.1), each typed into its own column
 SUBSCRIPTION_FIELDS = frozenset(("id", "service_id", "status", "expires_at"))
 
@@ -385,80 +385,121 @@ def _row_versions(
     return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(h.view(np.int64))])
 
 
-def _extra_fields(batch: _Batch) -> tuple[pa.Array, np.ndarray, np.ndarray]:
-    """Rows with fields beyond the spec's, as JSON text (NULL: none), and the rows whose extra
-    fields version them (`_row_version`) with the hash of those fields.
+def _extra_fields(
+    batch: _Batch,
+) -> tuple[list[tuple[pa.Field, pa.Array]], np.ndarray, np.ndarray]:
+    """The spooled columns of the fields beyond the spec's (`extras.encode_leaf`, NULL where a
+    row has none), and the rows whose extra fields version them (`_row_version`) with the hash
+    of those fields.
 
     Nearly free when no row has any (one pass of `len`); else each row is checked. The fields of the
     rows that have some are seen column by column (`extras.leaf_columns`)."""
     rows, n = batch.rows, batch.n
-    none = np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.uint64)
+    none: tuple[list[tuple[pa.Field, pa.Array]], np.ndarray, np.ndarray] = (
+        [],
+        np.zeros(0, dtype=np.intp),
+        np.zeros(0, dtype=np.uint64),
+    )
     # no spec field missing or null: each row has the four; a total of 4n keys leaves no room
     if not n or (not batch.spec_nulls and sum(map(len, rows)) == len(SUBSCRIPTION_FIELDS) * n):
-        return pa.nulls(n, type=pa.string()), *none
+        return none
     spec = SUBSCRIPTION_FIELDS
     at = [i for i, row in enumerate(rows) if not spec.issuperset(row)]
     if not at:
-        return pa.nulls(n, type=pa.string()), *none
-    texts: list[str | None] = [None] * n
-    for i in at:
-        texts[i] = json_text(rows[i])
-    leaves = extras.leaf_columns([rows[i] for i in at], skip=spec)
+        return none
+    leaves = extras.leaf_columns([rows[i] for i in at] if len(at) < n else rows, skip=spec)
+    encoded: dict[extras.Path, tuple[pa.Field, pa.Array]] = {}
     for path, values in leaves.items():
         batch.stats.see_column(path, values)
-    hashes, versioned = _extras_hashes(leaves, batch.stats.ignored, len(at))
+        column = extras.encode_leaf(path, values)
+        if column is not None:
+            encoded[path] = column
+    hashes, versioned = _extras_hashes(leaves, batch.stats.ignored, len(at), encoded)
+    del leaves
     rows_at = np.asarray(at, dtype=np.intp)
-    return pa.array(texts, type=pa.string()), rows_at[versioned], hashes[versioned]
+    columns = list(encoded.values())
+    if len(at) < n:  # each row without extra fields: NULL in every column
+        where = np.full(n, -1, dtype=np.int64)
+        where[rows_at] = np.arange(len(at), dtype=np.int64)
+        spread = pa.array(where, mask=where < 0)
+        columns = [(leaf, array.take(spread)) for leaf, array in columns]
+    return columns, rows_at[versioned], hashes[versioned]
 
 
 _INT_DOMAIN = np.uint64(0x5BD1E9955BD1E995)  # an integer's hash is apart from any text's
 
 
 def _extras_hashes(
-    leaves: dict[extras.Path, list[Any]], ignored: Callable[[extras.Path], bool], n: int
+    leaves: Mapping[extras.Path, Sequence[Any]],
+    ignored: Callable[[extras.Path], bool],
+    n: int,
+    encoded: Mapping[extras.Path, tuple[pa.Field, pa.Array]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(hash, versioned) per row: the hash of its versioned extra fields (every leaf not ignored
     and not null, in the order of their dotted paths, each its path and its value's JSON) and
-    whether it has any. A value hashes alike whatever else its batch holds."""
+    whether it has any. A value hashes alike whatever else its batch holds. ENCODED: the same
+    values as spooled columns (`extras.encode_leaf`), hashed without a pass over each value
+    where their form allows it."""
     h = np.zeros(n, dtype=np.uint64)
     versioned = np.zeros(n, dtype=bool)
     for path in sorted(leaves, key=extras.dotted):
         if ignored(path):
             continue
-        value_hash = _value_hashes(leaves[path])
+        value_hash = _value_hashes(leaves[path], (encoded or {}).get(path))
         present = value_hash != 0  # 0: absent or null (a value hashing to 0: 2**-64)
         if not present.any():
             continue
         path_hash = np.uint64(_text_hash(extras.dotted(path)))
-        h = np.where(present, _mix(h ^ _mix(value_hash ^ path_hash)), h)
+        mixed = _mix(h ^ _mix(value_hash ^ path_hash))
+        h = mixed if present.all() else np.where(present, mixed, h)
         versioned |= present
     return h, versioned
 
 
-def _unique_text_hashes(texts: list[str | None], prefix: str = "") -> np.ndarray:
+def _unique_text_hashes(texts: list[str | None] | pa.Array, prefix: str = "") -> np.ndarray:
     """`_text_hash` of each text after PREFIX (0 for None), each distinct text hashed once."""
-    codes = pc.dictionary_encode(pa.array(texts, type=pa.string()))
+    array = texts if isinstance(texts, pa.Array) else pa.array(texts, type=pa.string())
+    codes = pc.dictionary_encode(array)
     uniques = codes.dictionary.to_pylist()
     table = np.array([_text_hash(prefix + u) for u in uniques], dtype=np.uint64)
-    out = np.zeros(len(texts), dtype=np.uint64)
+    out = np.zeros(len(array), dtype=np.uint64)
     idx = codes.indices
     if len(table):
-        valid = idx.is_valid().to_numpy(zero_copy_only=False)
-        out[valid] = table[idx.fill_null(0).to_numpy(zero_copy_only=False)[valid]]
+        if idx.null_count:
+            valid = idx.is_valid().to_numpy(zero_copy_only=False)
+            out[valid] = table[idx.fill_null(0).to_numpy(zero_copy_only=False)[valid]]
+        else:
+            out = table[idx.to_numpy(zero_copy_only=False)]
     return out
 
 
-def _value_hashes(values: list[Any]) -> np.ndarray:
+def _value_hashes(
+    values: Sequence[Any], encoded: tuple[pa.Field, pa.Array] | None = None
+) -> np.ndarray:
     """A 64-bit hash of each value (0 where absent or null): an integer by itself, a text by
     itself after `s:` (no JSON text starts so), anything else by its JSON text (sorted keys).
-    A value hashes alike whatever else its batch holds."""
+    A value hashes alike whatever else its batch holds. ENCODED: the values as a spooled
+    column: texts and integers are hashed from it, and lists holding no object (their JSON
+    text is the same with keys sorted) by the JSON text it holds."""
+    if encoded is not None:
+        leaf, array = encoded
+        if extras.native_strings(leaf):
+            return _unique_text_hashes(array, "s:")
+        if extras.native_ints(leaf):
+            numbers = array.fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64)
+            mixed = _mix(numbers ^ _INT_DOMAIN)
+            if not array.null_count:
+                return mixed
+            return np.where(array.is_valid().to_numpy(zero_copy_only=False), mixed, np.uint64(0))
+        if extras.json_lists(leaf) and not pc.any(pc.match_substring(array, "{")).as_py():
+            return _unique_text_hashes(array)
     n = len(values)
     types = set(map(type, values))
     types -= {type(None), type(extras.ABSENT)}
     if types == {str}:  # the common case: each distinct text hashed once
         if len(types) != len(set(map(type, values))):
             values = [v if type(v) is str else None for v in values]
-        return _unique_text_hashes(values, "s:")
+        return _unique_text_hashes(list(values), "s:")
     out = np.zeros(n, dtype=np.uint64)
     ints: list[int] = []
     if int in types:
@@ -483,14 +524,12 @@ def _value_hashes(values: list[Any]) -> np.ndarray:
 def rehash(table: pa.Table, ignored: Callable[[extras.Path], bool]) -> pa.Table:
     """A spooled batch with `_row_version` computed again, its extra fields versioning as
     IGNORED now says (a contract that drops a new column's values: they version nothing)."""
-    texts = table.column("_extras").to_pylist()
-    at = [i for i, text in enumerate(texts) if text is not None]
-    if not at:
+    spooled = extras.spooled_leaves(table)
+    if not spooled:
         return table
-    rows = [orjson.loads(texts[i]) for i in at]
-    leaves = extras.leaf_columns(rows, skip=SUBSCRIPTION_FIELDS)
-    hashes, versioned = _extras_hashes(leaves, ignored, len(at))
-    rows_at = np.asarray(at, dtype=np.intp)
+    leaves = {path: extras.decode_leaf(*column) for path, column in spooled.items()}
+    hashes, versioned = _extras_hashes(leaves, ignored, table.num_rows)
+    rows_at = np.arange(table.num_rows, dtype=np.intp)
     expires_raw = table.column("expires_at_raw").combine_chunks()
     versions = _row_versions(
         table.column("id").combine_chunks(),
@@ -511,11 +550,12 @@ def subscriptions_table(
     dq: DataQuality,
     stats: extras.FieldStats | None = None,
 ) -> tuple[pa.Table, np.ndarray]:
-    """One Arrow table for a batch of subscription rows (`SPOOL_SCHEMA`), and their ids.
+    """One Arrow table for a batch of subscription rows (`SUBSCRIPTIONS_SCHEMA`, then a column
+    per extra leaf path), and their ids.
 
     Rows without a usable `id` cannot be keyed: they are dropped and counted. Every other
     column is typed by its own coercer; a value that does not fit is NULL, flagged and counted.
-    Fields beyond the spec's are kept as JSON text (`_extras`). STATS records the paths seen
+    Fields beyond the spec's are kept in columns of their own. STATS records the paths seen
     and the kinds of their values (and says which extra fields make no new version).
     """
     stats = stats if stats is not None else extras.FieldStats()
@@ -524,7 +564,7 @@ def subscriptions_table(
     service = _service_ids(batch)
     status = _statuses(batch)
     expires, expires_raw = _expiries(batch)
-    extra_text, versioned, hashes = _extra_fields(batch)
+    extra_columns, versioned, hashes = _extra_fields(batch)
     n = batch.n
     table = pa.Table.from_arrays(
         [
@@ -536,9 +576,9 @@ def subscriptions_table(
             expires_raw if expires_raw is not None else pa.nulls(n, type=pa.string()),
             batch.flag_column(),
             _row_versions(ids, service, status, expires, expires_raw, is_test, versioned, hashes),
-            extra_text,
+            *(array for _, array in extra_columns),
         ],
-        schema=SPOOL_SCHEMA,
+        schema=pa.schema([*SUBSCRIPTIONS_SCHEMA, *(leaf for leaf, _ in extra_columns)]),
     )
     return table, ids.to_numpy(zero_copy_only=False).astype(np.int64)
 
