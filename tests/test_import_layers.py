@@ -131,7 +131,8 @@ def test_the_layers_import_downwards() -> None:
     `python -m devportal`) imports the CLI."""
     graph = import_graph()
     assert graph["devportal.errors"] == set()
-    assert graph["devportal.warehouse"] <= {"devportal.errors"}
+    assert graph["devportal.filelock"] <= {"devportal.errors"}
+    assert graph["devportal.warehouse"] <= {"devportal.errors", "devportal.filelock"}
     assert graph["devportal.config"] <= {"devportal.errors"}
     allowed = {"devportal.errors", "devportal.warehouse", "devportal.loader", "devportal.config"}
     assert graph["devportal.pipeline"] <= allowed, sorted(graph["devportal.pipeline"] - allowed)

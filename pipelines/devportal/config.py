@@ -60,7 +60,7 @@ class DevportalConfig(BaseConfiguration):
     # a verified sweep asks the API about each subscription it would close (`?id=N`), up to
     # this many; with more, it reads the list again until two reads agree (sweep_attempts)
     confirm_closes_max: int = 100
-    batch_rows: int = 20_000  # rows per Arrow batch spooled and handed to dlt
+    batch_rows: int = 20_000  # at most this many rows per Arrow batch spooled and handed to dlt
     # -- guards
     # a sweep that would close more than this share of current subscriptions is refused
     mass_close_max_share: float = 0.2

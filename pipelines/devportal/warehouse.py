@@ -5,7 +5,8 @@ never write one warehouse at once; dlt keeps its state for a warehouse in
 `pipelines_dir(warehouse)`, next to it (tests and demos may use many warehouses side by side).
 A writer never opens the warehouse file for writing: it writes a `Draft` (a copy) and publishes
 it with one rename, so readers may hold the file open read-only at any time. `devportal.pipeline`
-binds the dlt pipeline to the warehouse; this module knows nothing of dlt.
+binds the dlt pipeline to the warehouse; this module knows nothing of dlt. The OS's locks
+come from `devportal.filelock` (fcntl; msvcrt on Windows, see docs/platforms.md).
 
 Every problem with the file is one line with the cause and the fix, classified in one place:
 the path (`locate_warehouse`: a folder, a path under a regular file, a name whose catalog would
@@ -19,19 +20,19 @@ file open for writing, is `WarehouseBusy` (exit 3).
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
 import os
 import re
 import shutil
-import struct
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from devportal import filelock
 from devportal.errors import ConfigError, DevportalError, WarehouseBusy, first_line
+from devportal.filelock import writer_of  # re-exported: the probe lives with the locks
 
 # A DuckDB file starts with an 8-byte checksum, then this magic (every storage version).
 DUCKDB_MAGIC = b"DUCK"
@@ -254,26 +255,26 @@ def warehouse_lock(warehouse: str | Path) -> Iterator[None]:
     except OSError as err:
         raise unwritable(path.parent, err) from None
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+        if not filelock.try_exclusive(fd):
+            holder = filelock.read_holder(fd) or "another process"
             raise WarehouseBusy(
                 f"warehouse {path} is busy: a sync (pid {holder}) is running; "
                 "wait for it to finish or stop it"
             ) from None
         try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, str(os.getpid()).encode(), 0)
-        except OSError as err:
-            raise unwritable(path.parent, err) from None
-        try:
-            yield
-        finally:
             try:
-                Draft(path).close()
+                filelock.write_holder(fd)
+            except OSError as err:
+                raise unwritable(path.parent, err) from None
+            try:
+                yield
             finally:
-                _release_guard(path)
+                try:
+                    Draft(path).close()
+                finally:
+                    _release_guard(path)
+        finally:
+            filelock.release(fd)
     finally:
         os.close(fd)
 
@@ -290,9 +291,8 @@ def looks_busy(warehouse: str | Path) -> bool:
         pass  # not there (yet): nothing holds it
     else:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return True
+            if filelock.held_elsewhere(fd):
+                return True
         finally:
             os.close(fd)  # releases the probe's lock
     return writer_of(path) is not None
@@ -429,45 +429,10 @@ def catalog_of(con: Any) -> str:
 
 # -- writing it: a copy, published with one rename ----------------------------------------------
 
-# struct flock on Linux (64-bit): l_type, l_whence, l_start, l_len, l_pid, padding
-_FLOCK = "hhqqi4x"
 # the shared lock each writer holds on the published warehouse file while it holds the
 # warehouse lock (`_guard`): warehouse path -> open file descriptor
 _guards: dict[Path, int] = {}
 _guards_lock = threading.Lock()
-
-
-def _lock_shared(fd: int) -> None:
-    """A shared lock on the whole file FD, as DuckDB's readers take (OSError if a writer holds
-    it). An open file description lock where the OS has them (Linux): it belongs to FD alone,
-    so this process opening and closing the file elsewhere (a copy, a DuckDB reader) does not
-    drop it, and it conflicts with DuckDB's own locks even in this process."""
-    if hasattr(fcntl, "F_OFD_SETLK"):
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack(_FLOCK, fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0))
-    else:  # a process-wide lock: the best this system offers
-        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-
-
-def writer_of(path: Path) -> int | None:
-    """The pid of a process that has the DuckDB file PATH open for writing (DuckDB's exclusive
-    fcntl lock; 0 when the OS does not say), None when none has. Readers (shared locks) do not
-    count. A probe that holds nothing."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None  # not there (yet): nobody writes it
-    try:
-        if hasattr(fcntl, "F_OFD_GETLK"):
-            request = struct.pack(_FLOCK, fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0)
-            kind, _, _, _, pid = struct.unpack(_FLOCK, fcntl.fcntl(fd, fcntl.F_OFD_GETLK, request))
-            return None if kind == fcntl.F_UNLCK else max(pid, 0)
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:
-            return 0
-        return None
-    finally:
-        os.close(fd)
 
 
 def _process(pid: int) -> str:
@@ -505,7 +470,7 @@ def _guard(warehouse: Path, fd: int | None = None) -> None:
                 "file's permissions"
             ) from None
         try:
-            _lock_shared(fd)
+            filelock.lock_shared(fd)
         except OSError:
             os.close(fd)
             raise written_elsewhere(warehouse, writer_of(warehouse)) from None
@@ -537,6 +502,8 @@ def _identity(path: Path) -> list[int] | None:
 
 
 def _fsync(path: Path, *, folder: bool = False) -> None:
+    if folder and not hasattr(os, "O_DIRECTORY"):
+        return  # Windows cannot open a folder to sync it: the rename is as durable as it goes
     fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if folder else 0))
     try:
         os.fsync(fd)
@@ -704,7 +671,7 @@ class Draft:
                     "checkpoint; nothing was published: run again"
                 )
             try:
-                _lock_shared(fd)
+                filelock.lock_shared(fd)
             except OSError:
                 raise DevportalError(
                     f"cannot publish {_shown(self.path)}: it is still open for writing; nothing "

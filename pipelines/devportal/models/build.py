@@ -1,0 +1,268 @@
+"""The runner: builds the models into the schema `analytics` (with the seeds, in one
+transaction, within a memory cap on DuckDB) and, with `check`, runs their data tests, on DuckDB
+(the warehouse file, through a draft copy published when built) or PostgreSQL (the database of
+dlt's `postgres` destination).
+
+Every model is materialised as a TABLE, not a view: its numbers are frozen at build time
+together with `analytics.as_of`, so the report, the notebook and any SQL client agree until the
+next build; readers get plain fast tables; and a DuckDB view keeps its SQL text and re-binds it
+on every read, so a view over `devportal.<table>` breaks under another catalog name. One
+transaction holds the whole build (drop and create each table; PostgreSQL's DDL is
+transactional too, and its build reads one REPEATABLE READ snapshot): a failing model leaves
+the previous build in place. A model reading a raw table that does not exist and is not
+declared optional is skipped with a note, and so is everything built on it
+(`analytics.app_releases` stays absent until a manifest is recorded).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+from devportal import engines
+from devportal.errors import DevportalError, first_line
+from devportal.models.checks import DataTestsFailed, run_tests
+from devportal.models.engine_sql import EngineSql, for_engine, render
+from devportal.models.project import SCHEMA, SOURCE_DIALECT, Model, load_models
+from devportal.models.seeds import Seed, seeds_from_settings
+from devportal.pipeline import settle_for_writer
+from devportal.runlock import writer_lock
+from devportal.warehouse import (
+    OWN_MEMORY_LIMIT_MB,
+    RAW_SCHEMA,
+    Draft,
+    quote_ident,
+    require_warehouse,
+)
+
+log = logging.getLogger("devportal.models")
+
+
+def _schema_name(engine: engines.Engine) -> str:
+    parts = (engine.catalog, SCHEMA) if engine.catalog else (SCHEMA,)
+    return ".".join(quote_ident(p) for p in parts)
+
+
+def _skip_reason(model: Model, raw_tables: set[str], skipped: Mapping[str, str]) -> str | None:
+    for dependency in sorted(model.depends_on):
+        if dependency in skipped:
+            return f"needs {SCHEMA}.{dependency}, which was skipped"
+    for source in sorted(model.sources - model.optional.keys()):
+        if source not in raw_tables:
+            return f"needs {RAW_SCHEMA}.{source}, which nothing has been loaded into yet"
+    return None
+
+
+def _drop(engine: engines.Engine, name: str, existing: Mapping[str, str]) -> None:
+    """Remove what an earlier build left as `analytics.<name>` (a table, or a view of an older
+    build)."""
+    kind = "view" if existing.get(name) == "view" else "table"
+    engine.execute(f"drop {kind} if exists {engine.qualify(SCHEMA, name)}")
+
+
+def _build_model(
+    engine: engines.Engine,
+    model: Model,
+    code: EngineSql,
+    raw_tables: set[str],
+    existing: Mapping[str, str],
+) -> None:
+    """Materialise MODEL as `analytics.<name>`, standing in for its missing optional tables."""
+    stubs = {table: sql for table, sql in code.stubs.items() if table not in raw_tables}
+    sql = render(code.sql, engine.catalog, stubs, engine.dialect)
+    try:
+        _drop(engine, model.name, existing)
+        engine.execute(f"create table {engine.qualify(SCHEMA, model.name)} as\n{sql}\n")
+    except engine.errors as err:
+        raise DevportalError(
+            f"model {SCHEMA}.{model.name} ({code.where}) failed: {first_line(err)}"
+        ) from None
+
+
+def _write_seed(engine: engines.Engine, seed: Seed, existing: Mapping[str, str]) -> None:
+    table = engine.qualify(SCHEMA, seed.name)
+    columns = ", ".join(f"{quote_ident(name)} {kind}" for name, kind in seed.columns)
+    marks = ", ".join("?" for _ in seed.columns)
+    try:
+        _drop(engine, seed.name, existing)
+        engine.execute(f"create table {table} ({columns})")
+        for row in seed.rows:  # a few rows; parameters keep any text exact on both engines
+            engine.execute(f"insert into {table} values ({marks})", row)
+    except engine.errors as err:
+        raise DevportalError(f"seed {SCHEMA}.{seed.name} failed: {first_line(err)}") from err
+
+
+def _build_all(
+    engine: engines.Engine,
+    models: Sequence[Model],
+    code: Mapping[str, EngineSql],
+    seeds: Sequence[Seed] = (),
+) -> tuple[list[str], dict[str, str]]:
+    """Write SEEDS and build MODELS in one transaction: the names built (in order) and skipped
+    (with why)."""
+    built: list[str] = []
+    skipped: dict[str, str] = {}
+    with engine.transaction():
+        if engine.dialect == "postgres":
+            # every model reads the same snapshot, as in a DuckDB transaction, even while a
+            # load commits table by table; must be the transaction's first statement
+            engine.execute("set transaction isolation level repeatable read")
+        raw_tables = set(engine.relations(RAW_SCHEMA))
+        existing = engine.relations(SCHEMA)
+        engine.execute(f"create schema if not exists {_schema_name(engine)}")
+        for seed in seeds:
+            _write_seed(engine, seed, existing)
+        for model in models:
+            reason = _skip_reason(model, raw_tables, skipped)
+            if reason is None:
+                _build_model(engine, model, code[model.name], raw_tables, existing)
+                built.append(model.name)
+            else:
+                skipped[model.name] = reason
+                _drop(engine, model.name, existing)
+                log.info("skipped %s.%s: %s", SCHEMA, model.name, reason)
+    return built, skipped
+
+
+def _build_within_memory(
+    engine: engines.Engine,
+    models: Sequence[Model],
+    code: Mapping[str, EngineSql],
+    check: bool,
+    seeds: Sequence[Seed] = (),
+) -> tuple[list[str], dict[str, str], int]:
+    """Build (and with CHECK, test) within DuckDB's memory cap for devportal's connections
+    (`warehouse.OWN_CONNECTION`: lean, where DuckDB's default is 80% of the machine's RAM). A
+    history too large for it (DuckDB spills most work to disk, not all of what one transaction
+    holds) makes DuckDB run out of memory: the attempt is rolled back and made again under
+    DuckDB's own limit, with a warning. The cap grows with the history (`_memory_cap`), so
+    that rarely happens. PostgreSQL is built once."""
+
+    def attempt() -> tuple[list[str], dict[str, str], int]:
+        built, skipped = _build_all(engine, models, code, seeds)
+        written = {seed.name for seed in seeds}
+        return built, skipped, run_tests(engine, models, set(built) | written) if check else 0
+
+    if engine.dialect == SOURCE_DIALECT:
+        cap = _memory_cap(engine)
+        if cap:
+            engine.execute(f"set memory_limit = '{cap}MB'")
+    try:
+        return attempt()
+    except DevportalError as err:
+        if engine.dialect != SOURCE_DIALECT or "Out of Memory" not in str(err):
+            raise
+        log.warning("models: DuckDB ran out of its memory cap (%s); building again without it", err)
+    engine.execute("reset memory_limit")
+    return attempt()
+
+
+# MB of DuckDB memory per subscription version: 1M versions build within 256 MB (5 s), where
+# 64 MB runs out; 100k build in 64 MB as fast as without a cap and with half the memory
+CAP_MB_PER_VERSION = 256 / 1_000_000
+
+
+def _memory_cap(engine: engines.Engine) -> int | None:
+    """The memory cap (MB) for this history: the connection's own (`OWN_MEMORY_LIMIT_MB`, 64)
+    up to 250k versions, then growing with them; None to keep the connection's."""
+    if "subscriptions" not in engine.relations(RAW_SCHEMA):
+        return None
+    [(versions,)] = engine.execute(
+        f"select count(*) from {engine.qualify(RAW_SCHEMA, 'subscriptions')}"
+    )
+    cap = int(versions * CAP_MB_PER_VERSION)
+    return cap if cap > OWN_MEMORY_LIMIT_MB else None
+
+
+def _draft(warehouse: str | Path) -> Draft:
+    """The copy of the DuckDB warehouse the models are built into, published when built (see
+    `warehouse.Draft`: the warehouse file is never opened for writing, readers may hold it). A
+    run a killed sync left half loaded is finished first, as the next sync would."""
+    settle_for_writer(warehouse)
+    draft = Draft(warehouse)
+    draft.create()
+    return draft
+
+
+def build_after_load(warehouse: str | Path, destination: Any) -> dict[str, Any] | None:
+    """The models after a load: built on the engine the load wrote to, DuckDB at `warehouse`
+    (destination None or "duckdb") or PostgreSQL ("postgres"); None for any other destination,
+    including a dlt destination object (where it writes is its own business). The one place
+    that rule is written."""
+    if destination is not None and not isinstance(destination, str):
+        return None
+    name = (destination or SOURCE_DIALECT).lower()
+    return build(warehouse, destination=name) if name in engines.ENGINES else None
+
+
+def build(
+    warehouse: str | Path,
+    check: bool = False,
+    *,
+    destination: str | None = None,
+    sql_dir: Path | None = None,
+    lock: bool = True,
+) -> dict[str, Any]:
+    """Build every model into `analytics` (one transaction); with CHECK, run the data tests.
+
+    DESTINATION None or "duckdb": the DuckDB file WAREHOUSE; "postgres": the database of dlt's
+    `postgres` destination (credentials as dlt resolves them; WAREHOUSE then only places the
+    lock file); anything else is a ConfigError. The seeds are written from the settings as
+    they are now (`[analytics] status_map`: a bad one is a ConfigError before anything runs).
+    Returns a summary: `built` (model names, in build order), `seeds` (the seeds written),
+    `skipped` (name -> reason), `tests` (how many data tests ran and passed), `seconds`,
+    `destination` (the engine). Raises DevportalError naming the failing model (or
+    the file sqlglot cannot translate, before anything runs), or every failing data test. LOCK
+    takes the warehouse lock, so a sync cannot write while the models read; pass False when the
+    caller already holds it.
+    """
+    started = time.monotonic()
+    engine_name = engines.engine_of(destination)
+    models = load_models(sql_dir)
+    code = {model.name: for_engine(model, engine_name) for model in models}
+    read = {name for model in models for name in model.seeds}
+    seeds = [seed for seed in seeds_from_settings() if seed.name in read]
+    if engine_name == SOURCE_DIALECT:
+        require_warehouse(warehouse)  # before the lock, which would create the folder
+    locked = writer_lock(warehouse, engine_name) if lock else nullcontext()
+    with locked:
+        draft = _draft(warehouse) if engine_name == SOURCE_DIALECT else None
+        try:
+            with engines.connect(draft.path if draft else warehouse, engine_name) as engine:
+                built, skipped, tests_run = _build_within_memory(engine, models, code, check, seeds)
+        except DataTestsFailed:
+            if draft is not None:
+                draft.publish()  # the build committed; its data tests failed
+            raise
+        if draft is not None:
+            draft.publish()
+    seconds = time.monotonic() - started
+    log.info(
+        "built %d models on %s in %.2fs, skipped %d", len(built), engine_name, seconds, len(skipped)
+    )
+    return {
+        "built": built,
+        "seeds": [seed.name for seed in seeds],
+        "skipped": skipped,
+        "tests": tests_run,
+        "seconds": seconds,
+        "destination": engine_name,
+    }
+
+
+def summary_line(summary: Mapping[str, Any]) -> str:
+    """One line for people about a `build`: what was built (and where, when not on DuckDB), what
+    was skipped and why, tests run."""
+    engine = summary.get("destination", SOURCE_DIALECT)
+    where = "" if engine == SOURCE_DIALECT else f" on {engine}"
+    line = f"models ok: {len(summary['built'])} built{where} in {summary['seconds']:.1f}s"
+    if summary["skipped"]:
+        notes = ", ".join(f"{name} ({why})" for name, why in summary["skipped"].items())
+        line += f"; skipped {notes}"
+    if summary["tests"]:
+        line += f"; {summary['tests']} data tests passed"
+    return line
