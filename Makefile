@@ -6,8 +6,10 @@ STAMP  := $(VENV)/.installed
 WAREHOUSE ?= warehouse/warehouse.duckdb
 DEMO_WAREHOUSE ?= warehouse/demo.duckdb
 ARGS ?=
-# the browser of the HTML report's browser test (tests/models/test_browser.py reads $CHROMIUM)
+# the browser of the HTML report's browser test and the WebDriver that drives it (selenium;
+# tests/models/browser.py reads $CHROMIUM and $CHROMEDRIVER): Debian's, of one version
 export CHROMIUM ?= chromium
+export CHROMEDRIVER ?= chromedriver
 
 .DEFAULT_GOAL := help
 .PHONY: help setup chromium demo demo-postgres sync models report sandbox test soak lint bench notebook lock clean
@@ -41,15 +43,17 @@ report: $(STAMP)  ## print the business report from the warehouse
 sandbox: $(STAMP)  ## run the Developer API sandbox in the foreground
 	$(BIN)/devportal sandbox $(ARGS)
 
-chromium:  ## Debian's chromium for the browser test (apt-get install, as root, when missing)
-	@if command -v "$(CHROMIUM)" >/dev/null 2>&1; then :; \
-	elif [ "$(CHROMIUM)" = chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	  echo "installing Debian's chromium for the HTML report's browser test (apt-get)"; \
+chromium:  ## Debian's chromium and chromium-driver for the browser test (apt-get, as root, when missing)
+	@if command -v "$(CHROMIUM)" >/dev/null 2>&1 && command -v "$(CHROMEDRIVER)" >/dev/null 2>&1; then :; \
+	elif [ "$(CHROMIUM)" = chromium ] && [ "$(CHROMEDRIVER)" = chromedriver ] \
+	    && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing Debian's chromium and chromium-driver for the HTML report's browser test (apt-get)"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
+	    apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null; \
 	else \
-	  echo "make test checks the HTML report in a real browser and found no '$(CHROMIUM)':" \
-	    "install it (as root: apt-get install chromium) or set CHROMIUM=/path/to/chromium" >&2; \
+	  echo "make test checks the HTML report in a real browser driven by selenium and found no" \
+	    "'$(CHROMIUM)' or no '$(CHROMEDRIVER)': install both (as root: apt-get install chromium" \
+	    "chromium-driver) or set CHROMIUM=/path/to/chromium CHROMEDRIVER=/path/to/chromedriver" >&2; \
 	  exit 1; \
 	fi
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, DefaultHttpSettings
+from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, HttpSettings
 
 TOKEN_ENV = "SOURCES__DEVPORTAL__ACCESS_TOKEN"
 
@@ -27,7 +27,7 @@ def fetch_all(base_url: str, token: str, workers: int | None) -> tuple[int, int,
     """(rows, pages, the concurrency controller's stats) of one full read of the list."""
     rows = pages = 0
     # devportal's HTTP defaults, spelled out in the client so the floor imports no dlt
-    settings = DefaultHttpSettings(base_url=base_url, access_token=token, workers=workers)
+    settings = HttpSettings(base_url=base_url, access_token=token, workers=workers)
     with ApiClient(settings) as client:
         for page in client.iter_pages(SUBSCRIPTIONS_PATH):
             rows += len(page.data)

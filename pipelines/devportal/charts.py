@@ -1,7 +1,8 @@
 """The charts of the HTML report and the notebook: their queries and their matplotlib figures.
 
-Each chart is a query on the `analytics` models (`QUERIES`) and a function drawing its
-DataFrame; `PAGE` names the ones on the report's HTML page, the notebooks draw them all. Figures are built with `matplotlib.figure.Figure`, never pyplot: no global state,
+Each chart is a query on the `analytics` models (`QUERIES`, one file each in `sql/charts/`) and
+a function drawing its DataFrame; `PAGE` names the ones on the report's HTML page, the notebooks
+draw them all. Figures are built with `matplotlib.figure.Figure`, never pyplot: no global state,
 no GUI backend, safe in any thread; `png_bytes` renders one with the Agg canvas. Every chart
 draws an empty state instead of failing, so a young warehouse still gets a page.
 
@@ -20,14 +21,18 @@ starting with `_` (matplotlib's mark for "leave out of the legend") is still sho
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 import re
+from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from devportal import display
+from devportal.errors import DevportalError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,77 +46,48 @@ RATE_COLOR = "#b8323a"
 MUTED_COLOR = "#888888"
 # one colour per billing period and per platform, in the order they are drawn
 SERIES_COLORS = ("#2f6f9f", "#e08a2c", "#4c9a5b", "#8a5fb0", "#b8323a", "#6b6b6b", "#c9a227")
+# the days the expiry calendar covers: its query's window (sql/charts/expiry_calendar.sql,
+# `interval '60 days'`) and its axis
 EXPIRY_DAYS = 60
 
-# Live subscriptions only, like the report. Each query names the model(s) it needs as
-# `analytics.<model>`, which `qualified` turns into the engine's full name. Portable SQL only:
-# DuckDB and PostgreSQL run every one of them as written.
-QUERIES: dict[str, str] = {
-    "usable_over_time": """
-        select day, usable, active, canceled_usable, other_usable
-        from analytics.daily_subscribers
-        order by day
-    """,
-    "monthly_churn": """
-        select month, churned, cancellations, new, subscribers_at_start, churn_rate,
-            is_estimate, is_complete
-        from analytics.monthly_churn
-        order by month
-    """,
-    "expiry_calendar": f"""
-        select
-            cast(current_subscriptions.expires_at as date) as day,
-            current_subscriptions.status,
-            count(*) as subscriptions
-        from analytics.subscriptions_current as current_subscriptions
-        cross join analytics.as_of as clock
-        where
-            not current_subscriptions.is_test
-            and current_subscriptions.is_usable
-            and current_subscriptions.expires_at <= clock.as_of + interval '{EXPIRY_DAYS} days'
-        group by cast(current_subscriptions.expires_at as date), current_subscriptions.status
-        order by day, current_subscriptions.status
-    """,
-    "users_by_platform": """
-        select listed.platform, count(*) as users
-        from analytics.users as users
-        cross join
-            unnest(string_to_array(coalesce(users.platforms, 'unknown'), ',')) as listed(platform)
-        group by listed.platform
-        order by users desc, listed.platform
-    """,
-    # rates are cast to double precision: PostgreSQL's numeric would come back as Decimal,
-    # an exact 1 of it as int, and a column of ints and floats is not DuckDB's float column
-    "cohort_retention": """
-        select cohort, cohort_month, is_backfill, month_offset, month, cohort_size, usable,
-            cast(retention as double precision) as retention, is_complete
-        from analytics.cohort_retention
-        order by is_backfill desc, cohort_month, month_offset
-    """,
-    "survival_curve": """
-        select day, at_risk, churned, censored,
-            cast(survival as double precision) as survival
-        from analytics.survival_curve
-        order by day
-    """,
-    "monthly_renewals": """
-        select month, period, came_due, renewed, churned, undecided,
-            cast(renewal_rate as double precision) as renewal_rate, is_complete
-        from analytics.monthly_renewals
-        order by month, period
-    """,
-    "churn_by_platform": """
-        select month, platform, subscribers_at_start, churned,
-            cast(churn_rate as double precision) as churn_rate, is_complete
-        from analytics.churn_by_platform
-        order by month, platform
-    """,
-    "reactivations": """
-        select month, saved, won_back, reactivated, is_complete
-        from analytics.reactivations
-        order by month
-    """,
-}
+# The charts' queries are files, `sql/charts/<chart>.sql`, one per chart of TITLES, each opening
+# with a comment saying what the chart shows; `sql/report/` holds the report's. They ship as
+# package data beside the models (a link to the repository's sql/ in a checkout). Each names the
+# model(s) it reads as `analytics.<model>`, which `qualified` turns into the engine's full name,
+# and is portable SQL run as written (no translation) by DuckDB and PostgreSQL alike.
+SQL_DIR = Path(__file__).parent / "sql"
+CHARTS_DIR = "charts"
+
+
+@functools.cache
+def query_file(name: str) -> str:
+    """The query in `sql/<NAME>.sql` (e.g. "charts/monthly_churn", "report/figures"), read on
+    first use and kept. A missing file is a DevportalError saying to reinstall."""
+    path = SQL_DIR / f"{name}.sql"
+    try:
+        return path.read_text(encoding="utf-8").strip().rstrip(";").strip()
+    except OSError as err:
+        raise DevportalError(
+            f"sql/{name}.sql cannot be read ({err.strerror or err}); "
+            "reinstall devportal, which ships it"
+        ) from err
+
+
+class _Queries(Mapping[str, str]):
+    """The charts' queries by chart name (the keys of TITLES, in their order), each read from
+    `sql/charts/<name>.sql` when first asked for."""
+
+    def __getitem__(self, name: str) -> str:
+        if name not in TITLES:
+            raise KeyError(name)
+        return query_file(f"{CHARTS_DIR}/{name}")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TITLES)
+
+    def __len__(self) -> int:
+        return len(TITLES)
+
 
 TITLES: dict[str, str] = {
     "usable_over_time": "Usable subscribers over time",
@@ -134,6 +110,9 @@ PAGE = (
     "cohort_retention",
     "survival_curve",
 )
+
+# Live subscriptions only, like the report. `print(QUERIES["monthly_churn"])` shows one.
+QUERIES: Mapping[str, str] = _Queries()
 
 
 # -- reading the models, alike on every engine ------------------------------------------------

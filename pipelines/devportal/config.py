@@ -16,6 +16,7 @@ from dlt.common.configuration import configspec
 from dlt.common.configuration.specs import BaseConfiguration
 from dlt.common.typing import TSecretStrValue
 
+from devportal.client.settings import HttpSettings
 from devportal.errors import ConfigError
 
 SECTION = "devportal"
@@ -23,34 +24,15 @@ SECTIONS = ("sources", SECTION)
 
 
 @configspec
-class DevportalConfig(BaseConfiguration):
+class DevportalConfig(BaseConfiguration, HttpSettings):
     """`[sources.devportal]`; the token in secrets.toml or the environment.
 
-    HTTP (read by `client.ApiClient`):
-    `timeout_s` bounds one attempt in total (connect, headers, body, same-origin redirects);
-    `max_attempts` and `max_wait_s` bound one request in total, attempts and sleeps included;
-    `retry_after_cap_s` is the longest sleep on a server's `Retry-After`;
-    `max_body_mb` caps one decoded answer (a gzip bomb is refused at it, not held).
-    Requests in flight adapt between `min_workers` and `max_workers` (`concurrency.py`);
-    `workers` pins them to that number instead.
+    The HTTP settings (`base_url`, the token, workers, timeouts, retries, the body cap) are
+    `client.settings.HttpSettings`'s fields, inherited: defined there once, with their defaults
+    and meaning. The fields below say what a run reads, its guards, and where it loads.
     """
 
-    base_url: str | None = None
-    access_token: TSecretStrValue | None = None
-    # -- HTTP
-    workers: int | None = None  # pins the requests in flight; unset: adaptive
-    min_workers: int = 1
-    max_workers: int = 64
-    timeout_s: float = 30.0
-    max_attempts: int = 8
-    max_wait_s: float = 120.0
-    backoff_initial_s: float = 0.2
-    backoff_max_s: float = 10.0
-    retry_after_cap_s: float = 30.0
-    allow_insecure_remote: bool = False  # a token over plain http to a remote host
-    # the most one decoded answer may hold, in MiB (a bigger one is refused, not retried);
-    # unset: 64 KiB per row of the list's per_page, between 16 and 64 MiB
-    max_body_mb: float | None = None
+    access_token: TSecretStrValue | None = None  # HttpSettings' field, marked a secret for dlt
     # -- what a run reads
     include_test: bool = False
     lookback_hours: float = 48.0  # window mode: start this long before the last run

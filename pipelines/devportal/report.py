@@ -107,8 +107,8 @@ class Report:
 
 
 # The figures are the model sql/marts/report_figures.sql (one row, one column per figure key);
-# the report only reads that row and formats it.
-_FIGURES_SQL = "select * from analytics.report_figures"
+# the report only reads that row (sql/report/figures.sql) and formats it.
+_FIGURES_SQL = "report/figures"
 
 # The statuses beyond the spec's two among the live subscriptions read, as sent, with their
 # treatment and counts: a list, so not a column of the one-row report_figures.
@@ -272,7 +272,7 @@ def _figures(reader: _Reader) -> dict[str, Any]:
             f"{reader.where} has no analytics.{missing[0]}: run {reader.build_hint} "
             "to build the models first"
         )
-    figures = reader.record(_FIGURES_SQL)
+    figures = reader.record(charts.query_file(_FIGURES_SQL))
     if figures is None:
         raise DevportalError(
             f"{reader.where}'s analytics.report_figures has no row: run `{reader.models}` "

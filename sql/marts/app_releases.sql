@@ -94,34 +94,38 @@ page_counts as (
         count(*) as page_count
     from analytics.stg_app_manifest_pages
     group by content_hash
+),
+
+final as (
+    select
+        releases.content_hash,
+        releases.release_number,
+        releases.app_name,
+        releases.version,
+        releases.loaded_at,
+        platform_lists.platforms,
+        coalesce(platform_lists.platform_count, 0) as platform_count,
+        case
+            when releases.previous_content_hash is not null
+                then coalesce(added_platforms.platforms_added, '')
+        end as platforms_added,
+        case
+            when releases.previous_content_hash is not null
+                then coalesce(removed_platforms.platforms_removed, '')
+        end as platforms_removed,
+        coalesce(source_counts.source_count, 0) as source_count,
+        coalesce(page_counts.page_count, 0) as page_count,
+        releases.error_count,
+        releases.warning_count,
+        releases.error_count = 0 as is_valid,
+        releases.manifest_path
+    from releases
+    left join platform_lists using (content_hash)
+    left join added_platforms using (content_hash)
+    left join removed_platforms using (content_hash)
+    left join source_counts using (content_hash)
+    left join page_counts using (content_hash)
 )
 
-select
-    releases.content_hash,
-    releases.release_number,
-    releases.app_name,
-    releases.version,
-    releases.loaded_at,
-    platform_lists.platforms,
-    coalesce(platform_lists.platform_count, 0) as platform_count,
-    case
-        when releases.previous_content_hash is not null
-            then coalesce(added_platforms.platforms_added, '')
-    end as platforms_added,
-    case
-        when releases.previous_content_hash is not null
-            then coalesce(removed_platforms.platforms_removed, '')
-    end as platforms_removed,
-    coalesce(source_counts.source_count, 0) as source_count,
-    coalesce(page_counts.page_count, 0) as page_count,
-    releases.error_count,
-    releases.warning_count,
-    releases.error_count = 0 as is_valid,
-    releases.manifest_path
-from releases
-left join platform_lists using (content_hash)
-left join added_platforms using (content_hash)
-left join removed_platforms using (content_hash)
-left join source_counts using (content_hash)
-left join page_counts using (content_hash)
-order by releases.release_number
+select * from final
+order by release_number

@@ -61,23 +61,27 @@ reads_since_verified_sweep as (
         sweep.observed_at is null
         or reads.observed_at > sweep.observed_at
         or (reads.observed_at = sweep.observed_at and reads.started_at > sweep.started_at)
+),
+
+final as (
+    select
+        (select max(observed_at) from successful_runs) as as_of,
+        coalesce(
+            (select min(observed_at) from subscription_reads where mode = 'sweep'),
+            (select min(observed_at) from subscription_reads)
+        ) as first_sync_at,
+        (select count(*) from successful_runs) as successful_syncs,
+        (select run_id from latest_run) as last_run_id,
+        (select count(*) from last_verified_sweep) > 0 as has_verified_sweep,
+        (select observed_at from last_verified_sweep) as last_verified_sweep_at,
+        (
+            select count(*) from reads_since_verified_sweep
+            where mode = 'window'
+        ) as window_syncs_since_verified_sweep,
+        (
+            select count(*) from reads_since_verified_sweep
+            where mode = 'sweep' and not live_sweep_verified
+        ) as unverified_sweeps_since_verified_sweep
 )
 
-select
-    (select max(observed_at) from successful_runs) as as_of,
-    coalesce(
-        (select min(observed_at) from subscription_reads where mode = 'sweep'),
-        (select min(observed_at) from subscription_reads)
-    ) as first_sync_at,
-    (select count(*) from successful_runs) as successful_syncs,
-    (select run_id from latest_run) as last_run_id,
-    (select count(*) from last_verified_sweep) > 0 as has_verified_sweep,
-    (select observed_at from last_verified_sweep) as last_verified_sweep_at,
-    (
-        select count(*) from reads_since_verified_sweep
-        where mode = 'window'
-    ) as window_syncs_since_verified_sweep,
-    (
-        select count(*) from reads_since_verified_sweep
-        where mode = 'sweep' and not live_sweep_verified
-    ) as unverified_sweeps_since_verified_sweep
+select * from final

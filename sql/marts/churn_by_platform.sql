@@ -93,24 +93,28 @@ churn_counts as (
     inner join platforms_of on platforms_of.id = events.subscription_id
     where events.event_type = 'expired'
     group by date_trunc('month', events.event_at), platforms_of.platform
+),
+
+final as (
+    select
+        months.month_start::date as month,
+        platform_names.platform,
+        coalesce(base_counts.subscribers, 0) as subscribers_at_start,
+        coalesce(churn_counts.churned, 0) as churned,
+        coalesce(churn_counts.churned, 0) / nullif(coalesce(base_counts.subscribers, 0), 0)
+            as churn_rate,
+        months.month_start < clock.first_sync_at as is_estimate,
+        months.month_end <= clock.as_of as is_complete
+    from months
+    cross join platform_names
+    cross join clock
+    left join base_counts
+        on base_counts.month_start = months.month_start
+        and base_counts.platform = platform_names.platform
+    left join churn_counts
+        on churn_counts.month_start = months.month_start
+        and churn_counts.platform = platform_names.platform
 )
 
-select
-    months.month_start::date as month,
-    platform_names.platform,
-    coalesce(base_counts.subscribers, 0) as subscribers_at_start,
-    coalesce(churn_counts.churned, 0) as churned,
-    coalesce(churn_counts.churned, 0) / nullif(coalesce(base_counts.subscribers, 0), 0)
-        as churn_rate,
-    months.month_start < clock.first_sync_at as is_estimate,
-    months.month_end <= clock.as_of as is_complete
-from months
-cross join platform_names
-cross join clock
-left join base_counts
-    on base_counts.month_start = months.month_start
-    and base_counts.platform = platform_names.platform
-left join churn_counts
-    on churn_counts.month_start = months.month_start
-    and churn_counts.platform = platform_names.platform
-order by month, platform_names.platform
+select * from final
+order by month, platform

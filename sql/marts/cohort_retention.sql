@@ -86,26 +86,30 @@ usable_counts as (
         and (versions.valid_to is null or versions.valid_to > cohort_months.measured_at)
         and versions.usable_until > cohort_months.measured_at
     group by cohort_months.is_backfill, cohort_months.cohort_start, cohort_months.month_start
+),
+
+final as (
+    select
+        case
+            when cohort_months.is_backfill then 'backfill'
+            else strftime(cohort_months.cohort_start, '%Y-%m')
+        end as cohort,
+        cohort_months.cohort_start::date as cohort_month,
+        cohort_months.is_backfill,
+        date_diff('month', cohort_months.cohort_start, cohort_months.month_start) as month_offset,
+        cohort_months.month_start::date as month,
+        cohort_months.measured_at,
+        cohort_months.cohort_size,
+        coalesce(usable_counts.usable, 0) as usable,
+        coalesce(usable_counts.usable, 0) / cohort_months.cohort_size as retention,
+        cohort_months.month_start + interval 1 month <= clock.as_of as is_complete
+    from cohort_months
+    cross join clock
+    left join usable_counts
+        on usable_counts.is_backfill = cohort_months.is_backfill
+        and usable_counts.cohort_start = cohort_months.cohort_start
+        and usable_counts.month_start = cohort_months.month_start
 )
 
-select
-    case
-        when cohort_months.is_backfill then 'backfill'
-        else strftime(cohort_months.cohort_start, '%Y-%m')
-    end as cohort,
-    cohort_months.cohort_start::date as cohort_month,
-    cohort_months.is_backfill,
-    date_diff('month', cohort_months.cohort_start, cohort_months.month_start) as month_offset,
-    cohort_months.month_start::date as month,
-    cohort_months.measured_at,
-    cohort_months.cohort_size,
-    coalesce(usable_counts.usable, 0) as usable,
-    coalesce(usable_counts.usable, 0) / cohort_months.cohort_size as retention,
-    cohort_months.month_start + interval 1 month <= clock.as_of as is_complete
-from cohort_months
-cross join clock
-left join usable_counts
-    on usable_counts.is_backfill = cohort_months.is_backfill
-    and usable_counts.cohort_start = cohort_months.cohort_start
-    and usable_counts.month_start = cohort_months.month_start
-order by cohort_months.cohort_start, cohort_months.is_backfill desc, month_offset
+select * from final
+order by cohort_month, is_backfill desc, month_offset

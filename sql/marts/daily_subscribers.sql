@@ -80,25 +80,29 @@ changes_by_day as (
     cross join clock
     where changes.changed_at <= clock.as_of
     group by 1
-)
+),
 
 -- running totals; snapshot_at is never NULL, `nulls first` is the null order every engine can
 -- spell in a window aggregate (BigQuery has no NULLS LAST there)
-select
-    snapshots.day,
-    snapshots.snapshot_at,
-    sum(coalesce(changes_by_day.usable_delta, 0)) over (
-        order by snapshots.snapshot_at nulls first rows unbounded preceding
-    )::bigint as usable,
-    sum(coalesce(changes_by_day.active_delta, 0)) over (
-        order by snapshots.snapshot_at nulls first rows unbounded preceding
-    )::bigint as active,
-    sum(coalesce(changes_by_day.canceled_delta, 0)) over (
-        order by snapshots.snapshot_at nulls first rows unbounded preceding
-    )::bigint as canceled_usable,
-    sum(coalesce(changes_by_day.other_delta, 0)) over (
-        order by snapshots.snapshot_at nulls first rows unbounded preceding
-    )::bigint as other_usable
-from snapshots
-left join changes_by_day using (day)
-order by snapshots.day
+final as (
+    select
+        snapshots.day,
+        snapshots.snapshot_at,
+        sum(coalesce(changes_by_day.usable_delta, 0)) over (
+            order by snapshots.snapshot_at nulls first rows unbounded preceding
+        )::bigint as usable,
+        sum(coalesce(changes_by_day.active_delta, 0)) over (
+            order by snapshots.snapshot_at nulls first rows unbounded preceding
+        )::bigint as active,
+        sum(coalesce(changes_by_day.canceled_delta, 0)) over (
+            order by snapshots.snapshot_at nulls first rows unbounded preceding
+        )::bigint as canceled_usable,
+        sum(coalesce(changes_by_day.other_delta, 0)) over (
+            order by snapshots.snapshot_at nulls first rows unbounded preceding
+        )::bigint as other_usable
+    from snapshots
+    left join changes_by_day using (day)
+)
+
+select * from final
+order by day

@@ -112,31 +112,36 @@ monthly_events as (
     left join analytics.billing_periods as periods
         on periods.subscription_id = live_events.subscription_id
     group by 1
+),
+
+final as (
+    select
+        months.month_start::date as month,
+        coalesce(monthly_events.churned, 0) as churned,
+        coalesce(monthly_events.churned_monthly, 0) as churned_monthly,
+        coalesce(monthly_events.churned_yearly, 0) as churned_yearly,
+        coalesce(monthly_events.churned_unknown, 0) as churned_unknown,
+        case
+            when months.month_end > clock.first_sync_at
+                then coalesce(monthly_events.cancellations, 0)
+        end as cancellations,
+        case
+            when months.month_end > clock.first_sync_at
+                then coalesce(monthly_events.new_subscriptions, 0)
+        end as new,
+        coalesce(observed_bases.subscribers, estimated_bases.subscribers, 0)
+            as subscribers_at_start,
+        coalesce(monthly_events.churned, 0)
+        / nullif(coalesce(observed_bases.subscribers, estimated_bases.subscribers, 0), 0)
+            as churn_rate,
+        months.month_start < clock.first_sync_at as is_estimate,
+        months.month_end <= clock.as_of as is_complete
+    from months
+    left join observed_bases using (month_start)
+    left join estimated_bases using (month_start)
+    left join monthly_events using (month_start)
+    cross join clock
 )
 
-select
-    months.month_start::date as month,
-    coalesce(monthly_events.churned, 0) as churned,
-    coalesce(monthly_events.churned_monthly, 0) as churned_monthly,
-    coalesce(monthly_events.churned_yearly, 0) as churned_yearly,
-    coalesce(monthly_events.churned_unknown, 0) as churned_unknown,
-    case
-        when months.month_end > clock.first_sync_at
-            then coalesce(monthly_events.cancellations, 0)
-    end as cancellations,
-    case
-        when months.month_end > clock.first_sync_at
-            then coalesce(monthly_events.new_subscriptions, 0)
-    end as new,
-    coalesce(observed_bases.subscribers, estimated_bases.subscribers, 0) as subscribers_at_start,
-    coalesce(monthly_events.churned, 0)
-    / nullif(coalesce(observed_bases.subscribers, estimated_bases.subscribers, 0), 0)
-        as churn_rate,
-    months.month_start < clock.first_sync_at as is_estimate,
-    months.month_end <= clock.as_of as is_complete
-from months
-left join observed_bases using (month_start)
-left join estimated_bases using (month_start)
-left join monthly_events using (month_start)
-cross join clock
+select * from final
 order by month

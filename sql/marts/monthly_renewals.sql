@@ -145,25 +145,29 @@ counts as (
         count(*) filter (where outcome = 'undecided') as undecided
     from outcomes_by_period
     group by month_start, period
+),
+
+final as (
+    select
+        months.month_start::date as month,
+        period_names.period,
+        coalesce(counts.came_due, 0) as came_due,
+        coalesce(counts.renewed, 0) as renewed,
+        coalesce(counts.churned, 0) as churned,
+        coalesce(counts.undecided, 0) as undecided,
+        case
+            when months.month_start >= clock.first_sync_at
+                then counts.renewed / nullif(counts.renewed + counts.churned, 0)
+        end as renewal_rate,
+        months.month_start < clock.first_sync_at as is_estimate,
+        months.month_start + interval 1 month <= clock.as_of as is_complete
+    from months
+    cross join period_names
+    cross join clock
+    left join counts
+        on counts.month_start = months.month_start
+        and counts.period = period_names.period
 )
 
-select
-    months.month_start::date as month,
-    period_names.period,
-    coalesce(counts.came_due, 0) as came_due,
-    coalesce(counts.renewed, 0) as renewed,
-    coalesce(counts.churned, 0) as churned,
-    coalesce(counts.undecided, 0) as undecided,
-    case
-        when months.month_start >= clock.first_sync_at
-            then counts.renewed / nullif(counts.renewed + counts.churned, 0)
-    end as renewal_rate,
-    months.month_start < clock.first_sync_at as is_estimate,
-    months.month_start + interval 1 month <= clock.as_of as is_complete
-from months
-cross join period_names
-cross join clock
-left join counts
-    on counts.month_start = months.month_start
-    and counts.period = period_names.period
-order by month, period_names.period
+select * from final
+order by month, period

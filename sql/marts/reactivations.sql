@@ -40,15 +40,19 @@ monthly_reactivations as (
     from analytics.subscription_events
     where event_type = 'reactivated'
     group by date_trunc('month', event_at)
+),
+
+final as (
+    select
+        months.month_start::date as month,
+        coalesce(monthly_reactivations.reactivated, 0) as reactivated,
+        coalesce(monthly_reactivations.saved, 0) as saved,
+        coalesce(monthly_reactivations.reactivated - monthly_reactivations.saved, 0) as won_back,
+        months.month_start + interval 1 month <= clock.as_of as is_complete
+    from months
+    cross join clock
+    left join monthly_reactivations on monthly_reactivations.month_start = months.month_start
 )
 
-select
-    months.month_start::date as month,
-    coalesce(monthly_reactivations.reactivated, 0) as reactivated,
-    coalesce(monthly_reactivations.saved, 0) as saved,
-    coalesce(monthly_reactivations.reactivated - monthly_reactivations.saved, 0) as won_back,
-    months.month_start + interval 1 month <= clock.as_of as is_complete
-from months
-cross join clock
-left join monthly_reactivations on monthly_reactivations.month_start = months.month_start
+select * from final
 order by month

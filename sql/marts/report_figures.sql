@@ -133,46 +133,50 @@ last_30_days as (
     from analytics.subscription_events
     cross join clock
     where event_at > clock.as_of - interval 30 day and event_at <= clock.as_of
+),
+
+final as (
+    select
+        clock.as_of,
+        clock.has_verified_sweep,
+        clock.last_verified_sweep_at,
+        clock.window_syncs_since_verified_sweep,
+        clock.unverified_sweeps_since_verified_sweep,
+        usable.subscriptions_read,
+        usable.usable_subscribers,
+        usable.usable_active,
+        usable.usable_canceled,
+        usable.usable_other,
+        last_full_month.last_full_month,
+        last_full_month.last_full_month_churned,
+        last_full_month.last_full_month_subscribers_at_start,
+        last_full_month.last_full_month_churn_rate,
+        last_full_month.last_full_month_is_estimate,
+        expiring.expiring_7d,
+        expiring.expiring_7d_renewing,
+        expiring.expiring_7d_churning,
+        expiring.expiring_7d_other,
+        expiring.expiring_30d,
+        expiring.expiring_30d_renewing,
+        expiring.expiring_30d_churning,
+        expiring.expiring_30d_other,
+        last_30_days.new_30d,
+        last_30_days.canceled_30d,
+        last_30_days.churned_30d,
+        last_full_month_renewals.last_full_month_came_due,
+        last_full_month_renewals.last_full_month_renewed,
+        last_full_month_renewals.last_full_month_renewal_rate,
+        median_lifetime.median_lifetime_days,
+        top_churn_platform.top_churn_platform,
+        top_churn_platform.top_churn_platform_churn_rate
+    from clock
+    cross join usable
+    cross join expiring
+    cross join last_30_days
+    cross join median_lifetime
+    left join last_full_month on true
+    left join last_full_month_renewals on true
+    left join top_churn_platform on true
 )
 
-select
-    clock.as_of,
-    clock.has_verified_sweep,
-    clock.last_verified_sweep_at,
-    clock.window_syncs_since_verified_sweep,
-    clock.unverified_sweeps_since_verified_sweep,
-    usable.subscriptions_read,
-    usable.usable_subscribers,
-    usable.usable_active,
-    usable.usable_canceled,
-    usable.usable_other,
-    last_full_month.last_full_month,
-    last_full_month.last_full_month_churned,
-    last_full_month.last_full_month_subscribers_at_start,
-    last_full_month.last_full_month_churn_rate,
-    last_full_month.last_full_month_is_estimate,
-    expiring.expiring_7d,
-    expiring.expiring_7d_renewing,
-    expiring.expiring_7d_churning,
-    expiring.expiring_7d_other,
-    expiring.expiring_30d,
-    expiring.expiring_30d_renewing,
-    expiring.expiring_30d_churning,
-    expiring.expiring_30d_other,
-    last_30_days.new_30d,
-    last_30_days.canceled_30d,
-    last_30_days.churned_30d,
-    last_full_month_renewals.last_full_month_came_due,
-    last_full_month_renewals.last_full_month_renewed,
-    last_full_month_renewals.last_full_month_renewal_rate,
-    median_lifetime.median_lifetime_days,
-    top_churn_platform.top_churn_platform,
-    top_churn_platform.top_churn_platform_churn_rate
-from clock
-cross join usable
-cross join expiring
-cross join last_30_days
-cross join median_lifetime
-left join last_full_month on true
-left join last_full_month_renewals on true
-left join top_churn_platform on true
+select * from final

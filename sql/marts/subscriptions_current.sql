@@ -62,33 +62,37 @@ usability as (
         date_diff('second', clock.as_of, latest_versions.expires_at) as seconds_left
     from latest_versions
     cross join analytics.as_of as clock
+),
+
+final as (
+    select
+        latest_versions.id,
+        latest_versions.service_id,
+        latest_versions.status,
+        latest_versions.status_sent,
+        latest_versions.expires_at,
+        latest_versions.is_test,
+        version_summaries.first_seen_at,
+        case
+            when latest_versions.status = 'canceled' then cancellation_starts.canceled_at
+        end as canceled_at,
+        usability.is_usable,
+        case
+            when latest_versions.expires_at is null then null
+            when usability.is_usable then ceil(usability.seconds_left / 86400)::integer
+            else 0
+        end as days_left,
+        not latest_versions.is_current as is_removed,
+        latest_versions.valid_to as removed_at,
+        latest_versions.valid_from as last_changed_at,
+        version_summaries.version_count,
+        latest_versions.expires_at_raw,
+        latest_versions.dq_flags
+    from latest_versions
+    inner join version_summaries using (id, is_test)
+    inner join usability using (id, is_test)
+    left join cancellation_starts using (id, is_test)
 )
 
-select
-    latest_versions.id,
-    latest_versions.service_id,
-    latest_versions.status,
-    latest_versions.status_sent,
-    latest_versions.expires_at,
-    latest_versions.is_test,
-    version_summaries.first_seen_at,
-    case
-        when latest_versions.status = 'canceled' then cancellation_starts.canceled_at
-    end as canceled_at,
-    usability.is_usable,
-    case
-        when latest_versions.expires_at is null then null
-        when usability.is_usable then ceil(usability.seconds_left / 86400)::integer
-        else 0
-    end as days_left,
-    not latest_versions.is_current as is_removed,
-    latest_versions.valid_to as removed_at,
-    latest_versions.valid_from as last_changed_at,
-    version_summaries.version_count,
-    latest_versions.expires_at_raw,
-    latest_versions.dq_flags
-from latest_versions
-inner join version_summaries using (id, is_test)
-inner join usability using (id, is_test)
-left join cancellation_starts using (id, is_test)
-order by latest_versions.id, latest_versions.is_test
+select * from final
+order by id, is_test

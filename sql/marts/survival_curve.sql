@@ -94,16 +94,20 @@ products as (
         coalesce(sum(log_factor) over up_to_day, 0) as log_survival
     from factors
     window up_to_day as (order by day nulls first rows between unbounded preceding and current row)
+),
+
+final as (
+    select
+        day,
+        at_risk,
+        churned,
+        censored,
+        case
+            when wiped_out = 1 then 0.0
+            else cast(cast(exp(log_survival) as decimal(9, 6)) as double)
+        end as survival
+    from products
 )
 
-select
-    day,
-    at_risk,
-    churned,
-    censored,
-    case
-        when wiped_out = 1 then 0.0
-        else cast(cast(exp(log_survival) as decimal(9, 6)) as double)
-    end as survival
-from products
+select * from final
 order by day

@@ -46,33 +46,37 @@ known_users as (
     select user_id from accounts
     union
     select user_id from subscription_counts
+),
+
+final as (
+    select
+        known_users.user_id,
+        coalesce(
+            primary_profiles.display_name,
+            primary_profiles.name,
+            settings.twitch_display_name,
+            settings.twitch_name
+        ) as display_name,
+        accounts.primary_platform,
+        coalesce(accounts.platforms, settings.platforms) as platforms,
+        accounts.account_status,
+        settings.twitch_name,
+        settings.twitch_display_name,
+        settings.is_twitch_partnered,
+        coalesce(settings.is_listed, false) as in_settings_list,
+        coalesce(settings.has_settings, false) as has_settings,
+        coalesce(settings.settings_count, 0) as settings_count,
+        coalesce(subscription_counts.subscriptions, 0) as subscriptions,
+        coalesce(subscription_counts.usable_subscriptions, 0) as usable_subscriptions,
+        accounts.fetched_at as account_fetched_at
+    from known_users
+    left join settings using (user_id)
+    left join accounts using (user_id)
+    left join profiles as primary_profiles
+        on primary_profiles.user_id = known_users.user_id
+        and primary_profiles.platform = accounts.primary_platform
+    left join subscription_counts on subscription_counts.user_id = known_users.user_id
 )
 
-select
-    known_users.user_id,
-    coalesce(
-        primary_profiles.display_name,
-        primary_profiles.name,
-        settings.twitch_display_name,
-        settings.twitch_name
-    ) as display_name,
-    accounts.primary_platform,
-    coalesce(accounts.platforms, settings.platforms) as platforms,
-    accounts.account_status,
-    settings.twitch_name,
-    settings.twitch_display_name,
-    settings.is_twitch_partnered,
-    coalesce(settings.is_listed, false) as in_settings_list,
-    coalesce(settings.has_settings, false) as has_settings,
-    coalesce(settings.settings_count, 0) as settings_count,
-    coalesce(subscription_counts.subscriptions, 0) as subscriptions,
-    coalesce(subscription_counts.usable_subscriptions, 0) as usable_subscriptions,
-    accounts.fetched_at as account_fetched_at
-from known_users
-left join settings using (user_id)
-left join accounts using (user_id)
-left join profiles as primary_profiles
-    on primary_profiles.user_id = known_users.user_id
-    and primary_profiles.platform = accounts.primary_platform
-left join subscription_counts on subscription_counts.user_id = known_users.user_id
-order by known_users.user_id
+select * from final
+order by user_id

@@ -432,9 +432,9 @@ def test_the_early_start_reads_each_page_once_and_is_adopted(
 def test_an_early_client_whose_settings_disagree_is_closed_not_used(
     many_pages: HostileApi,
 ) -> None:
-    from devportal.client import ApiClient, DefaultHttpSettings, adopt
+    from devportal.client import ApiClient, HttpSettings, adopt
 
-    early = ApiClient(DefaultHttpSettings(base_url=many_pages.base_url, access_token="t0ken"))
+    early = ApiClient(HttpSettings(base_url=many_pages.base_url, access_token="t0ken"))
     early.prefetch(SUBSCRIPTIONS)
     for differs in (
         {"timeout_s": 5.0},
@@ -442,11 +442,11 @@ def test_an_early_client_whose_settings_disagree_is_closed_not_used(
         {"base_url": "http://127.0.0.2:1"},
         {"workers": 3},
     ):
-        resolved = DefaultHttpSettings(
+        resolved = HttpSettings(
             **{"base_url": many_pages.base_url, "access_token": "t0ken", **differs}
         )
-        fresh = ApiClient(DefaultHttpSettings(base_url=many_pages.base_url, access_token="t0ken"))
+        fresh = ApiClient(HttpSettings(base_url=many_pages.base_url, access_token="t0ken"))
         assert adopt(fresh, resolved) is None, differs
-    same = DefaultHttpSettings(base_url=many_pages.base_url + "/", access_token=" t0ken ")
+    same = HttpSettings(base_url=many_pages.base_url + "/", access_token=" t0ken ")
     assert adopt(early, same) is early
     early.close()

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import rows_if_loaded, warehouse_of
+from tests.helpers import FAST_RETRY, rows_if_loaded, warehouse_of
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SUBSCRIPTIONS, TOKEN, Answer, HostileApi, Request
 
@@ -33,7 +33,6 @@ Cli = Callable[..., CliResult]
 Args = Callable[..., list[str]]
 REPO = Path(__file__).resolve().parents[2]
 CONTROLS = [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]]
-FAST = {"backoff_initial_s": 0.01, "backoff_max_s": 0.02}
 
 
 def row(i: int) -> dict[str, Any]:
@@ -311,7 +310,9 @@ def test_a_web_page_instead_of_json_is_retried_then_points_at_base_url(
     spent, the line says what to check first."""
     page = b"<html><body>Welcome to nginx!</body></html>"
     api.route(SUBSCRIPTIONS, lambda req: Answer(200, page, {"Content-Type": "text/html"}))
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=3, **FAST)), may_change=True)
+    line = refusal(
+        devportal(*subs, env=token_env(api, max_attempts=3, **FAST_RETRY)), may_change=True
+    )
     assert "still failing after 3 attempts" in line
     assert "a body that is not JSON" in line and "check that base_url" in line
     assert api.hits(SUBSCRIPTIONS) == 3
@@ -330,7 +331,7 @@ def test_bodies_that_are_not_json_and_change_are_retried(
         return Answer(200, broken) if broken else Answer(200, api.page(req, api.subscriptions))
 
     api.route(SUBSCRIPTIONS, flaky)
-    result = devportal(*subs, env=token_env(api, max_attempts=8, **FAST))
+    result = devportal(*subs, env=token_env(api, max_attempts=8, **FAST_RETRY))
     assert result.code == 0, result.err
     assert loaded(warehouse_of(subs)) == sent(api.subscriptions)
     assert api.hits(SUBSCRIPTIONS) == 3
@@ -552,7 +553,7 @@ def test_a_page_url_quoting_the_token_is_scrubbed_from_messages_and_logs(
 
     api.route(SUBSCRIPTIONS, leaky)
     caplog.set_level(logging.WARNING, logger="devportal")
-    result = devportal(*subs, env=token_env(api, max_attempts=3, **FAST))
+    result = devportal(*subs, env=token_env(api, max_attempts=3, **FAST_RETRY))
     line = refusal(result, may_change=True)  # a 503 may pass
     assert "503 server error" in line and "t=[redacted]" in line
     retries = [r.getMessage() for r in caplog.records if "retry" in r.getMessage()]

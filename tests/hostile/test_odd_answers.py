@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from devportal.pipeline import set_aside_dir
-from tests.helpers import query, subscription, warehouse_of
+from tests.helpers import FAST_RETRY, query, subscription, warehouse_of
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SETTINGS, Answer, HostileApi
 
@@ -176,7 +176,7 @@ def test_nan_beside_a_big_integer_is_refused_as_not_json_in_one_line(
     api.route(SETTINGS, lambda req: Answer(200, page))
     result = devportal(
         *sync_args("--resources", "user_settings"),
-        env=token_env(api, backoff_initial_s=0.01, backoff_max_s=0.02),
+        env=token_env(api, **FAST_RETRY),
     )
     assert result.code == 1  # refused like any body that is not JSON, never a traceback
     line = one_line_error(result)

@@ -1,9 +1,9 @@
 """The report's HTML page as a person sees it: opened in a real headless Chromium (Debian's
-`chromium`, driven over the DevTools protocol, tests/models/browser.py), every chart on it must
-have loaded, decoded to a non-empty picture and be laid out on the page.
+`chromium`, driven by selenium through Debian's `chromedriver`, tests/models/browser.py), every
+chart on it must have loaded, decoded to a non-empty picture and be laid out on the page.
 
-No Chromium is a failure naming the fix, never a skip: `make test` installs it (Makefile,
-target `chromium`).
+No Chromium or no chromedriver is a failure naming the fix, never a skip: `make test` installs
+both (Makefile, target `chromium`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from devportal import charts, report
-from tests.models.browser import Browser, find_chromium, images, unrendered
+from tests.models.browser import Browser, find_chromedriver, find_chromium, images, unrendered
 
 
 @pytest.fixture(scope="module")
@@ -82,3 +82,12 @@ def test_no_chromium_fails_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("CHROMIUM", "/nonexistent/chromium")
     with pytest.raises(pytest.fail.Exception, match=r"make test.*apt-get install chromium"):
         find_chromium()
+
+
+def test_no_chromedriver_fails_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHROMEDRIVER", "/nonexistent/chromedriver")
+    with pytest.raises(
+        pytest.fail.Exception,
+        match=r"no CHROMEDRIVER=/nonexistent/chromedriver.*make test.*chromium-driver",
+    ):
+        find_chromedriver()

@@ -435,7 +435,10 @@ def test_survival_reaches_zero_when_everyone_at_risk_churns(
     curve = (models.SQL_DIR / "marts" / "survival_curve.sql").read_text(encoding="utf-8")
     sql_dir = write_models(
         tmp_path,
-        {"marts/subscription_lifetimes.sql": STAND_IN_LIFETIMES, "marts/survival_curve.sql": curve},
+        {
+            "intermediate/subscription_lifetimes.sql": STAND_IN_LIFETIMES,
+            "marts/survival_curve.sql": curve,
+        },
     )
     warehouse = raw_warehouse(tmp_path / "wh" / "w.duckdb")
     summary = models.build(warehouse, check=True, destination=destination, sql_dir=sql_dir)

@@ -52,7 +52,6 @@ def test_real_models_build_in_dependency_order() -> None:
     required = {
         "as_of",
         "subscriptions_current",
-        "subscription_events",
         "monthly_churn",
         "expiring_soon",
         "daily_subscribers",
@@ -60,6 +59,10 @@ def test_real_models_build_in_dependency_order() -> None:
         "app_releases",
     }
     assert required <= {m.name for m in ordered if m.layer == "marts"}
+    helpers = {"subscription_versions", "subscription_events", "billing_periods"}
+    assert helpers | {"subscription_lifetimes"} <= {
+        m.name for m in ordered if m.layer == "intermediate"
+    }
     assert all(m.name.startswith("stg_") for m in ordered if m.layer == "staging")
 
 
@@ -261,8 +264,8 @@ def test_a_history_too_big_for_the_memory_cap_is_built_again_without_it(
     expected = query(story_warehouse, "select * from analytics.monthly_renewals order by all")
     copy = tmp_path / "story.duckdb"
     shutil.copy(story_warehouse, copy)
-    monkeypatch.setattr(
-        warehouse, "OWN_CONNECTION", {**warehouse.OWN_CONNECTION, "memory_limit": "2MB"}
+    monkeypatch.setattr(  # where `open_duckdb` reads it
+        warehouse.connection, "OWN_CONNECTION", {**warehouse.OWN_CONNECTION, "memory_limit": "2MB"}
     )
     with caplog.at_level("WARNING", logger="devportal.models"):
         summary = models.build(copy, check=True)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from devportal.errors import DevportalError
 from devportal.sync import SyncResult, sync
 from devportal.warehouse import pipelines_dir
-from tests.helpers import WRAPPER_FIELDS, current_rows, query, truth_rows
+from tests.helpers import FAST_RETRY, WRAPPER_FIELDS, current_rows, query, truth_rows
 
 EXAMPLES = int(os.environ.get("DEVPORTAL_FUZZ_EXAMPLES", "20"))
 
@@ -119,8 +119,7 @@ def test_fuzzed_page_loads_with_problem_recorded_or_fails_in_one_line(
             warehouse,
             max_attempts=2,
             sweep_attempts=1,
-            backoff_initial_s=0.001,
-            backoff_max_s=0.002,
+            **FAST_RETRY,
         )
     except DevportalError as err:
         message = str(err)
@@ -147,6 +146,6 @@ def test_a_page_that_is_not_an_object_fails_in_one_line(fuzz_sandbox: Any, wareh
     sb.set_page_override(lambda endpoint, number, body: b"[1, 2, 3]" if number == 2 else None)
     try:
         with pytest.raises(DevportalError, match="expected a JSON object"):
-            sync_subscriptions(sb, warehouse, max_attempts=2, backoff_initial_s=0.001)
+            sync_subscriptions(sb, warehouse, max_attempts=2, **FAST_RETRY)
     finally:
         sb.set_page_override(None)

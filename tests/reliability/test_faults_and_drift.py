@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 
 from devportal.errors import ApiError, IntegrityError
-from tests.helpers import current_rows, query, sync_from, truth_rows
-
-FAST_RETRY = {"backoff_initial_s": 0.005, "backoff_max_s": 0.05}
+from tests.helpers import FAST_RETRY, current_rows, query, sync_from, truth_rows
 
 
 def run(sb: Any, warehouse: Path, **kwargs: Any) -> Any:

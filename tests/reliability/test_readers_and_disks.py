@@ -285,7 +285,7 @@ elif point in ("renaming", "renamed"):
             real_replace(src, dst, *a, **k)
             die()
         return real_replace(src, dst, *a, **k)
-    warehouse.os.replace = replace
+    warehouse.draft.os.replace = replace
 sys.exit(main(sys.argv[2:]))
 """
 

@@ -14,6 +14,7 @@ import pytest
 from devportal.errors import DevportalError
 from devportal.sync import sync
 from devportal.warehouse import pipelines_dir
+from tests.helpers import FAST_RETRY
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "sEcReT-t0ken-" + "q" * 24
@@ -22,7 +23,7 @@ TOKEN = "sEcReT-t0ken-" + "q" * 24
 def test_token_never_leaks(sandbox_factory: Any, warehouse: Path, caplog: Any, capsys: Any) -> None:
     caplog.set_level(logging.DEBUG)
     sb = sandbox_factory(subscriptions=800, users=80, seed=51, token=TOKEN)
-    common = {"base_url": sb.base_url, "build_models": False, "backoff_initial_s": 0.001}
+    common = {"base_url": sb.base_url, "build_models": False, **FAST_RETRY}
     errors: list[str] = []
 
     sb.set_faults(rate=0.3, seed=5, retry_after=0)

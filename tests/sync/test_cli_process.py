@@ -4,6 +4,9 @@ Run as the console program (`python -m devportal`), a sync that builds the model
 work to `devportal models` in its own place (exec), so the sync's memory is gone before DuckDB
 builds them. Called inside another process (`cli.main(argv)`, as the other tests do), it never
 does: it builds them in place. Both give the same output and exit codes.
+
+That exec is one of the sync's speed-ups (`cli.speedups`, with the early start and the pandas
+block); `DEVPORTAL_SPEEDUPS=off` turns them all off and the warehouse comes out the same.
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ from tests.helpers import query
 REPO = Path(__file__).resolve().parents[2]
 
 
-def run_program(sb: Any, warehouse: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+def run_program(
+    sb: Any, warehouse: Path, *extra: str, speedups: str = "on"
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token}
+    env["DEVPORTAL_SPEEDUPS"] = speedups
     return subprocess.run(
         [sys.executable, "-m", "devportal", "--debug", "sync", "--base-url", sb.base_url,
          "--warehouse", str(warehouse), "--progress", "off", *extra],
@@ -54,3 +60,35 @@ def test_a_sync_inside_another_process_builds_them_in_place(
     out = capsys.readouterr().out
     assert code == 0 and out.splitlines()[-1].startswith("models ok: ")
     assert query(warehouse, "select count(*) from analytics.as_of") == [(1,)]
+
+
+def analytics(warehouse: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every analytics table's rows, sorted; without the run's own ids and clocks."""
+    columns = query(
+        warehouse,
+        "select table_name, list(column_name order by ordinal_position) "
+        "from information_schema.columns where table_schema = 'analytics' "
+        "and column_name not in ('run_id', 'load_id', 'last_run_id') group by table_name",
+    )
+    return {
+        name: query(warehouse, f"select {', '.join(cols)} from analytics.{name} order by all")
+        for name, cols in columns
+        if name != "stg_sync_runs"  # the runs' clocks and durations differ in any two runs
+    }
+
+
+def test_without_the_speedups_the_warehouse_is_the_same(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    """`DEVPORTAL_SPEEDUPS=off`: no early client, no pandas block, the models built in place
+    (no exec); every analytics table holds the same rows as with them on."""
+    sb = sandbox_factory(subscriptions=400, users=40, seed=43)
+    fast, plain = tmp_path / "fast.duckdb", tmp_path / "plain.duckdb"
+    on = run_program(sb, fast)
+    off = run_program(sb, plain, speedups="off")
+    assert on.returncode == 0 and off.returncode == 0, (on.stderr, off.stderr)
+    assert "fresh process: exec" in on.stderr and "fresh process: exec" not in off.stderr
+    assert off.stdout.splitlines()[-1].startswith("models ok: ")
+    fast_rows, plain_rows = analytics(fast), analytics(plain)
+    assert len(fast_rows) > 20 and fast_rows["subscriptions_current"]
+    assert fast_rows == plain_rows

@@ -12,13 +12,11 @@ from devportal.cli import main
 from devportal.errors import ApiError, WarehouseBusy
 from devportal.sync import sync
 from devportal.warehouse import warehouse_lock
-from tests.helpers import current_rows, query, sync_from, truth_rows
+from tests.helpers import FAST_RETRY, current_rows, query, sync_from, truth_rows
 
 
 def run(sb: Any, warehouse: Path, **kwargs: Any) -> Any:
-    kwargs.setdefault("backoff_initial_s", 0.01)
-    kwargs.setdefault("backoff_max_s", 0.05)
-    return sync_from(sb, warehouse, **kwargs)
+    return sync_from(sb, warehouse, **{**FAST_RETRY, **kwargs})
 
 
 def versions_per_id(warehouse: Path) -> Counter[int]:

@@ -1,7 +1,9 @@
-"""The early start of `devportal sync`: the subscription list is read while dlt and DuckDB import.
+"""The early start of `devportal sync` (a speed-up: `cli.speedups`): the subscription list is
+read while dlt and DuckDB import.
 
 Importing dlt, DuckDB and pyarrow and opening the pipeline take about a second; the API can be
-read meanwhile. The settings the client needs are looked up here without dlt, where dlt itself
+read meanwhile. The fields read are `client.settings.HttpSettings`'s, with their types and
+defaults (the one definition); their values are looked up here without dlt, where dlt itself
 would find them for `[sources.devportal]`: the environment (`SOURCES__DEVPORTAL__<FIELD>`),
 then `.dlt/secrets.toml` and `.dlt/config.toml` in the working folder, then `~/.dlt/`, each
 under `[sources.devportal]`, `[sources]` or the top level. The sync resolves its settings with
@@ -16,7 +18,7 @@ import os
 import tomllib
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 SECTION = ("sources", "devportal")
 
@@ -55,27 +57,23 @@ def _lookup(name: str, tables: list[dict[str, Any]]) -> Any:
     return None
 
 
-def _kind(annotation: Any) -> type:
-    """The value type of a `DefaultHttpSettings` field (`float | None` -> float)."""
-    names = {part.strip() for part in str(annotation).split("|")}
-    for name, kind in (("bool", bool), ("float", float), ("int", int)):
-        if name in names:
-            return kind
-    return str
-
-
-def _coerce(value: Any, default: Any, kind: type) -> Any:
+def _coerce(value: Any, default: Any, kind: Any) -> Any:
+    """VALUE as the field's type KIND (`int | None`, `float`, `bool`, ...), as dlt coerces it."""
     if value is None:
         return default
-    if kind is bool:
+    kinds = set(get_args(kind)) or {kind}
+    if bool in kinds:
         return value if isinstance(value, bool) else str(value).strip().lower() == "true"
-    return kind(value)
+    for number in (int, float):
+        if number in kinds:
+            return number(value)
+    return str(value)
 
 
 def start(base_url: str | None, workers: int | None, max_workers: int | None) -> Any:
     """A client already paging the subscription list, or None when the API, the token or a
     setting cannot be known without dlt (the sync then starts as usual)."""
-    from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, DefaultHttpSettings
+    from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, HttpSettings
     from devportal.errors import DevportalError
 
     tables = _tables()
@@ -86,14 +84,15 @@ def start(base_url: str | None, workers: int | None, max_workers: int | None) ->
     given = {"workers": workers, "max_workers": max_workers}
     values: dict[str, Any] = {}
     try:
-        for f in fields(DefaultHttpSettings):
+        kinds = get_type_hints(HttpSettings)
+        for f in fields(HttpSettings):
             if f.name in ("base_url", "access_token"):
                 continue
             found = given.get(f.name)
             if found is None:
                 found = _lookup(f.name, tables)
-            values[f.name] = _coerce(found, f.default, _kind(f.type))
-        client = ApiClient(DefaultHttpSettings(base_url=base_url, access_token=token, **values))
+            values[f.name] = _coerce(found, f.default, kinds[f.name])
+        client = ApiClient(HttpSettings(base_url=base_url, access_token=token, **values))
     except (ValueError, TypeError, DevportalError):
         return None
     client.prefetch(SUBSCRIPTIONS_PATH)

@@ -14,8 +14,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "models",
         help="build the SQL models (analytics schema) and run their data tests",
         description=(
-            "Build every model in sql/staging and sql/marts into the warehouse's `analytics` "
-            "schema, in the dependency order read from the SQL. Models whose raw tables do not "
+            "Build every model in sql/staging, sql/intermediate and sql/marts into the "
+            "warehouse's `analytics` schema (one schema for all three layers), in the "
+            "dependency order read from the SQL. Models whose raw tables do not "
             "exist yet are skipped with a note. --check then runs the data tests (unique and "
             "not-null keys, accepted values, reconciliations) and exits 1 naming each failure. "
             "--destination postgres builds them in the PostgreSQL database of dlt's postgres "

@@ -50,7 +50,6 @@ from devportal.client.session import (
 )
 from devportal.client.settings import (
     TOKEN_HINT,
-    DefaultHttpSettings,
     HttpSettings,
     check_base_url,
     clean_token,
@@ -76,7 +75,6 @@ __all__ = [
     "USER_SETTINGS_PATH",
     "ApiClient",
     "ClientStats",
-    "DefaultHttpSettings",
     "HttpSettings",
     "NotFound",
     "Page",

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -398,7 +398,7 @@ def adopt(early: ApiClient | None, settings: HttpSettings) -> ApiClient | None:
     setting agrees with SETTINGS. Otherwise it is closed and forgotten: None."""
     if early is None:
         return None
-    names = set(HttpSettings.__annotations__) - {"base_url", "access_token"}
+    names = {f.name for f in fields(HttpSettings)} - {"base_url", "access_token"}
     try:
         same = (
             early.base_url

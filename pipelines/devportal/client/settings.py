@@ -1,12 +1,10 @@
-"""The HTTP settings the client reads (`HttpSettings`; `DefaultHttpSettings` for a client
-started before dlt's configuration is imported), and the checks on the base URL and the token
-made before anything is sent."""
+"""The HTTP settings (`HttpSettings`, the one definition of their names, types and defaults)
+and the checks on the base URL and the token made before anything is sent."""
 
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass, fields
 from urllib.parse import urlsplit
 
 from devportal.errors import ConfigError
@@ -14,24 +12,44 @@ from devportal.errors import ConfigError
 TOKEN_HINT = "set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token in .dlt/secrets.toml"
 
 
-class HttpSettings(Protocol):
-    """How to reach the API and how hard to try: the fields of `config.DevportalConfig` that
-    the client reads (its defaults and their meaning are there). A protocol, so the client
-    does not import dlt's configuration machinery (the benchmark floor stays honest)."""
+@dataclass(repr=False)
+class HttpSettings:
+    """How to reach the API and how hard to try: every HTTP setting of `[sources.devportal]`,
+    its default and its meaning, defined here once. `config.DevportalConfig` inherits these
+    fields (dlt resolves them with the rest of the section); the early start of `devportal
+    sync` and the benchmark's floor build this class directly, without importing dlt.
 
-    base_url: Any
-    access_token: Any
-    workers: int | None  # pins the number of requests in flight; None: adaptive
-    min_workers: int
-    max_workers: int
-    timeout_s: float
-    max_attempts: int
-    max_wait_s: float
-    backoff_initial_s: float
-    backoff_max_s: float
-    retry_after_cap_s: float
-    allow_insecure_remote: bool
-    max_body_mb: float | None  # the cap on one decoded body; None: sized from `per_page`
+    `timeout_s` bounds one attempt in total (connect, headers, body, same-origin redirects);
+    `max_attempts` and `max_wait_s` bound one request in total, attempts and sleeps included;
+    `retry_after_cap_s` is the longest sleep on a server's `Retry-After`; `max_body_mb` caps one
+    decoded answer (a gzip bomb is refused at it, not held). Requests in flight adapt between
+    `min_workers` and `max_workers` (`concurrency.py`); `workers` pins them to that number.
+    """
+
+    base_url: str | None = None
+    access_token: str | None = None  # never shown by repr; a secret in DevportalConfig
+    workers: int | None = None  # pins the requests in flight; unset: adaptive
+    min_workers: int = 1
+    max_workers: int = 64
+    timeout_s: float = 30.0
+    max_attempts: int = 8
+    max_wait_s: float = 120.0
+    backoff_initial_s: float = 0.2
+    backoff_max_s: float = 10.0
+    retry_after_cap_s: float = 30.0
+    allow_insecure_remote: bool = False  # a token over plain http to a remote host
+    # the most one decoded answer may hold, in MiB (a bigger one is refused, not retried);
+    # unset: 64 KiB per row of the list's per_page, between 16 and 64 MiB
+    max_body_mb: float | None = None
+
+    def __repr__(self) -> str:
+        """Every field but the token (a subclass's fields included)."""
+        shown = (
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if f.name != "access_token" and not f.name.startswith("__")
+        )
+        return f"{type(self).__name__}({', '.join(shown)})"
 
 
 def check_base_url(base_url: str, allow_insecure_remote: bool = False) -> str:
@@ -94,24 +112,3 @@ def clean_token(token: str) -> str:
         f"the access token contains {problem} inside it (surrounding whitespace is ignored); "
         f"copy the token again as one line: {TOKEN_HINT}"
     )
-
-
-@dataclass
-class DefaultHttpSettings:
-    """`config.DevportalConfig`'s HTTP defaults, spelled out so that a client can start before
-    dlt's configuration is imported (the early start of `devportal sync`, the benchmark's
-    floor); a test keeps the two equal."""
-
-    base_url: str
-    access_token: str = field(repr=False)
-    workers: int | None = None
-    min_workers: int = 1
-    max_workers: int = 64
-    timeout_s: float = 30.0
-    max_attempts: int = 8
-    max_wait_s: float = 120.0
-    backoff_initial_s: float = 0.2
-    backoff_max_s: float = 10.0
-    retry_after_cap_s: float = 30.0
-    allow_insecure_remote: bool = False
-    max_body_mb: float | None = None

@@ -4,7 +4,7 @@ One job per module, imports running one way (seeds <- project <- portability <- 
 checks <- build):
 
     seeds       the tables written from settings at every build (`analytics.status_map`)
-    project     reading `sql/staging` and `sql/marts`: headers, `@test`/`@optional`, build order
+    project     reading `sql/staging`, `sql/intermediate`, `sql/marts`: headers, directives, order
     portability the lint of what sqlglot translates wrong, and the translation (`translate`)
     engine_sql  a model as each engine runs it: translation or override, stand-ins, catalog names
     checks      data tests: the header and seed tests, and the reconciliations in `sql/tests/`

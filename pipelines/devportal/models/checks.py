@@ -1,5 +1,5 @@
 """Data tests: the generic ones declared in the model headers (`@test`) and by the seeds, and the
-reconciliations in `sql/tests/`, which tie the marts to each other and to the raw history.
+reconciliations in `sql/tests/`, which tie the models to each other and to the raw history.
 
 Each test is a query, written in DuckDB SQL and translated like the models, returning the
 offending rows; any row fails the test. A test runs only when every model it reads was built.

@@ -16,27 +16,31 @@ each refused by name):
   (functions PostgreSQL lacks under sqlglot's name, or returns another type).
 
 Every model, data test and reconciliation is written in the subset of DuckDB SQL that passes
-both (README: Analytics), so one file serves every engine.
+both (README: Analytics), so one file serves every engine. The readers' queries in `sql/charts/`
+and `sql/report/` are not translated: DuckDB and PostgreSQL run them as written, and
+`check_as_written` holds them to the same lint (tested, not run by the report).
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 from devportal.errors import DevportalError, first_line
 from devportal.models.project import SOURCE_DIALECT
 
 
-def _unportable(statement: Any) -> str | None:
+def _unportable(statement: Any, split_ok: bool = False) -> str | None:
     """The first construct of STATEMENT (parsed DuckDB SQL) that sqlglot would translate silently
-    wrong, or pass on unchanged for the engine to misread; None when there is none."""
+    wrong, or pass on unchanged for the engine to misread; None when there is none. SPLIT_OK
+    lets a split pass (`check_as_written`: spelled string_to_array, as both engines have it)."""
     from sqlglot import exp
 
     for node in statement.walk():
         if isinstance(node, exp.Anonymous):
             return f"{node.name}() is no function sqlglot knows, so no engine gets a translation"
-        if isinstance(node, exp.Split):
+        if isinstance(node, exp.Split) and not split_ok:
             return "string_split() becomes SPLIT(), which PostgreSQL lacks; compare with LIKE"
         if isinstance(node, exp.Join) and node.args.get("method"):
             return f"{node.args['method'].upper()} JOIN is DuckDB's own; join on a key instead"
@@ -166,3 +170,25 @@ def translate(sql: str, dialect: str) -> str:
     except Exception as err:  # sqlglot's own errors, and its bugs (an AttributeError) alike
         problem = first_line(err)
     raise DevportalError(f"sqlglot cannot translate it to {dialect}: {problem}")
+
+
+# DuckDB's names of the split string_to_array also is (sqlglot reads all three as one)
+_DUCKDB_SPLIT = re.compile(r"\b(?:string_split|str_split)\s*\(", re.IGNORECASE)
+
+
+def check_as_written(sql: str, where: str) -> None:
+    """Refuse, naming WHERE, what the lint refuses in SQL, a query that DuckDB and PostgreSQL
+    both run as written, untranslated (the charts' and the report's, `sql/charts/`,
+    `sql/report/`). One difference from `translate`: a split spelled `string_to_array`, a name
+    both engines have, passes (sqlglot reads it as DuckDB's string_split); string_split does
+    not, as PostgreSQL lacks it."""
+    import sqlglot
+
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=SOURCE_DIALECT) if s is not None]
+    except sqlglot.errors.ParseError as err:
+        raise DevportalError(f"{where}: sqlglot cannot parse it: {first_line(err)}") from None
+    split_ok = _DUCKDB_SPLIT.search(sql) is None
+    problem = next((p for s in statements if (p := _unportable(s, split_ok))), None)
+    if problem is not None:
+        raise DevportalError(f"{where}: not portable as written: {problem}")

@@ -1,8 +1,10 @@
 """The SQL project in `sql/`: reading each model file, its header directives, and the build order.
 
-A model is one file, `sql/staging/<name>.sql` or `sql/marts/<name>.sql`, holding one SELECT
-written in DuckDB SQL; it becomes the table `analytics.<name>`. The file opens with a comment
-stating its grain and definitions; lines of that comment starting with `@` are read here:
+A model is one file of a layer, `sql/<layer>/<name>.sql` (LAYERS: `staging` renames and types
+the raw tables, `intermediate` holds the building blocks of the marts, `marts` the tables people
+read), holding one SELECT written in DuckDB SQL; it becomes the table `analytics.<name>`, one
+schema for every layer, so a model's table name does not depend on its folder. The file opens
+with a comment stating its grain and definitions; lines of it starting with `@` are read here:
 
     -- @test unique(col[, col...])            the columns together identify a row
     -- @test not_null(col[, col...])          each column is never NULL
@@ -33,7 +35,7 @@ from devportal.warehouse import ANALYTICS_SCHEMA, RAW_SCHEMA, sql_literal
 
 # package data (a link to the repository's sql/ in a checkout, real files in a wheel)
 SQL_DIR = Path(__file__).parent.parent / "sql"
-LAYERS = ("staging", "marts")
+LAYERS = ("staging", "intermediate", "marts")
 SCHEMA = ANALYTICS_SCHEMA
 # the SQL every model, data test and stand-in is written in
 SOURCE_DIALECT = "duckdb"
@@ -243,7 +245,7 @@ def _check_override(model: Model, engine: str, path: Path) -> None:
 
 
 def load_models(sql_dir: Path | None = None) -> list[Model]:
-    """Every model file under SQL_DIR (staging, then marts), parsed and validated, with the
+    """Every model file under SQL_DIR (each of LAYERS in turn), parsed and validated, with the
     engine override files beside them (`<name>.<engine>.sql`)."""
     root = sql_dir or SQL_DIR
     models: dict[str, Model] = {}

@@ -57,23 +57,27 @@ lifetimes as (
     cross join clock
     left join churns on churns.subscription_id = current_subscriptions.id
     where not current_subscriptions.is_test
+),
+
+final as (
+    select
+        subscription_id,
+        service_id,
+        first_seen_at,
+        is_backfill,
+        churned_at,
+        is_churned,
+        is_censored,
+        is_removed,
+        observed_until,
+        case
+            when not is_backfill
+                then greatest(
+                    floor(date_diff('second', first_seen_at, observed_until) / 86400), 0
+                )::integer
+        end as lifetime_days
+    from lifetimes
 )
 
-select
-    subscription_id,
-    service_id,
-    first_seen_at,
-    is_backfill,
-    churned_at,
-    is_churned,
-    is_censored,
-    is_removed,
-    observed_until,
-    case
-        when not is_backfill
-            then greatest(
-                floor(date_diff('second', first_seen_at, observed_until) / 86400), 0
-            )::integer
-    end as lifetime_days
-from lifetimes
+select * from final
 order by subscription_id

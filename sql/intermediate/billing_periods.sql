@@ -96,21 +96,25 @@ step_counts as (
         count(*) as observed_steps
     from steps
     group by id
+),
+
+final as (
+    select
+        live_subscriptions.id as subscription_id,
+        case
+            when ranked_steps.step_months = 12 then 'yearly'
+            when ranked_steps.step_months is not null then 'monthly'
+            else 'unknown'
+        end as period,
+        coalesce(step_counts.observed_steps, 0) as observed_steps,
+        ranked_steps.step_days,
+        ranked_steps.step_months
+    from live_subscriptions
+    left join ranked_steps
+        on ranked_steps.id = live_subscriptions.id
+        and ranked_steps.step_rank = 1
+    left join step_counts on step_counts.id = live_subscriptions.id
 )
 
-select
-    live_subscriptions.id as subscription_id,
-    case
-        when ranked_steps.step_months = 12 then 'yearly'
-        when ranked_steps.step_months is not null then 'monthly'
-        else 'unknown'
-    end as period,
-    coalesce(step_counts.observed_steps, 0) as observed_steps,
-    ranked_steps.step_days,
-    ranked_steps.step_months
-from live_subscriptions
-left join ranked_steps
-    on ranked_steps.id = live_subscriptions.id
-    and ranked_steps.step_rank = 1
-left join step_counts on step_counts.id = live_subscriptions.id
-order by live_subscriptions.id
+select * from final
+order by subscription_id

@@ -106,16 +106,20 @@ all_events as (
     select * from renewals
     union all
     select * from expiries
+),
+
+final as (
+    select
+        all_events.id as subscription_id,
+        all_events.service_id,
+        all_events.event_type,
+        all_events.event_at,
+        all_events.expires_at,
+        all_events.previous_expires_at,
+        all_events.event_at <= clock.first_sync_at as is_initial_load
+    from all_events
+    cross join analytics.as_of as clock
 )
 
-select
-    all_events.id as subscription_id,
-    all_events.service_id,
-    all_events.event_type,
-    all_events.event_at,
-    all_events.expires_at,
-    all_events.previous_expires_at,
-    all_events.event_at <= clock.first_sync_at as is_initial_load
-from all_events
-cross join analytics.as_of as clock
-order by all_events.event_at, all_events.id, all_events.event_type
+select * from final
+order by event_at, subscription_id, event_type

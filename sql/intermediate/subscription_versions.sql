@@ -46,26 +46,30 @@ sequenced as (
         lead(valid_from) over by_time is null as is_last_version
     from versions
     window by_time as (partition by id, is_test order by valid_from)
+),
+
+final as (
+    select
+        id,
+        version_number,
+        service_id,
+        status,
+        status_sent,
+        expires_at,
+        expires_at_raw,
+        is_test,
+        dq_flags,
+        valid_from,
+        valid_to,
+        valid_to is null as is_current,
+        is_last_version,
+        previous_status,
+        previous_expires_at,
+        next_expires_at,
+        -- greatest() skips NULLs: an unparsable expiry defers to the other version's
+        greatest(expires_at, next_expires_at) as usable_until
+    from sequenced
 )
 
-select
-    id,
-    version_number,
-    service_id,
-    status,
-    status_sent,
-    expires_at,
-    expires_at_raw,
-    is_test,
-    dq_flags,
-    valid_from,
-    valid_to,
-    valid_to is null as is_current,
-    is_last_version,
-    previous_status,
-    previous_expires_at,
-    next_expires_at,
-    -- greatest() skips NULLs: an unparsable expiry defers to the other version's
-    greatest(expires_at, next_expires_at) as usable_until
-from sequenced
+select * from final
 order by id, is_test, version_number

@@ -1,0 +1,6 @@
+-- usable_over_time: live subscribers usable on each day since the first sync, by the status as
+-- the API sent it: active, canceled but still in their paid period, other (a stacked area).
+-- Reads analytics.daily_subscribers, one row per day.
+select day, usable, active, canceled_usable, other_usable
+from analytics.daily_subscribers
+order by day

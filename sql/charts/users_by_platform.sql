@@ -1,0 +1,9 @@
+-- users_by_platform: how many users have a profile on each streaming platform (a user with
+-- several counts on each of them; 'unknown' when none is known); horizontal bars.
+-- Reads analytics.users, one row per platform.
+select listed.platform, count(*) as users
+from analytics.users as users
+cross join
+    unnest(string_to_array(coalesce(users.platforms, 'unknown'), ',')) as listed(platform)
+group by listed.platform
+order by users desc, listed.platform

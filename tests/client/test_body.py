@@ -1,0 +1,24 @@
+"""One body's cap (client/body.py): sized from the list's per_page unless max_body_mb is set."""
+
+from __future__ import annotations
+
+import pytest
+
+from devportal.client import ApiClient
+from devportal.config import DevportalConfig
+from devportal.errors import ConfigError
+
+
+def test_the_body_cap_is_sized_from_per_page_unless_set() -> None:
+    from devportal.client import MIB
+
+    with ApiClient(DevportalConfig(base_url="http://127.0.0.1:1", access_token="t" * 20)) as c:
+        assert c.body_cap() == 16 * MIB  # page 1, an account, an error: per_page unknown
+        assert c.body_cap(200) == 16 * MIB
+        assert c.body_cap(1000) == 1000 * 64 * 1024
+        assert c.body_cap(10**9) == 64 * MIB  # a server's absurd per_page buys no more
+    config = DevportalConfig(base_url="http://127.0.0.1:1", access_token="t" * 20, max_body_mb=2.5)
+    with ApiClient(config) as c:
+        assert c.body_cap() == c.body_cap(10**6) == int(2.5 * MIB)
+    with pytest.raises(ConfigError, match=r"max_body_mb = 0\.0 must be above 0"):
+        ApiClient(DevportalConfig(base_url="http://127.0.0.1:1", access_token="t", max_body_mb=0.0))

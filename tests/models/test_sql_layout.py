@@ -1,0 +1,101 @@
+"""The layout of `sql/`: models in their layers, the readers' queries in files of their own.
+
+`sql/intermediate/` holds the building blocks of the marts (their tables keep their names in
+the schema `analytics`, where notebooks and people query them); long models end in a `final`
+CTE; the charts' queries (`sql/charts/`, one per chart) and the report's (`sql/report/`) are
+files that DuckDB and PostgreSQL run as written, held to the portability lint. That the charts
+read the same frames on both engines is test_report_engines.py's; that the models give the
+same tables is the known-answer tests'.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from devportal import charts, models
+from devportal.errors import DevportalError
+from devportal.models.portability import check_as_written
+
+INTERMEDIATE = {
+    "subscription_versions",
+    "subscription_events",
+    "billing_periods",
+    "subscription_lifetimes",
+}
+
+
+def test_the_helpers_are_intermediate_and_keep_their_table_names() -> None:
+    loaded = {m.name: m for m in models.load_models()}
+    assert {name for name, m in loaded.items() if m.layer == "intermediate"} == INTERMEDIATE
+    for name in INTERMEDIATE:
+        assert loaded[name].relative_path == f"sql/intermediate/{name}.sql"
+    # the marts read them as analytics.<name>, the one schema of every layer
+    assert "subscription_versions" in loaded["subscriptions_current"].depends_on
+    assert "billing_periods" in loaded["monthly_renewals"].depends_on
+
+
+def test_long_models_end_in_a_final_cte() -> None:
+    for model in models.load_models():
+        lines = model.sql.splitlines()
+        if model.layer == "staging" or (len(lines) <= 60 and model.sql.count(" as (\n") < 2):
+            continue
+        assert "\nfinal as (\n" in model.sql, model.relative_path
+        closing = model.sql[model.sql.rindex("\nselect * from final") :].strip().splitlines()
+        assert closing[0] == "select * from final", model.relative_path
+        assert all(line.startswith("order by ") for line in closing[1:]), model.relative_path
+
+
+def test_every_chart_has_its_query_file_with_a_header() -> None:
+    files = {path.stem for path in (charts.SQL_DIR / charts.CHARTS_DIR).glob("*.sql")}
+    assert files == set(charts.TITLES) == set(charts.QUERIES)
+    assert list(charts.QUERIES) == list(charts.TITLES)
+    for name, sql in charts.QUERIES.items():
+        assert sql.startswith(f"-- {name}: "), name
+        assert not sql.endswith(";")
+    with pytest.raises(KeyError):
+        charts.QUERIES["no_such_chart"]
+
+
+def test_the_expiry_window_is_the_charts_axis() -> None:
+    """The query's window and the chart's axis (charts.EXPIRY_DAYS) are one number."""
+    windows = re.findall(r"interval '(\d+) days'", charts.QUERIES["expiry_calendar"])
+    assert windows == [str(charts.EXPIRY_DAYS)]
+
+
+def test_the_readers_queries_pass_the_lint_as_written() -> None:
+    paths = sorted(charts.SQL_DIR.glob("charts/*.sql")) + sorted(
+        charts.SQL_DIR.glob("report/*.sql")
+    )
+    assert len(paths) == len(charts.TITLES) + 1
+    for path in paths:
+        name = f"{path.parent.name}/{path.stem}"
+        check_as_written(charts.query_file(name), f"sql/{name}.sql")
+    assert "analytics.report_figures" in charts.query_file("report/figures")
+
+
+@pytest.mark.parametrize(
+    ("sql", "problem"),
+    [
+        ("select string_split(s, ',') from x", "string_split() becomes SPLIT()"),
+        ("select 1 as n where n > 0", "WHERE reads n"),
+        ("select a, count(*) from x group by all", "GROUP BY ALL is DuckDB's own"),
+        ("select round(a, 2) from x", "round() of anything but cast"),
+        ("select epoch_us(t) from x", "epoch_us() is no function sqlglot knows"),
+    ],
+)
+def test_the_as_written_lint_refuses_by_name(sql: str, problem: str) -> None:
+    with pytest.raises(DevportalError, match=r"^sql/charts/x\.sql: not portable as written: "):
+        check_as_written(sql, "sql/charts/x.sql")
+    with pytest.raises(DevportalError, match=re.escape(problem)):
+        check_as_written(sql, "sql/charts/x.sql")
+
+
+def test_string_to_array_passes_as_written() -> None:
+    check_as_written("select unnest(string_to_array(s, ',')) as part from x", "q")
+
+
+def test_a_missing_query_file_is_one_line_saying_to_reinstall() -> None:
+    with pytest.raises(DevportalError, match=r"^sql/charts/nope\.sql cannot be read .*reinstall"):
+        charts.query_file("charts/nope")
