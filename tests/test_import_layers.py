@@ -18,6 +18,7 @@ KNOWN_EDGES and left out of the graph, edge by edge, so any new cycle still fail
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -162,3 +163,67 @@ def test_the_cli_parser_imports_no_heavy_library() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+# -- packages: each reads as its module map says ---------------------------------------------
+
+# Packages whose `__init__` docstring lists its modules in import order ("One job per module,
+# imports running one way"): a line `    <module>  <what it owns>` per module.
+MAPPED_PACKAGES = ("client", "models", "transform", "reading", "extras", "warehouse", "report")
+MAP_LINE = re.compile(r"^    ([a-z_]+)\s{2,}\S")
+MAX_LINES = 600  # issue 19: no module over 600 lines (the sandbox aside)
+
+
+def module_map(package: str) -> list[str]:
+    """The modules a package's docstring lists, in its order."""
+    init = ROOT / PACKAGE / package / "__init__.py"
+    doc = ast.get_docstring(ast.parse(init.read_text("utf-8"))) or ""
+    return [m.group(1) for line in doc.splitlines() if (m := MAP_LINE.match(line))]
+
+
+def test_each_package_imports_down_its_module_map() -> None:
+    """Every module of a split package is on its docstring's map, the map names no module that
+    is not there, and a module imports only the modules listed above it: the map a newcomer
+    reads is the code's real shape."""
+    graph = import_graph()
+    for package in MAPPED_PACKAGES:
+        prefix = f"{PACKAGE}.{package}."
+        listed = module_map(package)
+        present = sorted(m.removeprefix(prefix) for m in graph if m.startswith(prefix))
+        assert sorted(listed) == present, f"{package}: map {listed} vs modules {present}"
+        for i, name in enumerate(listed):
+            inside = {m.removeprefix(prefix) for m in graph[prefix + name] if m.startswith(prefix)}
+            above = set(listed[:i])
+            assert inside <= above, f"{package}.{name} imports {sorted(inside - above)} from below"
+            assert f"{PACKAGE}.{package}" not in graph[prefix + name], f"{package}.{name}"
+
+
+def test_the_client_is_free_of_dlt_and_the_warehouse() -> None:
+    """The HTTP client (and the settings it defines for everyone) imports neither dlt nor DuckDB
+    nor anything of devportal above the base layer: the early start and the benchmark's floor
+    build it before dlt is imported."""
+    graph = import_graph()
+    client = [m for m in graph if m == f"{PACKAGE}.client" or m.startswith(f"{PACKAGE}.client.")]
+    base = {f"{PACKAGE}.errors", f"{PACKAGE}.values", f"{PACKAGE}.concurrency"}
+    for module in client:
+        outside = {m for m in graph[module] if m not in client}
+        assert outside <= base, f"{module} imports {sorted(outside - base)}"
+        tree = ast.parse(module_names()[module].read_text("utf-8"))
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            for name in names:
+                assert name.split(".")[0] not in ("dlt", "duckdb", "pyarrow"), (module, name)
+
+
+def test_no_module_is_over_600_lines() -> None:
+    """One job per module: none of the package's modules is over 600 lines (the sandbox, a
+    separate server, aside)."""
+    sandbox = ROOT / PACKAGE / "sandbox"
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in (ROOT / PACKAGE).rglob("*.py")
+        if sandbox not in path.parents and (n := len(path.read_text("utf-8").splitlines())) > 600
+    }
+    assert not long, long

@@ -3,12 +3,12 @@
 One job per module, imports running one way (seeds <- project <- portability <- engine_sql <-
 checks <- build):
 
-    seeds       the tables written from settings at every build (`analytics.status_map`)
-    project     reading `sql/staging`, `sql/intermediate`, `sql/marts`: headers, directives, order
-    portability the lint of what sqlglot translates wrong, and the translation (`translate`)
-    engine_sql  a model as each engine runs it: translation or override, stand-ins, catalog names
-    checks      data tests: the header and seed tests, and the reconciliations in `sql/tests/`
-    build       the runner: one transaction, the memory retry, `build`, `build_after_load`
+    seeds        the tables written from settings at every build (`analytics.status_map`)
+    project      reading `sql/staging`, `sql/intermediate`, `sql/marts`: headers, directives, order
+    portability  the lint of what sqlglot translates wrong, and the translation (`translate`)
+    engine_sql   a model as each engine runs it: translation or override, stand-ins, catalog names
+    checks       data tests: the header and seed tests, and the reconciliations in `sql/tests/`
+    build        the runner: one transaction, the memory retry, `build`, `build_after_load`
 
 Callers use the names below (`from devportal import models; models.build(...)`).
 """

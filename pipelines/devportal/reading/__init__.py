@@ -1,0 +1,67 @@
+"""Reading the API's lists so that they can be trusted: paging with integrity checks.
+
+A *read* pages through a whole list (or a `start`/`end` window of it) and is checked before
+anything reaches dlt; if the list moved while it was paged, it is read again, and after
+`sweep_attempts` reads the run fails having loaded nothing. Every function here returns what it
+read, checked, with the fields its rows had (`extras.FieldStats`); the source (`source.py`)
+turns the results into dlt resources.
+
+One job per module, imports running one way (checks <- spool <- subscriptions <- closes;
+checks <- users):
+
+    checks         `SweepReport`, the page and id checks a read must pass, the progress line
+    spool          a subscription read spooled to a local Arrow file, batch by batch
+    subscriptions  the partitions of the subscription list, each read until it adds up
+    closes         settling what a sweep would close (`settle_closes`); the mass-close guard
+    users          the user settings list and the accounts of the users due
+
+Callers use the names below (`from devportal.reading import read_subscriptions`).
+"""
+
+from devportal.reading.checks import ListMoved, Progress, SweepReport, check_pages, verify_ids
+from devportal.reading.closes import (
+    GONE,
+    LISTED,
+    UNCLEAR,
+    Settling,
+    check_mass_close,
+    judge_answer,
+    settle_closes,
+)
+from devportal.reading.spool import BATCH_BYTES, Spool
+from devportal.reading.subscriptions import (
+    API_TIME_FORMAT,
+    Partition,
+    SubscriptionsRead,
+    partitions,
+    read_subscriptions,
+    window_bounds,
+)
+from devportal.reading.users import AccountsRead, SettingsRead, read_accounts, read_settings
+
+__all__ = [
+    "API_TIME_FORMAT",
+    "BATCH_BYTES",
+    "GONE",
+    "LISTED",
+    "UNCLEAR",
+    "AccountsRead",
+    "ListMoved",
+    "Partition",
+    "Progress",
+    "SettingsRead",
+    "Settling",
+    "Spool",
+    "SubscriptionsRead",
+    "SweepReport",
+    "check_mass_close",
+    "check_pages",
+    "judge_answer",
+    "partitions",
+    "read_accounts",
+    "read_settings",
+    "read_subscriptions",
+    "settle_closes",
+    "verify_ids",
+    "window_bounds",
+]

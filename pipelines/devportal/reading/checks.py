@@ -1,0 +1,105 @@
+"""What one list read saw (`SweepReport`) and the checks it must pass before anything reaches
+dlt: every page reports the same `total`, and the unique ids read plus the rows set aside for
+lacking an id add up to it (else `ListMoved`: the read is no snapshot). A read whose pages carry
+no `total` cannot be verified. Also the progress line while a list is paged."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from devportal.client import Page
+
+
+@dataclass
+class SweepReport:
+    """What one list read saw; goes into `sync_runs.sweeps`.
+
+    `verified`: the pages reported a `total` and the rows read add up to it (unique ids plus
+    rows set aside for lacking an id). Only a verified sweep may retire history.
+    """
+
+    endpoint: str
+    params: dict[str, str]
+    total: int | None = None
+    rows: int = 0
+    unique_ids: int = 0
+    dropped: int = 0
+    pages: int = 0
+    attempts: int = 0
+    complete: bool = False
+    verified: bool = False
+    note: str | None = None
+    # how the current subscriptions this read did not list were settled (`Settling.record`)
+    closing: dict[str, Any] | None = None
+
+
+class ListMoved(Exception):
+    """The list changed while it was paged; the read is not a snapshot of anything."""
+
+
+@dataclass
+class Progress:
+    """A line on stderr every `every_s` while a list is paged (dlt sees the rows only once a
+    read is verified, so its own progress would stay silent meanwhile). None: silent."""
+
+    every_s: float | None = None
+    _last: float = 0.0
+
+    def page(self, what: str, page: Page, report: SweepReport, rows: int) -> None:
+        if self.every_s is None:
+            return
+        now = time.monotonic()
+        if now - self._last < self.every_s:
+            return
+        self._last = now
+        print(
+            f"progress: {what} page {report.pages}/{page.last_page or '?'}, {rows} rows read"
+            + (f" (read {report.attempts})" if report.attempts > 1 else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def check_pages(pages: Iterator[Page], report: SweepReport) -> Iterator[Page]:
+    """Pass pages through, failing as soon as they disagree about the list's size."""
+    first_total: int | None = None
+    first_last: int | None = None
+    report.pages = 0
+    for page in pages:
+        report.pages += 1
+        if report.pages == 1:
+            first_total, first_last = page.total, page.last_page
+            report.total = page.total
+        elif page.total != first_total or (first_last is not None and page.last_page != first_last):
+            raise ListMoved(f"total went from {first_total} to {page.total} while paging")
+        if not page.data and page.next_page_url:
+            report.note = f"page {page.number} was empty but pointed to a next page"
+        yield page
+
+
+def verify_ids(ids: np.ndarray, report: SweepReport, dropped: int = 0) -> None:
+    """Check the ids of one read against the wrapper's `total`.
+
+    Rows set aside for lacking a usable id (`dropped`, counted as data quality) are part of the
+    total: a list with such a row adds up, and re-reading it would not change anything.
+    """
+    unique = int(np.unique(ids).size) if ids.size else 0
+    report.rows, report.unique_ids, report.dropped = int(ids.size), unique, dropped
+    if unique != ids.size:
+        raise ListMoved(f"{ids.size - unique} ids appeared twice while paging")
+    if report.total is None:
+        report.verified = False
+        report.note = report.note or "the pages carry no total to check the rows against"
+        return
+    if unique + dropped != report.total:
+        extra = f" and {dropped} rows without a usable id" if dropped else ""
+        raise ListMoved(
+            f"read {unique} unique rows{extra} but the API reports total {report.total}"
+        )
+    report.verified = True

@@ -1,0 +1,208 @@
+"""Reading the subscription list: its partitions (live, test, a `start`/`end` window), each
+read again until it adds up (at most `sweep_attempts`), verified and spooled."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from devportal import extras, transform
+from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, Page
+from devportal.config import DevportalConfig, history_ignore
+from devportal.errors import IntegrityError
+from devportal.reading.checks import ListMoved, Progress, SweepReport, check_pages, verify_ids
+from devportal.reading.spool import Spool, spool_pages
+
+log = logging.getLogger("devportal.reading")
+
+API_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+@dataclass
+class SubscriptionsRead:
+    """Every partition read, verified and spooled; what the resource and the run record need.
+
+    `user_ids`: the users (`service_id`) of live subscriptions: a test subscription's user is
+    not a user of the live app (their accounts are not fetched)."""
+
+    spools: list[Spool]
+    user_ids: set[int]
+
+    @property
+    def dq(self) -> transform.DataQuality:
+        merged = transform.DataQuality()
+        for spool in self.spools:
+            merged.merge(spool.dq)
+        return merged
+
+    @property
+    def rows(self) -> int:
+        return sum(spool.rows for spool in self.spools)
+
+    @property
+    def fields(self) -> extras.FieldStats:
+        """The paths of every row handed to dlt, first seen first (live before test)."""
+        merged = extras.FieldStats()
+        for spool in self.spools:
+            merged.merge(spool.fields)
+        return merged
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        """{status as sent: rows handed to dlt}."""
+        total: Counter[str] = Counter()
+        for spool in self.spools:
+            total.update(spool.statuses)
+        return dict(total.most_common())
+
+    def discard(self) -> None:
+        for spool in self.spools:
+            spool.discard()
+
+
+@dataclass
+class Partition:
+    """One slice of the subscription list a run reads: live or test rows, whole or a window."""
+
+    is_test: bool
+    params: dict[str, str] = field(default_factory=dict)
+
+
+def partitions(
+    include_test: bool, window: tuple[datetime, datetime] | None = None
+) -> list[Partition]:
+    """The live partition, and the test one with `include_test`; `window` adds start/end."""
+    found = []
+    for is_test in [False, True] if include_test else [False]:
+        params: dict[str, str] = {"is_test": "true"} if is_test else {}
+        if window is not None:
+            params.update(start=window[0].strftime(API_TIME_FORMAT))
+            params.update(end=window[1].strftime(API_TIME_FORMAT))
+        found.append(Partition(is_test, params))
+    return found
+
+
+def read_subscriptions(
+    client: ApiClient,
+    parts: Sequence[Partition],
+    cfg: DevportalConfig,
+    spool_dir: Path,
+    progress: Progress,
+    first: Page | None = None,
+) -> SubscriptionsRead:
+    """Read and verify every partition; `first` is page 1 of the first one, already fetched."""
+    read = SubscriptionsRead([], set())
+    try:
+        for n, part in enumerate(parts):
+            first_page = first if n == 0 else None
+            read.spools.append(read_into(client, read, part, cfg, spool_dir, progress, first_page))
+    except BaseException:
+        read.discard()
+        raise
+    return read
+
+
+def read_into(
+    client: ApiClient,
+    read: SubscriptionsRead,
+    part: Partition,
+    cfg: DevportalConfig,
+    spool_dir: Path,
+    progress: Progress,
+    first: Page | None,
+) -> Spool:
+    """One read of PART for READ: a spool file of its own, live users added to READ's."""
+    user_ids = set() if part.is_test else read.user_ids
+    spool_path = _spool_path(spool_dir, read, part)
+    return _read_partition(client, part, cfg, spool_path, progress, user_ids, first)
+
+
+def _spool_path(spool_dir: Path, read: SubscriptionsRead, part: Partition) -> Path:
+    """A spool file of its own for each read of each partition (a re-read replaces a spool)."""
+    path = spool_dir / f"{id(read):x}-{int(part.is_test)}.arrow"
+    n = 1
+    while path.exists():
+        n += 1
+        path = spool_dir / f"{id(read):x}-{int(part.is_test)}-{n}.arrow"
+    return path
+
+
+def _read_partition(
+    client: ApiClient,
+    part: Partition,
+    cfg: DevportalConfig,
+    spool_path: Path,
+    progress: Progress,
+    user_ids: set[int],
+    first: Page | None,
+) -> Spool:
+    """Read one partition into a spool file until it adds up (at most `sweep_attempts`)."""
+    report = SweepReport(endpoint=SUBSCRIPTIONS_PATH, params=part.params)
+    last_error = ""
+    ignored = extras.ignore_matcher(history_ignore(cfg))
+    for attempt in range(1, cfg.sweep_attempts + 1):
+        report.attempts, report.note = attempt, None
+        dq = transform.DataQuality()
+        fields, statuses = extras.FieldStats(ignored), Counter[str]()
+        pages = client.iter_pages(SUBSCRIPTIONS_PATH, part.params, first if attempt == 1 else None)
+        try:
+            ids, services = spool_pages(
+                check_pages(pages, report),
+                part.is_test,
+                dq,
+                spool_path,
+                cfg.batch_rows,
+                lambda page, rows: progress.page("subscriptions", page, report, rows),
+                fields,
+                statuses,
+            )
+            verify_ids(ids, report, dq.count("subscriptions", "id", transform.ID_DROPPED))
+        except ListMoved as moved:
+            spool_path.unlink(missing_ok=True)
+            last_error = str(moved)
+            log.warning(
+                "subscription list did not add up (%s); reading it again (%d/%d)",
+                moved,
+                attempt,
+                cfg.sweep_attempts,
+            )
+            continue
+        except BaseException:
+            spool_path.unlink(missing_ok=True)
+            raise
+        report.complete = True
+        user_ids.update(services)
+        if not report.verified:
+            log.warning(
+                "subscriptions%s: %s; its rows are loaded but no subscription is closed "
+                "(only a list that adds up to its total may retire history)",
+                " (is_test)" if part.is_test else "",
+                report.note,
+            )
+        return Spool(spool_path, ids, part.is_test, report, dq, fields, statuses)
+    raise IntegrityError(
+        f"the subscription list kept changing or did not add up in {cfg.sweep_attempts} reads "
+        f"({last_error}); nothing was loaded: run the sync again later, and if it keeps "
+        "failing the API's pages disagree with their own `total`"
+    )
+
+
+def window_bounds(
+    since: datetime | None, cursor: datetime | None, now: datetime, cfg: DevportalConfig
+) -> tuple[datetime, datetime]:
+    """`start`/`end` for window mode: `--since`, else the last run's clock minus the lookback.
+
+    `end` lies far ahead: which timestamp the API filters on is not documented, and a generous
+    end can only include more rows, never fewer.
+    """
+    if since is not None:
+        start = since
+    elif cursor is not None:
+        start = cursor - timedelta(hours=cfg.lookback_hours)
+    else:
+        start = now - timedelta(hours=cfg.lookback_hours)
+    return start, now + timedelta(days=cfg.window_horizon_days)

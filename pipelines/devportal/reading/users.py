@@ -1,0 +1,124 @@
+"""Reading the user settings list (verified, in memory: it is small) and the accounts of the
+users due, fetched concurrently (a 404 is recorded as `missing`)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from devportal import extras, transform
+from devportal.client import USER_ACCOUNTS_PATH, USER_SETTINGS_PATH, ApiClient, NotFound, Page
+from devportal.config import DevportalConfig
+from devportal.errors import IntegrityError
+from devportal.reading.checks import ListMoved, Progress, SweepReport, check_pages, verify_ids
+
+log = logging.getLogger("devportal.reading")
+
+
+# -- user settings ----------------------------------------------------------------------------
+
+
+@dataclass
+class SettingsRead:
+    """The whole user settings list, verified: one row per user and one per settings leaf;
+    `fields`: the paths its entries had, `columns`: where each landed."""
+
+    users: list[dict[str, Any]]
+    values: list[dict[str, Any]]
+    dq: transform.DataQuality
+    report: SweepReport
+    fields: extras.FieldStats = field(default_factory=extras.FieldStats)
+    columns: extras.Columns = field(
+        default_factory=lambda: transform.settings_columns(extras.Naming())
+    )
+
+
+def read_settings(
+    client: ApiClient,
+    cfg: DevportalConfig,
+    seen_at: datetime,
+    progress: Progress,
+    first: Page | None = None,
+    columns: extras.Columns | None = None,
+) -> SettingsRead:
+    """Read the settings list until it adds up (at most `sweep_attempts`); COLUMNS: where
+    fields beyond the shown ones land (`transform.settings_columns`)."""
+    report = SweepReport(endpoint=USER_SETTINGS_PATH, params={})
+    last_error = ""
+    columns = columns if columns is not None else transform.settings_columns(extras.Naming())
+    for attempt in range(1, cfg.sweep_attempts + 1):
+        report.attempts = attempt
+        read = SettingsRead([], [], transform.DataQuality(), report, columns=columns)
+        pages = client.iter_pages(USER_SETTINGS_PATH, None, first if attempt == 1 else None)
+        try:
+            for page in check_pages(pages, report):
+                users, values = transform.user_settings_records(
+                    page.data, read.dq, seen_at, read.fields, columns
+                )
+                read.users.extend(users)
+                read.values.extend(values)
+                progress.page("user settings", page, report, len(read.users))
+            verify_ids(
+                np.array([u["user_id"] for u in read.users], dtype=np.int64),
+                report,
+                read.dq.count("user_settings", "user_id", transform.USER_ID_DROPPED),
+            )
+        except ListMoved as moved:
+            last_error = str(moved)
+            log.warning("user settings list moved while paging (%s); reading it again", moved)
+            continue
+        report.complete = True
+        return read
+    raise IntegrityError(
+        f"the user settings list kept changing while it was read ({last_error}); "
+        "nothing was loaded: run the sync again"
+    )
+
+
+# -- user accounts ----------------------------------------------------------------------------
+
+
+@dataclass
+class AccountsRead:
+    """The accounts of the users due: one row each (404: status `missing`) and their profiles;
+    `fields`: the top-level fields of the Profiles objects, `columns`: where each landed."""
+
+    accounts: list[dict[str, Any]]
+    profiles: list[dict[str, Any]]
+    dq: transform.DataQuality
+    fields: extras.FieldStats = field(default_factory=extras.FieldStats)
+    columns: extras.Columns = field(
+        default_factory=lambda: transform.account_columns(extras.Naming())
+    )
+
+
+def read_accounts(
+    client: ApiClient,
+    user_ids: Sequence[int],
+    fetched_at: datetime,
+    columns: extras.Columns | None = None,
+) -> AccountsRead:
+    """Fetch each user's account, `workers` at a time; a 404 is recorded, not raised."""
+
+    def fetch(user_id: int) -> Any:
+        try:
+            body, _ = client.get_json(USER_ACCOUNTS_PATH.format(user_id=user_id))
+        except NotFound:
+            return None
+        return body
+
+    read = AccountsRead([], [], transform.DataQuality())
+    if columns is not None:
+        read.columns = columns
+    for user_id, body in client.map_concurrent(fetch, list(user_ids)):
+        account, profiles = transform.account_records(
+            user_id, body, fetched_at, read.dq, read.fields, read.columns
+        )
+        read.accounts.append(account)
+        read.profiles.extend(profiles)
+    return read

@@ -1,0 +1,57 @@
+"""The business report: the figures of the `analytics` models, as text or a page.
+
+One job per module, imports running one way (figures <- formats <- page):
+
+    figures  reading the figures from the models (either engine), one type per kind, the layout
+    formats  the text formats: table, JSON, CSV, Markdown (`render`)
+    page     the HTML page with the charts; `print_report`, what `devportal report` runs
+
+Callers use the names below (`from devportal import report; report.print_report(...)`); the
+few underscored ones are re-exported for the tests that check them directly.
+"""
+
+from devportal.report.figures import (
+    _FIGURES_SQL,
+    _KINDS,
+    BASIS_KEY,
+    BASIS_LABEL,
+    Metric,
+    Report,
+    Section,
+    _figure,
+    _report,
+    collect,
+)
+from devportal.report.formats import (
+    FORMATS,
+    _text,
+    format_csv,
+    format_json,
+    format_markdown,
+    format_table,
+    render,
+)
+from devportal.report.page import format_html, print_report, write_html
+
+__all__ = [
+    "BASIS_KEY",
+    "BASIS_LABEL",
+    "FORMATS",
+    "_FIGURES_SQL",
+    "_KINDS",
+    "Metric",
+    "Report",
+    "Section",
+    "_figure",
+    "_report",
+    "_text",
+    "collect",
+    "format_csv",
+    "format_html",
+    "format_json",
+    "format_markdown",
+    "format_table",
+    "print_report",
+    "render",
+    "write_html",
+]

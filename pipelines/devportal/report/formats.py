@@ -1,0 +1,152 @@
+"""The report as text for people and programs: an aligned table for a terminal, JSON (one flat
+object), CSV (metric,label,value) and Markdown. Text that came from the API (a platform's
+name) is made safe for each format by `devportal.display`: no control characters on a
+terminal, no formula in a CSV cell, nothing Markdown would interpret; JSON keeps it exact."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from devportal import display
+from devportal.errors import DevportalError
+from devportal.report.figures import Metric, Report, Section
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+# What a figure that is missing (NULL) reads as, where "n/a" would not say why.
+_MISSING_TEXT = {"median_lifetime_days": "not reached yet"}
+
+
+def _status_text(entry: Mapping[str, Any]) -> str:
+    """One status of `other_statuses` for people: its name, usable count and treatment."""
+    status = entry["status"]
+    name = "(no status)" if status is None else status or "(empty status)"
+    treated = entry["treated_as"]
+    if treated != "other":
+        how = f"treated as {treated}"
+    elif status is None:
+        how = "not a cancellation"
+    else:
+        how = "not a cancellation; set [analytics] status_map"
+    return f"{name} {entry['usable']} ({how})"
+
+
+def _text(metric: Metric) -> str:
+    """A value for people: counts as numbers, rates as percents, days with their unit, missing
+    as n/a (or what a missing figure means, `_MISSING_TEXT`), statuses as one line."""
+    value = metric.value
+    if value is None:
+        return _MISSING_TEXT.get(metric.key, "n/a")
+    if metric.kind == "statuses":
+        return ", ".join(_status_text(entry) for entry in value)
+    if metric.kind == "rate":
+        return f"{value * 100:.1f}%"
+    if metric.kind == "days":
+        return f"{value:g} day" + ("" if value == 1 else "s")
+    if metric.kind == "time":
+        return f"{value:%Y-%m-%d %H:%M:%S}"
+    if metric.kind == "month":
+        return f"{value:%Y-%m}"
+    if metric.kind == "flag":
+        return "yes" if value else "no"
+    return str(value)
+
+
+def _json_value(metric: Metric) -> Any:
+    """A value for JSON and CSV (the figures are already one type per kind, see `_figure`)."""
+    value = metric.value
+    if value is None:
+        return None
+    if metric.kind == "time":
+        return value.isoformat(sep=" ")
+    if metric.kind == "month":
+        return f"{value:%Y-%m}"
+    return value
+
+
+def _as_of(report: Report) -> str:
+    return _text(report.sections[0].metrics[0])
+
+
+def _shown(section: Section) -> list[Metric]:
+    """The metrics a table shows: months and flags are in the section titles instead."""
+    return [m for m in section.metrics if m.kind not in ("month", "flag")]
+
+
+def format_table(report: Report) -> str:
+    """Aligned text for a terminal: every cell `display.terminal` (one line, no controls). A
+    list of statuses is a line of its own under its count, outside the alignment."""
+    safe = display.terminal
+    rows: list[tuple[str, str | None]] = []  # (label, value); value None: a line as it is
+    for section in report.sections[1:]:
+        rows.append((safe(section.title), ""))
+        for m in _shown(section):
+            if m.kind == "statuses":
+                rows.append(("    " + safe(_text(m)), None))
+            else:
+                rows.append(("  " + safe(m.label), safe(_text(m))))
+    aligned = [(label, value) for label, value in rows if value is not None]
+    width = max(len(label) for label, _ in aligned) + 2
+    value_width = max(len(value) for _, value in aligned)
+    lines = [
+        f"Subscriptions as of {_as_of(report)} (latest successful sync, server clock)",
+        safe(report.basis),
+        "",
+    ]
+    lines += [
+        label if value is None else f"{label:<{width}}{value:>{value_width}}".rstrip()
+        for label, value in rows
+    ]
+    return "\n".join(lines)
+
+
+def format_json(report: Report) -> str:
+    return json.dumps({m.key: _json_value(m) for m in report.metrics()}, indent=2)
+
+
+def format_csv(report: Report) -> str:
+    """metric,label,value rows; text cells `display.csv_cell` (no formula for a spreadsheet,
+    no control characters), numbers as they are."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["metric", "label", "value"])
+    for m in report.metrics():
+        value = _text(m) if m.kind == "statuses" else _json_value(m)  # one cell: the line
+        if isinstance(value, bool):
+            value = "true" if value else "false"  # as JSON spells them, not Python
+        cells = [m.key, m.label, "" if value is None else value]
+        writer.writerow([display.csv_cell(cell) for cell in cells])
+    return buffer.getvalue().rstrip("\n")
+
+
+def format_markdown(report: Report) -> str:
+    """A Markdown table; every cell `display.markdown_cell` (shown literally, one line). The
+    basis line is a quote under the heading, bold when the list is partial."""
+    cell = display.markdown_cell
+    basis = cell(report.basis)
+    if report.partial:
+        head, _, rest = basis.partition(":")
+        basis = f"**{head}:**{rest}"
+    lines = [f"## Subscriptions as of {_as_of(report)}", "", f"> {basis}", ""]
+    lines += ["| Figure | Value |", "|---|---:|"]
+    for section in report.sections[1:]:
+        lines.append(f"| **{cell(section.title)}** | |")
+        lines.extend(f"| {cell(m.label)} | {cell(_text(m))} |" for m in _shown(section))
+    return "\n".join(lines)
+
+
+def render(report: Report, fmt: str = "table") -> str:
+    """REPORT in format FMT (one of FORMATS)."""
+    formatters = {
+        "table": format_table,
+        "json": format_json,
+        "csv": format_csv,
+        "markdown": format_markdown,
+    }
+    if fmt not in formatters:
+        raise DevportalError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+    return formatters[fmt](report)

@@ -1,0 +1,321 @@
+"""Settings entries and account profiles to dict rows: `user_settings` with its
+`user_setting_values`, `user_accounts` with its `user_account_profiles`, and the tombstones
+that empty a user's child rows. Fields beyond the shown ones land in columns of their own
+(`extras.Columns`); every field seen is recorded (`extras.FieldStats`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from devportal import extras
+from devportal.transform.ledger import USER_ID_DROPPED, DataQuality, json_text, raw_text
+from devportal.values import to_int
+
+TWITCH_FIELDS = (
+    "twitch_id",
+    "display_name",
+    "name",
+    "partnered",
+    "icon_url",
+    "profile_banner_url",
+    "profile_background_color",
+)
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else raw_text(value)
+
+
+def pointer_token(key: str) -> str:
+    """One RFC 6901 JSON Pointer token: `~` -> `~0`, `/` -> `~1`."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def flatten_settings(settings: Any) -> Iterable[tuple[str, str | None, str]]:
+    """(JSON Pointer, text value, JSON type) for each leaf of a settings object, in order.
+
+    The path is an RFC 6901 JSON Pointer: `{"a.b": 1, "a": {"b": 2}}` gives `/a.b` and `/a/b`,
+    so no two keys collide, and `json_extract(settings, key)` finds the value again. Empty
+    objects and arrays are leaves (`{}`, `[]`). Iterative: any depth the page parser accepted.
+    """
+    if not isinstance(settings, dict):
+        return
+    stack: list[tuple[str, Iterator[tuple[str, Any]]]] = [("", iter(settings.items()))]
+    while stack:
+        prefix, items = stack[-1]
+        step = next(items, None)
+        if step is None:
+            stack.pop()
+            continue
+        key, value = step
+        path = f"{prefix}/{pointer_token(str(key))}"
+        if isinstance(value, dict) and value:
+            stack.append((path, iter(value.items())))
+            continue
+        if isinstance(value, bool):
+            text: str | None = "true" if value else "false"
+        elif isinstance(value, str):
+            text = value
+        elif value is None:
+            text = None
+        else:
+            text = json_text(value)
+        yield path, text, _json_kind(value)
+
+
+def settings_columns(
+    naming: extras.Naming, known: Mapping[str, Any] | None = None
+) -> extras.Columns:
+    """Where each field of a settings entry lands in `user_settings`."""
+    spec: dict[extras.Path, str] = {("user", "service", "id"): "user_id", ("settings",): "settings"}
+    for name in TWITCH_FIELDS:
+        spec[("user", "twitch", name)] = name if name.startswith("twitch_") else f"twitch_{name}"
+    return extras.Columns(naming, USER_SETTINGS_COLUMNS, known, spec)
+
+
+def _leaves(path: extras.Path, value: Any) -> Iterator[tuple[extras.Path, Any]]:
+    if type(value) is dict:
+        yield from extras.flatten(value, path)
+    else:
+        yield path, value
+
+
+def _entry_extras(
+    entry: dict[str, Any], user: dict[str, Any], stats: extras.FieldStats
+) -> Iterator[tuple[extras.Path, Any]]:
+    """The leaves of a settings entry beyond the shown ones (the shown ones are seen in STATS):
+    its own extra fields, `user.service` and `user.twitch` fields beyond the spec's, and every
+    field of any other platform's profile (or any other value under `user`)."""
+    for key, value in entry.items():
+        if key == "settings":
+            stats.see(("settings",), value)
+        elif key != "user":
+            yield from _leaves((key,), value)
+    for key, value in user.items():
+        if key in ("service", "twitch") and type(value) is dict:
+            shown = ("id",) if key == "service" else TWITCH_FIELDS
+            for name, inner in value.items():
+                if name in shown:
+                    stats.see(("user", key, name), inner)
+                else:
+                    yield from _leaves(("user", key, name), inner)
+        else:
+            yield from _leaves(("user", key), value)
+
+
+def user_settings_records(
+    rows: Sequence[dict[str, Any]],
+    dq: DataQuality,
+    seen_at: datetime,
+    stats: extras.FieldStats | None = None,
+    columns: extras.Columns | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(user_settings rows, user_setting_values rows) for one page of settings entries.
+
+    Fields beyond the shown ones land in columns of their own (`extras.Columns`), typed by dlt;
+    STATS records every path seen."""
+    users: list[dict[str, Any]] = []
+    values: list[dict[str, Any]] = []
+    stats = stats if stats is not None else extras.FieldStats()
+    columns = columns if columns is not None else settings_columns(extras.Naming())
+    for entry in rows:
+        user: dict[str, Any] = entry["user"] if isinstance(entry.get("user"), dict) else {}
+        service: dict[str, Any] = user["service"] if isinstance(user.get("service"), dict) else {}
+        user_id = to_int(service.get("id"))
+        if user_id is None:
+            dq.add("user_settings", "user_id", USER_ID_DROPPED, "?", entry)
+            continue
+        twitch: dict[str, Any] | None = (
+            user["twitch"] if isinstance(user.get("twitch"), dict) else None
+        )
+        settings = entry.get("settings")
+        if settings is not None and not isinstance(settings, dict):
+            dq.add("user_settings", "settings", "settings_not_an_object", user_id, settings)
+        platforms = sorted(k for k, v in user.items() if k != "service" and isinstance(v, dict))
+        record: dict[str, Any] = {
+            "user_id": user_id,
+            "platforms": ",".join(platforms) or None,
+            "has_twitch": twitch is not None,
+            # exactly the object the API sent (JSON text): absent keys stay absent
+            "settings": None if settings is None else json_text(settings),
+            "settings_count": len(settings) if isinstance(settings, dict) else 0,
+            "last_seen_at": seen_at,
+        }
+        for name in TWITCH_FIELDS:
+            raw = twitch.get(name) if twitch else None
+            record[f"twitch_{name}" if not name.startswith("twitch_") else name] = raw
+        record["twitch_id"] = (
+            to_int(record["twitch_id"]) if record["twitch_id"] is not None else None
+        )
+        record["twitch_partnered"] = to_int(record["twitch_partnered"])
+        for name in (
+            "twitch_display_name",
+            "twitch_name",
+            "twitch_icon_url",
+            "twitch_profile_banner_url",
+            "twitch_profile_background_color",
+        ):
+            record[name] = _text_or_none(record[name])
+        record.update(extras.flat_extras(_entry_extras(entry, user, stats), stats, columns))
+        users.append(record)
+        for key, text, kind in flatten_settings(settings):
+            values.append({"user_id": user_id, "key": key, "value": text, "value_type": kind})
+    return users, values
+
+
+USER_SETTINGS_COLUMNS: dict[str, dict[str, Any]] = {
+    "user_id": {"data_type": "bigint", "nullable": False, "primary_key": True},
+    "platforms": {"data_type": "text"},
+    "has_twitch": {"data_type": "bool"},
+    "settings": {"data_type": "text"},
+    "settings_count": {"data_type": "bigint"},
+    "last_seen_at": {"data_type": "timestamp", "timezone": False},
+    "twitch_id": {"data_type": "bigint"},
+    "twitch_display_name": {"data_type": "text"},
+    "twitch_name": {"data_type": "text"},
+    "twitch_partnered": {"data_type": "bigint"},
+    "twitch_icon_url": {"data_type": "text"},
+    "twitch_profile_banner_url": {"data_type": "text"},
+    "twitch_profile_background_color": {"data_type": "text"},
+}
+
+# A child row (user_setting_values, user_account_profiles) that only says "this user has none
+# now": dlt's `hard_delete` hint makes delete-insert delete the user's rows (merge_key) and not
+# insert this one. NULL on every stored row.
+TOMBSTONE = "_tombstone"
+TOMBSTONE_COLUMN: dict[str, Any] = {"data_type": "bool", "nullable": True, "hard_delete": True}
+
+
+def tombstones(
+    parents: Iterable[int], children: Sequence[dict[str, Any]], columns: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One tombstone per parent `user_id` without a child row; the other NOT NULL columns of
+    `columns` hold '' (the row is never stored, but staging checks them)."""
+    required = {
+        name: ""
+        for name, column in columns.items()
+        if column.get("nullable") is False and name != "user_id"
+    }
+    have = {child["user_id"] for child in children}
+    return [
+        {"user_id": user_id, **required, TOMBSTONE: True} for user_id in sorted(set(parents) - have)
+    ]
+
+
+USER_SETTING_VALUES_COLUMNS: dict[str, dict[str, Any]] = {
+    "user_id": {"data_type": "bigint", "nullable": False, "merge_key": True},
+    "key": {"data_type": "text", "nullable": False},
+    "value": {"data_type": "text"},
+    "value_type": {"data_type": "text"},
+    TOMBSTONE: {**TOMBSTONE_COLUMN},
+}
+
+
+# -- user accounts ---------------------------------------------------------------------------
+
+PROFILE_ID_KEYS = ("id", "twitch_id", "youtube_id", "mixer_id", "facebook_id", "channel_id")
+PROFILE_NAME_KEYS = ("name", "title", "username", "login")
+
+
+def account_columns(
+    naming: extras.Naming, known: Mapping[str, Any] | None = None
+) -> extras.Columns:
+    """Where the top-level fields of a Profiles object land in `user_accounts`."""
+    return extras.Columns(naming, USER_ACCOUNTS_COLUMNS, known, {("primary",): "primary_platform"})
+
+
+def account_records(
+    user_id: int,
+    profiles: Any,
+    fetched_at: datetime,
+    dq: DataQuality,
+    stats: extras.FieldStats | None = None,
+    columns: extras.Columns | None = None,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(user_accounts row, user_account_profiles rows); `profiles` None means the API said 404.
+
+    Each linked platform's profile is kept whole (`profile`); the Profiles object's other
+    top-level fields land in `user_accounts` columns of their own; STATS records them."""
+    if profiles is None:
+        return (
+            {
+                "user_id": user_id,
+                "status": "missing",
+                "primary_platform": None,
+                "platforms": None,
+                "fetched_at": fetched_at,
+            },
+            [],
+        )
+    if not isinstance(profiles, dict):
+        dq.add("user_accounts", "profiles", "profiles_not_an_object", user_id, profiles)
+        profiles = {}
+    primary = profiles.get("primary")
+    linked = {k: v for k, v in profiles.items() if isinstance(v, dict)}
+    stats = stats if stats is not None else extras.FieldStats()
+    columns = columns if columns is not None else account_columns(extras.Naming())
+    if "primary" in profiles:
+        stats.see(("primary",), primary)
+    top = (((k,), v) for k, v in profiles.items() if k != "primary" and not isinstance(v, dict))
+    account_extras = extras.flat_extras(top, stats, columns)
+    rows = []
+    for platform, profile in sorted(linked.items()):
+        platform_user_id = next(
+            (profile[k] for k in PROFILE_ID_KEYS if profile.get(k) is not None), None
+        )
+        name = next((profile[k] for k in PROFILE_NAME_KEYS if profile.get(k) is not None), None)
+        rows.append(
+            {
+                "user_id": user_id,
+                "platform": platform,
+                "platform_user_id": _text_or_none(platform_user_id),
+                "name": _text_or_none(name),
+                "display_name": _text_or_none(profile.get("display_name")),
+                "profile": json_text(profile),
+            }
+        )
+    return (
+        {
+            "user_id": user_id,
+            "status": "found",
+            "primary_platform": primary if isinstance(primary, str) else None,
+            "platforms": ",".join(sorted(linked)) or None,
+            "fetched_at": fetched_at,
+            **account_extras,
+        },
+        rows,
+    )
+
+
+USER_ACCOUNTS_COLUMNS: dict[str, dict[str, Any]] = {
+    "user_id": {"data_type": "bigint", "nullable": False, "primary_key": True},
+    "status": {"data_type": "text"},
+    "primary_platform": {"data_type": "text"},
+    "platforms": {"data_type": "text"},
+    "fetched_at": {"data_type": "timestamp", "timezone": False},
+}
+
+USER_ACCOUNT_PROFILES_COLUMNS: dict[str, dict[str, Any]] = {
+    "user_id": {"data_type": "bigint", "nullable": False, "merge_key": True},
+    "platform": {"data_type": "text", "nullable": False},
+    "platform_user_id": {"data_type": "text"},
+    "name": {"data_type": "text"},
+    "display_name": {"data_type": "text"},
+    "profile": {"data_type": "text"},
+    TOMBSTONE: {**TOMBSTONE_COLUMN},
+}

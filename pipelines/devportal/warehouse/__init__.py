@@ -1,0 +1,87 @@
+"""The warehouse file: its name rules, its folder, its lock, writing it, opening it with DuckDB.
+
+Writers (sync, models, manifest load) hold `warehouse_lock` and never open the warehouse file
+for writing: they write a `Draft` (a copy) and publish it with one rename, so readers may hold
+the file open read-only at any time. dlt keeps its state for a warehouse in
+`pipelines_dir(warehouse)`, next to it. `devportal.pipeline` binds the dlt pipeline to the
+warehouse; this package knows nothing of dlt. Every problem with the file is one line with the
+cause and the fix.
+
+One job per module, imports running one way (paths <- connection <- draft <- lock):
+
+    paths       name rules, the folder, what is wrong with a path or with the disk under it
+    connection  opening it with DuckDB (`open_duckdb`, `connect`), DuckDB's refusals; quoting
+    draft       the copy a writer changes and publishes with one rename; the shared guard lock
+    lock        `warehouse_lock`, the writers' lock, and `looks_busy`
+
+The OS's locks come from `devportal.filelock` (fcntl; msvcrt on Windows, see docs/platforms.md).
+Callers use the names below (`from devportal.warehouse import warehouse_lock`).
+"""
+
+from devportal.filelock import writer_of  # re-exported: the probe lives with the locks
+from devportal.warehouse.connection import (
+    NO_EXTENSION_AUTOLOAD,
+    OWN_CONNECTION,
+    OWN_MEMORY_LIMIT_MB,
+    catalog_of,
+    connect,
+    open_duckdb,
+    open_error,
+    quote_ident,
+    sql_literal,
+)
+from devportal.warehouse.draft import Draft, written_elsewhere
+from devportal.warehouse.lock import looks_busy, warehouse_lock
+from devportal.warehouse.paths import (
+    ANALYTICS_SCHEMA,
+    DEFAULT_WAREHOUSE,
+    DISK_ERRNOS,
+    DUCKDB_MAGIC,
+    DUCKDB_UNUSABLE,
+    RAW_SCHEMA,
+    RESERVED_STEMS,
+    SQLITE_MAGIC,
+    check_warehouse_path,
+    delete_warehouse,
+    disk_error,
+    locate_warehouse,
+    make_parent,
+    not_duckdb,
+    pipelines_dir,
+    require_warehouse,
+    unwritable,
+)
+
+__all__ = [
+    "ANALYTICS_SCHEMA",
+    "DEFAULT_WAREHOUSE",
+    "DISK_ERRNOS",
+    "DUCKDB_MAGIC",
+    "DUCKDB_UNUSABLE",
+    "NO_EXTENSION_AUTOLOAD",
+    "OWN_CONNECTION",
+    "OWN_MEMORY_LIMIT_MB",
+    "RAW_SCHEMA",
+    "RESERVED_STEMS",
+    "SQLITE_MAGIC",
+    "Draft",
+    "catalog_of",
+    "check_warehouse_path",
+    "connect",
+    "delete_warehouse",
+    "disk_error",
+    "locate_warehouse",
+    "looks_busy",
+    "make_parent",
+    "not_duckdb",
+    "open_duckdb",
+    "open_error",
+    "pipelines_dir",
+    "quote_ident",
+    "require_warehouse",
+    "sql_literal",
+    "unwritable",
+    "warehouse_lock",
+    "writer_of",
+    "written_elsewhere",
+]

@@ -1,0 +1,125 @@
+"""Opening the warehouse with DuckDB: devportal's one way to connect (extensions never
+autoloaded, memory capped), DuckDB's refusals as one line each (`open_error`: busy, damaged,
+another DuckDB version, ...), and quoting names and literals."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from devportal.errors import DevportalError, WarehouseBusy, first_line
+from devportal.warehouse.paths import not_duckdb_error, require_warehouse, shown
+
+# Connections devportal opens never fetch or load extensions behind the user's back: a SQLite
+# file at the warehouse path would otherwise make DuckDB try to download `sqlite_scanner`.
+NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
+# devportal's own connections (models, report, manifest history): DuckDB's buffers are capped
+# (it spills to `<warehouse>.tmp` beyond), so a models build stays flat in memory however large
+# the history; DuckDB's default is 80% of the machine's RAM.
+OWN_MEMORY_LIMIT_MB = 64
+OWN_CONNECTION: dict[str, Any] = {
+    **NO_EXTENSION_AUTOLOAD,
+    "memory_limit": f"{OWN_MEMORY_LIMIT_MB}MB",
+}
+
+
+def quote_ident(name: str) -> str:
+    """A SQL identifier in double quotes (quotes doubled): any table, schema or catalog name."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_literal(text: str) -> str:
+    """`text` as a SQL string literal in single quotes (quotes doubled): any value or path."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+_LOCK_CONFLICT = re.compile(r"could not set lock on file|conflicting lock", re.IGNORECASE)
+_LOCK_HOLDER = re.compile(
+    r"conflicting lock is held in (?P<program>.+?) \(pid (?P<pid>\d+)\)", re.IGNORECASE
+)
+_DAMAGED = re.compile(
+    r"corrupt|checksum|could not read enough bytes|replaying wal|invalid block|"
+    r"serializ|unexpected end",
+    re.IGNORECASE,
+)
+_OTHER_VERSION = re.compile(r"version number|storage version|newer version", re.IGNORECASE)
+
+
+def open_error(path: Path, err: BaseException) -> DevportalError:
+    """DuckDB's refusal to open PATH as one line with the cause and the fix.
+
+    Only a lock conflict says "busy" (WarehouseBusy, exit 3); a file DuckDB cannot read as a
+    database, a damaged one and one from another DuckDB version each say so.
+    """
+    first = first_line(err)
+    where = shown(path)
+    # Classify on the message without the path, which could hold any word ("sqlite", "lock").
+    text = first.replace(str(path), "<path>").lower()
+    if _LOCK_CONFLICT.search(text):
+        holder = _LOCK_HOLDER.search(first)
+        who = f"pid {holder['pid']}, {holder['program']}" if holder else "another process"
+        return WarehouseBusy(
+            f"warehouse {where} is busy: {who} has it open for writing; "
+            "wait for it to finish or stop it"
+        )
+    if "not a valid duckdb database" in text or "sqlite" in text:
+        # "sqlite": DuckDB recognised an SQLite file and wanted its extension to open it
+        return not_duckdb_error(path, "DuckDB cannot read it as a database")
+    if "extension" in text:
+        return DevportalError(
+            f"cannot open warehouse {where}: it needs a DuckDB extension, and devportal loads "
+            f"none ({first}); pass --warehouse a warehouse written by `devportal sync`"
+        )
+    if "same database file with a different configuration" in text:
+        return DevportalError(
+            f"warehouse {where} is already open in this process with other settings; "
+            "close that connection first"
+        )
+    if _OTHER_VERSION.search(text):
+        return DevportalError(
+            f"cannot open warehouse {where}: it was written by another DuckDB version "
+            f"({first}); open it with that version or rebuild it with `devportal sync`"
+        )
+    if _DAMAGED.search(text):
+        return DevportalError(
+            f"warehouse {where} is damaged ({first}); restore it from a backup, or move it "
+            "away and run `devportal sync` to rebuild it"
+        )
+    if "permission denied" in text:
+        return DevportalError(
+            f"cannot open warehouse {where}: permission denied; check the permissions of the "
+            "file and its folder"
+        )
+    return DevportalError(f"cannot open warehouse {where}: {first}")
+
+
+def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
+    """duckdb.connect for the warehouse file PATH, extensions never autoloaded; errors as one
+    line. The one place devportal's own code (models, report, manifest history) connects to
+    DuckDB; dlt's loads go through `devportal.pipeline` with the same settings."""
+    import duckdb  # here, not at import: `devportal --help` stays fast
+
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config=dict(OWN_CONNECTION))
+    except duckdb.Error as err:
+        raise open_error(path, err) from None
+
+
+@contextmanager
+def connect(warehouse: str | Path, *, read_only: bool = False) -> Iterator[Any]:
+    """A DuckDB connection to the existing warehouse file; one-line errors when it is missing,
+    not a DuckDB database, busy (a lock conflict) or damaged."""
+    con = open_duckdb(require_warehouse(warehouse), read_only=read_only)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+def catalog_of(con: Any) -> str:
+    """The catalog DuckDB named after the warehouse file (what every name is qualified with)."""
+    row = con.execute("select current_database()").fetchone()
+    return str(row[0])
