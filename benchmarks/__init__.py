@@ -1,6 +1,1 @@
-"""`make bench`: devportal against dlt's declarative `rest_api` peer and the HTTP floor.
-
-`python -m benchmarks.run` (the Makefile's `bench` target) runs every contender as its own
-process against a sandbox in another process, interleaved round by round, and writes
-`benchmarks/results/latest.json` and `latest.md` with the machine description.
-"""
+"""`make bench`: devportal against dlt's `rest_api` peer and the HTTP floor (see README.md)."""

@@ -1,13 +1,7 @@
-"""The floor: devportal's own HTTP client fetching every subscriptions page and parsing it.
-
-Nothing is transformed, spooled or loaded, so the time is what the network, the server and JSON
-parsing cost on this machine: no sync can be faster than this with the same client. Prints one
-JSON line with the rows and pages seen and the concurrency controller's stats.
-
-    python -m benchmarks.floor --base-url URL [--workers N]
-
-Without `--workers` the client adapts its concurrency as devportal's does by default.
-"""
+"""The floor: devportal's own HTTP client fetching and parsing every subscriptions page, loading
+nothing: no sync with the same client can be faster. Prints one JSON line (rows, pages,
+seconds, the concurrency controller's stats). `python -m benchmarks.floor --base-url URL
+[--workers N]`; without `--workers` it adapts as devportal does by default."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""The peer: dlt's declarative `rest_api` source, configured as a dlt user would for the endpoint.
-
-Run as its own process by `benchmarks.run`: reads every page of the subscriptions list (bearer
-auth, `json_link` paginator on `next_page_url`, `data` selector, merge on `id`) into a fresh
-DuckDB file with a fresh dlt working folder, and prints one JSON line with what it loaded.
-Everything is dlt's defaults; nothing here is tuned, because the point is what a user gets.
-
-    python -m benchmarks.peer_rest_api --base-url URL --warehouse DIR/peer.duckdb \
-        --pipelines-dir DIR/dlt
-"""
+"""The peer: dlt's declarative `rest_api` source as a dlt user would configure it (bearer auth,
+`json_link` on `next_page_url`, `data` selector, merge on `id`, dlt's defaults otherwise) into a
+fresh DuckDB file; prints one JSON line with what it loaded. `python -m benchmarks.peer_rest_api
+--base-url URL --warehouse DIR/peer.duckdb --pipelines-dir DIR/dlt`"""
 
 from __future__ import annotations
 

@@ -1,18 +1,10 @@
-"""A throwaway PostgreSQL server for the benchmark's Postgres scenarios, and what it costs.
+"""A throwaway PostgreSQL server (pip package `pgserver`, as `devportal demo --destination
+postgres` uses) for the Postgres scenarios, a database per run, and what the server costs.
 
-The server is the pip package `pgserver` (PostgreSQL 16 binaries, in `make setup`'s venv), as in
-`devportal demo --destination postgres`: a fresh cluster in a folder of its own, made by
-`tempfile.mkdtemp` (not under a 0700 folder: as root, pgserver runs the server as its OS user
-`pgserver`, which must reach it), listening on a Unix socket in that folder only, trusting
-local connections, with pgserver's default settings. One server serves the whole bench; every
-Postgres sweep gets a fresh database of its own, dropped after its round, so each is a first
-sweep like DuckDB's on a fresh file.
-
-DuckDB runs inside the devportal process, so its memory is in the contender's peak RSS;
-PostgreSQL's is not (the server is a separate process tree). So while a contender runs against
-it, the server's CPU seconds (postmaster, its live children and the backends it reaped) and the
-peak of the server tree's summed PSS (proportional set size: shared buffers counted once, not
-once per process) are taken here and reported beside the contender's own figures.
+The cluster lives in a `tempfile.mkdtemp` folder (not under a 0700 one: as root, pgserver runs
+the server as its OS user `pgserver`), on a Unix socket there, trusting local connections.
+PostgreSQL's memory is not in the contender's RSS (DuckDB's is), so `watch()` takes the
+server's CPU seconds and the peak summed PSS of its process tree (shared buffers once) instead.
 """
 
 from __future__ import annotations
@@ -21,13 +13,22 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-PSS_POLL_S = 0.25
 PASSWORD = "throwaway"  # a placeholder: the server trusts local connections, dlt wants one
+
+
+@dataclass
+class Cost:
+    cpu_s: float | None = None
+    idle_pss: int | None = None  # just before the block
+    peak_pss: int | None = None
 
 
 class PostgresServer:
@@ -35,8 +36,7 @@ class PostgresServer:
 
     def __init__(self) -> None:
         self.folder: Path | None = None
-        self.startup_s = 0.0
-        self.version = ""
+        self.startup_s, self.version = 0.0, ""
         self._server: Any = None
 
     def __enter__(self) -> PostgresServer:
@@ -65,13 +65,11 @@ class PostgresServer:
             if self.folder is not None:
                 shutil.rmtree(self.folder, ignore_errors=True)
 
-    # -- databases --------------------------------------------------------------------------
-
     def uri(self, database: str) -> str:
         """dlt's form, for DESTINATION__POSTGRES__CREDENTIALS."""
         return f"postgresql://postgres:{PASSWORD}@localhost/{database}?host={self.folder}"
 
-    def _connect(self, database: str) -> Any:
+    def connect(self, database: str) -> Any:
         import psycopg2
 
         con = psycopg2.connect(host=str(self.folder), user="postgres", dbname=database)
@@ -79,7 +77,7 @@ class PostgresServer:
         return con
 
     def scalar(self, database: str, sql: str) -> Any:
-        con = self._connect(database)
+        con = self.connect(database)
         try:
             with con.cursor() as cur:
                 cur.execute(sql)
@@ -95,121 +93,56 @@ class PostgresServer:
     def drop_database(self, name: str) -> None:
         self.scalar("postgres", f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
-    def count_current(self, database: str) -> int | None:
-        """Current subscription rows in a devportal dataset on this server."""
+    def _tree(self) -> list[psutil.Process]:
+        """The postmaster and its live children; [] without a server."""
         try:
-            value = self.scalar(
-                database,
-                "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL",
-            )
-        except Exception:
-            return None
-        return int(value) if value is not None else None
-
-    def last_row(self, database: str, table: str, columns: tuple[str, ...]) -> dict[str, Any]:
-        """The newest row (by `_dlt_load_id`) of `devportal.<table>`, the `columns` it has;
-        {} when it cannot be read."""
-        try:
-            con = self._connect(database)
-            try:
-                with con.cursor() as cur:
-                    cur.execute(
-                        "SELECT column_name FROM information_schema.columns "
-                        "WHERE table_schema = 'devportal' AND table_name = %s",
-                        (table,),
-                    )
-                    present = {r[0] for r in cur.fetchall()}
-                    names = [c for c in columns if c in present]
-                    if not names:
-                        return {}
-                    cur.execute(
-                        f"SELECT {', '.join(names)} FROM devportal.{table} "
-                        "ORDER BY _dlt_load_id DESC LIMIT 1"
-                    )
-                    row = cur.fetchone()
-            finally:
-                con.close()
-        except Exception:
-            return {}
-        return {k: v for k, v in zip(names, row or (), strict=False) if v is not None}
-
-    # -- cost -------------------------------------------------------------------------------
-
-    def postmaster(self) -> psutil.Process | None:
-        if self._server is None:
-            return None
-        try:
-            return psutil.Process(int(self._server.get_pid()))
-        except (psutil.Error, TypeError, ValueError, AssertionError):
-            return None
+            postmaster = psutil.Process(int(self._server.get_pid()))
+            return [postmaster, *postmaster.children(recursive=True)]
+        except (psutil.Error, TypeError, ValueError, AssertionError, AttributeError):
+            return []
 
     def cpu_seconds(self) -> float | None:
         """User + system CPU of the server so far: postmaster, reaped backends, live children."""
-        postmaster = self.postmaster()
-        if postmaster is None:
-            return None
-        try:
-            t = postmaster.cpu_times()
-            total = t.user + t.system + t.children_user + t.children_system
-            children = postmaster.children(recursive=True)
-        except psutil.Error:
-            return None
-        for child in children:
+        total = None
+        for i, proc in enumerate(self._tree()):
             try:
-                c = child.cpu_times()
+                t = proc.cpu_times()
             except psutil.Error:
-                continue  # exited between the listing and the read: folded into children_*
-            total += c.user + c.system
-        return float(total)
+                if i == 0:
+                    return None
+                continue  # exited between the listing and the read: in children_*
+            total = (total or 0.0) + t.user + t.system
+            total += t.children_user + t.children_system if i == 0 else 0.0
+        return total
 
     def pss_bytes(self) -> int | None:
         """Summed proportional set size of the server's process tree now."""
-        postmaster = self.postmaster()
-        if postmaster is None:
-            return None
-        try:
-            procs = [postmaster, *postmaster.children(recursive=True)]
-        except psutil.Error:
-            return None
+        tree = self._tree()
         total = 0
-        for proc in procs:
+        for proc in tree:
             try:
                 total += proc.memory_full_info().pss
             except (psutil.Error, AttributeError):
                 continue
-        return total
+        return total if tree else None
 
-    def watch(self) -> ServerCost:
-        return ServerCost(self)
+    @contextmanager
+    def watch(self) -> Iterator[Cost]:
+        """The server's CPU seconds and peak PSS over the block."""
+        cost, stop = Cost(idle_pss=self.pss_bytes()), threading.Event()
+        cost.peak_pss, cpu0 = cost.idle_pss, self.cpu_seconds()
 
+        def sample() -> None:
+            while not stop.wait(0.25):
+                if (pss := self.pss_bytes()) is not None:
+                    cost.peak_pss = max(cost.peak_pss or 0, pss)
 
-class ServerCost:
-    """`with server.watch() as cost:` the server's CPU seconds and peak PSS over the block."""
-
-    def __init__(self, server: PostgresServer) -> None:
-        self.server = server
-        self.cpu_s: float | None = None
-        self.idle_pss: int | None = None  # just before the block
-        self.peak_pss: int | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="pg-pss", daemon=True)
-        self._cpu0: float | None = None
-
-    def __enter__(self) -> ServerCost:
-        self.idle_pss = self.server.pss_bytes()
-        self.peak_pss = self.idle_pss
-        self._cpu0 = self.server.cpu_seconds()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        cpu1 = self.server.cpu_seconds()
-        self.cpu_s = cpu1 - self._cpu0 if cpu1 is not None and self._cpu0 is not None else None
-
-    def _sample(self) -> None:
-        while not self._stop.wait(PSS_POLL_S):
-            pss = self.server.pss_bytes()
-            if pss is not None:
-                self.peak_pss = max(self.peak_pss or 0, pss)
+        thread = threading.Thread(target=sample, name="pg-pss", daemon=True)
+        thread.start()
+        try:
+            yield cost
+        finally:
+            stop.set()
+            thread.join()
+            cpu1 = self.cpu_seconds()
+            cost.cpu_s = cpu1 - cpu0 if cpu1 is not None and cpu0 is not None else None

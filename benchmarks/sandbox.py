@@ -1,12 +1,6 @@
-"""The Developer API sandbox as a separate process for the benchmark.
-
-The contenders must not share a process with the server, or their RSS and CPU would include
-it; so the sandbox runs as `devportal sandbox --port 0` and is reached over HTTP like the real
-API. Latency, the serial server cost (`--server-ms`) and the per-token rate limit change through
-its control endpoints, so one generated world serves every scenario of a size (the world and its
-clock are untouched between runs); `throttled()` sets the last two for one scenario and always
-clears them afterwards, so nothing leaks into the next scenario.
-"""
+"""`devportal sandbox` in its own process (so its RSS and CPU are not the contenders'), reached
+over HTTP; latency, the serial server cost and the rate limit change through its control
+endpoints, so one world serves every scenario of a size."""
 
 from __future__ import annotations
 
@@ -29,40 +23,22 @@ START = "2026-11-01 00:00:00"
 
 
 class SandboxProcess:
-    """`devportal sandbox` in its own process; a context manager that always stops it."""
+    """A context manager that starts the sandbox and always stops it."""
 
     def __init__(
-        self,
-        devportal: list[str],
-        workdir: Path,
-        subscriptions: int,
-        users: int,
-        seed: int = 7,
-        start_timeout_s: float = 600.0,
+        self, devportal: list[str], workdir: Path, subscriptions: int, users: int, seed: int = 7
     ) -> None:
         self.token = secrets.token_urlsafe(24)
-        self.subscriptions = subscriptions
-        self.users = users
-        self.seed = seed
-        self.workdir = workdir
-        self.base_url = ""
-        self.startup_s = 0.0
-        self._cmd = [
-            *devportal,
-            "sandbox",
-            "--port",
-            "0",
-            "--subscriptions",
-            str(subscriptions),
-            "--users",
-            str(users),
-            "--seed",
-            str(seed),
-            "--start",
-            START,
-            f"--token={self.token}",  # `=`: a token may start with "-"
-        ]
-        self._timeout = start_timeout_s
+        self.subscriptions, self.users, self.seed, self.workdir = (
+            subscriptions,
+            users,
+            seed,
+            workdir,
+        )
+        self.base_url, self.startup_s = "", 0.0
+        self._cmd = [*devportal, "sandbox", "--port", "0", "--subscriptions", str(subscriptions)]
+        self._cmd += ["--users", str(users), "--seed", str(seed), "--start", START]
+        self._cmd += [f"--token={self.token}"]  # `=`: a token may start with "-"
         self._proc: subprocess.Popen[bytes] | None = None
         self.process: psutil.Process | None = None
 
@@ -73,18 +49,14 @@ class SandboxProcess:
         with log.open("wb") as out:
             self._proc = subprocess.Popen(self._cmd, stdout=out, stderr=subprocess.STDOUT)
         self.process = psutil.Process(self._proc.pid)
-        deadline = time.monotonic() + self._timeout
-        while not self.base_url:
+        while not (match := BANNER.search(log.read_text(errors="replace"))):
             if self._proc.poll() is not None:
                 raise RuntimeError(f"sandbox exited: {log.read_text(errors='replace')[-500:]}")
-            if time.monotonic() > deadline:
+            if time.perf_counter() - t0 > 600:
                 self.stop()
-                raise RuntimeError(f"sandbox did not start within {self._timeout:.0f}s")
-            match = BANNER.search(log.read_text(errors="replace"))
-            if match:
-                self.base_url = match.group(1)
-            else:
-                time.sleep(0.1)
+                raise RuntimeError("sandbox did not start within 600s")
+            time.sleep(0.1)
+        self.base_url = match.group(1)
         self.state()  # the port answers
         self.startup_s = time.perf_counter() - t0
         return self
@@ -93,21 +65,18 @@ class SandboxProcess:
         self.stop()
 
     def stop(self) -> None:
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            return
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(10)
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(
             self.base_url + path,
-            data=data,
+            data=json.dumps(body).encode() if body is not None else None,
             method=method,
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
         )
@@ -115,45 +84,38 @@ class SandboxProcess:
             return json.loads(resp.read())
 
     def state(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/__sandbox/state")
-        return result
-
-    def set_latency(self, ms: float) -> None:
-        self._call("POST", "/__sandbox/latency", {"ms": ms})
-        if float(self.state()["latency_ms"]) != float(ms):
-            raise RuntimeError(f"sandbox did not take latency {ms} ms")
+        return dict(self._call("GET", "/__sandbox/state"))
 
     def stats(self) -> dict[str, Any]:
-        """The sandbox's request counters (`requests`, `api_requests`, `rate_limited`, ...)."""
-        result: dict[str, Any] = self.state()["stats"]
-        return result
+        """The request counters (`requests`, `api_requests`, `rate_limited`, ...)."""
+        return dict(self.state()["stats"])
+
+    def _set(self, path: str, body: dict[str, Any], key: str, wanted: float | None) -> None:
+        self._call("POST", f"/__sandbox/{path}", body)
+        found = self.state()[key]
+        if isinstance(found, dict):
+            found = found["per_second"]
+        if float(found or 0) != float(wanted or 0):
+            raise RuntimeError(f"sandbox did not take {path} {wanted}: {found}")
+
+    def set_latency(self, ms: float) -> None:
+        self._set("latency", {"ms": ms}, "latency_ms", ms)
 
     def set_server_ms(self, ms: float) -> None:
         """Serial server time per API request (one global lock held `ms`); 0 clears."""
-        self._call("POST", "/__sandbox/server-ms", {"ms": ms})
-        if float(self.state()["server_ms"] or 0) != float(ms):
-            raise RuntimeError(f"sandbox did not take server-ms {ms}")
+        self._set("server-ms", {"ms": ms}, "server_ms", ms)
 
     def set_rate_limit(self, per_second: float | None, burst: float | None = None) -> None:
-        """Per-token token bucket of `per_second` requests/s, bursts of `burst`; None clears.
-        Setting it (again) fills every bucket: each run starts with a full one."""
-        body: dict[str, Any] = {}
-        if per_second:
-            body = {"per_second": per_second}
-            if burst is not None:
-                body["burst"] = burst
-        self._call("POST", "/__sandbox/rate-limit", body)
-        limit = self.state()["rate_limit"]
-        if (limit is None) != (not per_second) or (
-            limit is not None and float(limit["per_second"]) != float(per_second or 0)
-        ):
-            raise RuntimeError(f"sandbox did not take rate limit {per_second}/s: {limit}")
+        """A per-token bucket of `per_second` requests/s, bursts of `burst`; None clears.
+        Setting it (again) fills every bucket."""
+        body = {"per_second": per_second, **({"burst": burst} if burst is not None else {})}
+        self._set("rate-limit", body if per_second else {}, "rate_limit", per_second)
 
     @contextmanager
     def throttled(
         self, *, server_ms: float = 0.0, rate_limit: float | None = None, burst: float | None = None
     ) -> Iterator[SandboxProcess]:
-        """The server cost and/or rate limit for one scenario; both cleared on the way out."""
+        """The server cost and/or rate limit for one scenario, both cleared on the way out."""
         try:
             if server_ms:
                 self.set_server_ms(server_ms)
@@ -161,11 +123,6 @@ class SandboxProcess:
                 self.set_rate_limit(rate_limit, burst)
             yield self
         finally:
-            self.clear_throttles()
-
-    def clear_throttles(self) -> None:
-        """No serial server cost, no rate limit (what every other scenario runs against)."""
-        if self._proc is None or self._proc.poll() is not None:
-            return
-        self.set_server_ms(0)
-        self.set_rate_limit(None)
+            if self._proc is not None and self._proc.poll() is None:
+                self.set_server_ms(0)
+                self.set_rate_limit(None)

@@ -1,6 +1,6 @@
 """Advisory file locks: the one place devportal asks the operating system for one.
 
-Two kinds, used by `warehouse.py`:
+Two kinds, used by the `warehouse` package:
 - the writer lock on `<warehouse>.lock` (`try_exclusive`, `release`, `held_elsewhere`, with
   the holder's pid written at the start of the file: `write_holder`, `read_holder`): one
   writer per warehouse, dropped by the OS when the process dies;

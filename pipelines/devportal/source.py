@@ -16,12 +16,12 @@ Tables written:
 - `sync_runs` (one row per run) and `data_quality` (one row per problem kind per run).
 
 Fields the spec does not show land in columns of their own in the table of their resource
-(`extras.py`, docs/extra-fields.md); each run records in `sync_runs` the fields it saw
+(`extras`, docs/extra-fields.md); each run records in `sync_runs` the fields it saw
 (`fields`), the rows per subscription status (`statuses`) and what changed in the shape of the
 data since earlier runs (`schema_changes`). The API's tables take `schema_contract`;
 devportal's own records always evolve.
 
-Calling the source reads the API (see `reading.py`): every list is read and verified before a
+Calling the source reads the API (see the `reading` package): every list is read and verified before a
 single resource exists, so a list that does not add up, or a sweep that would close most of the
 history, fails the call and nothing is extracted; and each resource's write disposition is
 decided on what was read. A verified sweep retires (closes) the versions of ids the list no

@@ -1,0 +1,428 @@
+"""The typed results, saved as `results/*.json` (the keys are the field names), and what is
+derived from the runs: groups, pairs, formatting."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+Steps = dict[str, dict[str, float | None]]  # dlt step -> seconds, peak_rss_bytes
+MB = 1024 * 1024
+
+
+def median(values: list[Any]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def fmt_int(value: float | None) -> str:
+    return fmt(value, 0)
+
+
+def fmt_mb(value: float | None) -> str:
+    return "-" if value is None else fmt(value / MB, 0)
+
+
+@dataclass
+class Settings:
+    sizes: list[int]
+    users: int
+    rounds: int
+    latencies: list[float]
+    big_size: int | None
+    accounts_latency: float
+    window_since: str
+    workers: int | None  # None: adaptive concurrency (devportal's and the floor's default)
+    pinned_workers: int  # the pinned comparison: 50 ms variant, rate-limited
+    keep: bool
+    quick: bool
+    postgres: bool = True
+    server_ms: float = 8.0  # the slow server's serial cost per request (0: skip)
+    rate_limit: float = 50.0  # requests/s per token (0: skip)
+    rate_burst: float = 50.0
+    rate_rounds: int = 2  # 0 ms rounds that include the rate-limited pair
+    models_rss: bool = True  # `devportal sync` with models in each 0 ms round
+
+    @property
+    def pinned(self) -> int:
+        """The pinned comparison's workers, 0 when it is off or equals `--workers`."""
+        return self.pinned_workers if self.pinned_workers != self.workers else 0
+
+    @property
+    def concurrency(self) -> str:
+        return (
+            f"pinned `--workers {self.workers}`" if self.workers else "default settings: adaptive"
+        )
+
+
+@dataclass
+class Run:
+    """One measured process run."""
+
+    contender: str  # devportal | peer | floor
+    scenario: str
+    size: int
+    latency_ms: float
+    round: int
+    ok: bool
+    exit_code: int
+    wall_s: float
+    peak_rss_bytes: int
+    rss_wait4_bytes: int
+    rss_sampled_tree_bytes: int
+    max_processes: int
+    server_cpu_s: float | None
+    load_avg_1m: float
+    work_s: float | None = None  # the contender's own timing, after its imports
+    rows: int | None = None
+    rows_check: str | None = None  # "ok" or what disagreed
+    requests: int | None = None
+    steps: Steps = field(default_factory=dict)
+    error: str | None = None
+    note: str | None = None
+    destination: str = "duckdb"
+    db_cpu_s: float | None = None  # the PostgreSQL server's, during the run
+    db_peak_pss_bytes: int | None = None
+    db_idle_pss_bytes: int | None = None  # just before the run
+    workers: int | None = None  # None: adaptive
+    server_ms: float = 0.0  # the sandbox's load during the run
+    rate_limit_per_s: float | None = None
+    rate_burst: float | None = None
+    retries: int | None = None  # from here: the run's `sync_runs` row (or summary line)
+    concurrency_mode: str | None = None
+    concurrency_settled: int | None = None
+    concurrency_peak: int | None = None
+    concurrency_cuts: int | None = None
+    rate_limited: int | None = None  # 429s the client counted
+    paused_s: float | None = None
+    server_requests: int | None = None  # the sandbox's counters, after minus before
+    server_rate_limited: int | None = None
+    rows_per_s: float | None = None  # derived (`derive`), saved for readers of the JSON
+    request_rate_per_s: float | None = None  # requests / work_s
+    request_rate_wall_per_s: float | None = None
+
+    def derive(self) -> Run:
+        sent = self.server_requests if self.server_requests is not None else self.requests
+        self.rows_per_s = self.rows / self.wall_s if self.rows and self.wall_s > 0 else None
+        self.request_rate_per_s = sent / self.work_s if sent and self.work_s else None
+        self.request_rate_wall_per_s = sent / self.wall_s if sent and self.wall_s > 0 else None
+        return self
+
+    @property
+    def rate_429s(self) -> int | None:
+        """The rate limit's 429s: the sandbox's count, else the client's."""
+        return self.rate_limited if self.server_rate_limited is None else self.server_rate_limited
+
+
+MEDIANS = (
+    *("wall_s", "work_s", "rows", "rows_per_s", "peak_rss_bytes", "server_cpu_s", "db_cpu_s"),
+    *("db_peak_pss_bytes", "db_idle_pss_bytes", "requests", "server_requests"),
+    *("request_rate_per_s", "paused_s"),
+)
+PER_RUN = ("concurrency_settled", "concurrency_peak", "concurrency_cuts", "rate_limited")
+
+
+@dataclass
+class Group:
+    """Medians per (size, latency, contender, scenario) over the successful runs."""
+
+    size: int
+    latency_ms: float
+    contender: str
+    scenario: str
+    runs: int
+    ok: int
+    wall_s: float | None
+    wall_min_s: float | None
+    wall_max_s: float | None
+    work_s: float | None
+    rows: float | None
+    rows_per_s: float | None
+    peak_rss_bytes: float | None
+    server_cpu_s: float | None
+    db_cpu_s: float | None
+    db_peak_pss_bytes: float | None
+    db_idle_pss_bytes: float | None
+    max_processes: int | None
+    requests: float | None
+    server_requests: float | None
+    request_rate_per_s: float | None
+    concurrency_modes: list[str]
+    concurrency_settled: list[int | None]  # per run, in round order
+    concurrency_peak: list[int | None]
+    concurrency_cuts: list[int | None]
+    rate_limited: list[int | None]
+    server_rate_limited: list[int | None]
+    paused_s: float | None
+    rows_check: list[str]
+    errors: list[str]
+    notes: list[str]
+    steps: Steps
+
+
+def summarise(runs: list[Run]) -> list[Group]:
+    groups: dict[tuple[int, float, str, str], list[Run]] = defaultdict(list)
+    for run in runs:
+        groups[(run.size, run.latency_ms, run.contender, run.scenario)].append(run)
+    out = []
+    for (size, latency, contender, scenario), group in groups.items():
+        ok = [r for r in group if r.ok]
+        walls = [r.wall_s for r in ok]
+        values: dict[str, Any] = {m: median([getattr(r, m) for r in ok]) for m in MEDIANS}
+        values |= {m: [getattr(r, m) for r in ok] for m in (*PER_RUN, "server_rate_limited")}
+        steps = sorted({name for r in ok for name in r.steps})
+        out.append(
+            Group(
+                *(size, latency, contender, scenario, len(group), len(ok)),
+                wall_min_s=min(walls, default=None),
+                wall_max_s=max(walls, default=None),
+                max_processes=max((r.max_processes for r in ok), default=None),
+                concurrency_modes=sorted({r.concurrency_mode for r in ok if r.concurrency_mode}),
+                rows_check=sorted({str(r.rows_check) for r in ok if r.rows_check}),
+                errors=[r.error for r in group if r.error],
+                notes=sorted({r.note for r in group if r.note}),
+                steps={
+                    s: {
+                        k: median([r.steps.get(s, {}).get(k) for r in ok])
+                        for k in ("seconds", "peak_rss_bytes")
+                    }
+                    for s in steps
+                },
+                **values,
+            )
+        )
+    return out
+
+
+@dataclass
+class Pair:
+    """One round's fresh sweeps: devportal against the peer, the floor and its own variants."""
+
+    size: int
+    latency_ms: float
+    round: int
+    wall_vs_peer: float | None
+    rss_vs_peer: float | None
+    wall_vs_floor: float | None
+    work_vs_floor: float | None
+    variant: str | None
+    variant_wall_vs_peer: float | None
+    speedups_off_wall_vs_on: float | None = None  # `DEVPORTAL_SPEEDUPS=off` / default, 0 ms
+    speedups_off_rss_vs_on: float | None = None
+
+
+@dataclass
+class PostgresPair:
+    """One 0 ms round: devportal's PostgreSQL sweep against its DuckDB sweep."""
+
+    size: int
+    latency_ms: float
+    round: int
+    duckdb_wall_s: float
+    postgres_wall_s: float
+    wall_ratio: float | None
+    duckdb_rss_bytes: int
+    postgres_rss_bytes: int
+    rss_ratio: float | None
+    postgres_db_cpu_s: float | None
+    postgres_db_peak_pss_bytes: int | None
+
+
+Rounds = dict[tuple[int, float, int], dict[str, Run]]
+
+
+def by_round(runs: list[Run], key: Callable[[Run], str | None]) -> Rounds:
+    """{(size, latency, round): {key(run): run}} of the runs `key` names (None: left out)."""
+    rounds: Rounds = defaultdict(dict)
+    for run in runs:
+        if (name := key(run)) is not None:
+            rounds[(run.size, run.latency_ms, run.round)][name] = run
+    return dict(sorted(rounds.items()))
+
+
+SWEEPS = {"sweep": "", "sweep_speedups_off": "off"}  # scenario -> key prefix in a round
+
+
+def pair_ratios(runs: list[Run]) -> list[Pair]:
+    def key(r: Run) -> str | None:
+        if not r.ok or r.contender not in ("devportal", "peer", "floor"):
+            return None
+        if r.scenario.startswith("sweep_workers"):
+            return "variant"
+        return SWEEPS[r.scenario] + r.contender if r.scenario in SWEEPS else None
+
+    out = []
+    for (size, latency, round_no), by in by_round(runs, key).items():
+        dp, peer, floor, variant, off = (
+            by.get(k) for k in ("devportal", "peer", "floor", "variant", "offdevportal")
+        )
+        if dp is not None:
+            out.append(
+                Pair(
+                    *(size, latency, round_no),
+                    ratio(dp.wall_s, peer.wall_s) if peer else None,
+                    ratio(dp.peak_rss_bytes, peer.peak_rss_bytes) if peer else None,
+                    ratio(dp.wall_s, floor.wall_s) if floor else None,
+                    ratio(dp.work_s, floor.work_s) if floor else None,
+                    variant.scenario if variant else None,
+                    ratio(variant.wall_s, peer.wall_s) if variant and peer else None,
+                    ratio(off.wall_s, dp.wall_s) if off else None,
+                    ratio(off.peak_rss_bytes, dp.peak_rss_bytes) if off else None,
+                )
+            )
+    return out
+
+
+def postgres_pairs(runs: list[Run]) -> list[PostgresPair]:
+    def key(r: Run) -> str | None:
+        wanted = r.ok and r.contender == "devportal" and r.scenario in ("sweep", "sweep_postgres")
+        return r.scenario if wanted else None
+
+    out = []
+    for (size, latency, round_no), by in by_round(runs, key).items():
+        duck, pg = by.get("sweep"), by.get("sweep_postgres")
+        if duck is not None and pg is not None:
+            out.append(
+                PostgresPair(
+                    *(size, latency, round_no, duck.wall_s, pg.wall_s),
+                    ratio(pg.wall_s, duck.wall_s),
+                    *(duck.peak_rss_bytes, pg.peak_rss_bytes),
+                    ratio(pg.peak_rss_bytes, duck.peak_rss_bytes),
+                    *(pg.db_cpu_s, pg.db_peak_pss_bytes),
+                )
+            )
+    return out
+
+
+def slow_server_pairs(runs: list[Run]) -> list[tuple[Run, Run]]:
+    """(devportal, floor) of each round of the slow-server scenario."""
+    slow = by_round(runs, lambda r: r.contender if r.scenario == "slow_server" else None)
+    return [(b["devportal"], b["floor"]) for b in slow.values() if {"devportal", "floor"} <= set(b)]
+
+
+def slow_difference(pair: tuple[Run, Run]) -> float | None:
+    dp, floor = pair
+    return dp.wall_s - floor.wall_s if dp.ok and floor.ok else None
+
+
+@dataclass
+class TargetResult:
+    target: str
+    value: float | None
+    limit: float
+    unit: str
+    at_least: bool
+    verdict: str  # PASS | MISS | n/a
+    factor: str
+    basis: str
+
+
+@dataclass
+class Machine:
+    cpu: str
+    logical_cores: int | None
+    physical_cores: int | None
+    cores_usable: int
+    ram_bytes: int
+    os: str
+    python: str
+    versions: dict[str, str | None]
+    git_commit: str | None
+    pipelines_dirty: bool | None
+    load_avg_at_start: list[float]
+    load_avg_at_end: list[float] = field(default_factory=list)
+
+
+@dataclass
+class PostgresInfo:
+    """The throwaway server; the JSON leaves out what is None."""
+
+    enabled: bool
+    skipped: str | None = None
+    server: str | None = None
+    version: str | None = None
+    startup_s: float | None = None
+    errors: list[str] | None = None
+
+
+@dataclass
+class Result:
+    schema: int
+    command: str
+    started_at: str
+    total_wall_s: float
+    interrupted: bool
+    machine: Machine
+    settings: Settings
+    sandboxes: list[dict[str, Any]]  # subscriptions, users, seed, clock, live_subscriptions, ...
+    postgres: PostgresInfo
+    runs: list[Run]
+    summary: list[Group] = field(default_factory=list)
+    pairs: list[Pair] = field(default_factory=list)
+    postgres_pairs: list[PostgresPair] = field(default_factory=list)
+    targets: list[TargetResult] = field(default_factory=list)
+
+    @property
+    def main_size(self) -> int:
+        sizes = self.settings.sizes
+        return 100_000 if 100_000 in sizes else max(sizes)
+
+    def find(self, size: int | None, latency: float, scenario: str) -> Group | None:
+        """devportal's group of `scenario` at that size and latency."""
+        wanted = (size, latency, "devportal", scenario)
+        return next(
+            (g for g in self.summary if (g.size, g.latency_ms, g.contender, g.scenario) == wanted),
+            None,
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["postgres"] = {k: v for k, v in data["postgres"].items() if v is not None}
+        return data
+
+
+def _make(cls: type[T], data: dict[str, Any]) -> T:
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def load_result(data: dict[str, Any]) -> Result:
+    """A saved result (the JSON) as typed records."""
+    return _make(
+        Result,
+        {
+            **data,
+            "machine": _make(Machine, data["machine"]),
+            "settings": _make(Settings, data["settings"]),
+            "postgres": _make(PostgresInfo, data.get("postgres") or {"enabled": False}),
+            **{
+                name: [_make(cls, item) for item in data.get(name, [])]
+                for name, cls in (
+                    *(("runs", Run), ("summary", Group), ("pairs", Pair)),
+                    *(("postgres_pairs", PostgresPair), ("targets", TargetResult)),
+                )
+            },
+        },
+    )
+
+
+def settled_range(runs: list[Run]) -> str:
+    """`settled at 7-8, peak 37` over the runs' concurrency; "" without a record."""
+    values = sorted({r.concurrency_settled for r in runs if r.concurrency_settled})
+    peaks = [r.concurrency_peak for r in runs if r.concurrency_peak]
+    if not values:
+        return ""
+    settled = str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
+    return f"settled at {settled}" + (f", peak {max(peaks)}" if peaks else "")

@@ -1,0 +1,214 @@
+"""The targets, as one list, and the one evaluator, `evaluate`.
+
+Judged on the main size with medians; ratios to the peer and the floor are the median of the
+pair-by-pair ratios (same round, seconds apart, same machine load)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchmarks.records import (
+    MB,
+    Result,
+    Run,
+    TargetResult,
+    fmt,
+    fmt_int,
+    median,
+    ratio,
+    settled_range,
+    slow_difference,
+    slow_server_pairs,
+)
+
+
+@dataclass
+class Measure:
+    """A metric's value and basis; with `checks` the verdict is every check holding."""
+
+    value: float | None
+    basis: str
+    checks: list[tuple[bool, str]] | None = None  # (holds, what a miss is called)
+    shown: str = ""
+
+
+Metric = Callable[[Result, float], Measure]  # (result, the bound) -> measure
+
+
+@dataclass(frozen=True)
+class Target:
+    label: str | Callable[[Result], str]  # a str is formatted with s=settings, size, big
+    metric: Metric
+    limit: float
+    unit: str = "ratio"  # ratio | s | MB | users/s | x limit
+    at_least: bool = False  # value >= limit passes (else value <= limit)
+
+
+def _runs(res: Result, scenario: str, contender: str = "devportal") -> list[Run]:
+    size = res.main_size
+    return [r for r in res.runs if (r.size, r.scenario, r.contender) == (size, scenario, contender)]
+
+
+def pair_ratio(latency: float, name: str) -> Metric:
+    def metric(res: Result, _limit: float) -> Measure:
+        size = res.main_size
+        pairs = [p for p in res.pairs if (p.size, p.latency_ms) == (size, latency)]
+        values = [v for p in pairs if (v := getattr(p, name)) is not None]
+        sweeps = [r for r in _runs(res, "sweep") if r.ok and r.latency_ms == latency]
+        concurrency = settled_range(sweeps)
+        return Measure(
+            median(values),
+            f"median of {len(values)} pair ratio(s), {size:,} subscriptions; devportal "
+            f"{res.settings.concurrency}" + (f", {concurrency}" if concurrency else ""),
+        )
+
+    return metric
+
+
+def slow_server(res: Result, _limit: float) -> Measure:
+    slow = [p for p in slow_server_pairs(res.runs) if p[0].size == res.main_size]
+    diffs = [d for p in slow if (d := slow_difference(p)) is not None]
+    dp = median([p[0].wall_s for p in slow if p[0].ok])
+    floor = median([p[1].wall_s for p in slow if p[1].ok])
+    return Measure(
+        median(diffs),
+        f"median of {len(diffs)} pair-by-pair difference(s) (devportal - floor, same round); "
+        f"medians devportal {fmt(dp)} s, floor {fmt(floor)} s (difference of medians "
+        f"{fmt(dp - floor if dp is not None and floor is not None else None)} s); "
+        + (settled_range(_runs(res, "slow_server")) or "-"),
+    )
+
+
+def rate_limited(res: Result, limit: float) -> Measure:
+    """Finishes, averages at most `limit` x the rate limit, fewer 429s than pinned."""
+    adaptive = _runs(res, "rate_limited")
+    pinned = [
+        r for r in res.runs if r.size == res.main_size and r.scenario.startswith("rate_limited_w")
+    ]
+    if not adaptive:
+        return Measure(None, "not measured in this run")
+    ok = [r for r in adaptive if r.ok]
+    rate = median([r.request_rate_per_s for r in ok])
+    value = ratio(rate, res.settings.rate_limit or 0)
+    mine, theirs = median([r.rate_429s for r in ok]), median([r.rate_429s for r in pinned if r.ok])
+    if theirs is None:
+        fewer_ok, fewer = True, f"{fmt_int(mine)} 429s (no pinned run to compare)"
+    else:
+        fewer_ok = mine is not None and (mine < theirs or mine == 0)
+        fewer = f"{fmt_int(mine)} vs {fmt_int(theirs)} 429s pinned"
+    return Measure(
+        value,
+        f"median of {len(ok)} adaptive run(s) (and {len(pinned)} pinned) at {res.main_size:,} "
+        "subscriptions: requests the sandbox counted / the sync's own seconds (`sync ok in "
+        "...s`, imports excluded); 429s counted by the sandbox; " + (settled_range(ok) or "-"),
+        checks=[
+            (len(ok) == len(adaptive), "did not finish"),
+            (value is not None and value <= limit, f"over {limit:g}x the limit"),
+            (fewer_ok, "not fewer 429s than pinned"),
+        ],
+        shown=f"finished {len(ok)}/{len(adaptive)}; "
+        + (f"{fmt(value)}x the limit" if value is not None else "no rate")
+        + f"; {fewer}",
+    )
+
+
+def user_accounts(res: Result, _limit: float) -> Measure:
+    s = res.settings
+    g = res.find(res.main_size, s.accounts_latency, "user_accounts")
+    concurrency = settled_range([r for r in _runs(res, "user_accounts") if r.ok])
+    return Measure(
+        g.rows_per_s if g else None,
+        "users read / process wall time of `devportal sync --resources user_accounts`, "
+        f"{s.concurrency}, median of {g.ok if g else 0} run(s), {fmt_int(g.rows if g else None)}"
+        f" users in {fmt(g.wall_s if g else None)} s" + (f"; {concurrency}" if concurrency else ""),
+    )
+
+
+def sync_models_rss(res: Result, _limit: float) -> Measure:
+    g = res.find(res.main_size, 0.0, "sync_models")
+    return Measure(
+        g.peak_rss_bytes / MB if g and g.peak_rss_bytes else None,
+        f"median of {g.ok if g else 0} run(s) of `devportal sync` (every resource, no "
+        f"`--no-models`), {res.main_size:,} subscriptions, {res.settings.concurrency}; MB = MiB",
+    )
+
+
+def big_rss(res: Result, _limit: float) -> Measure:
+    big, base = res.settings.big_size, res.find(res.main_size, 0.0, "sweep")
+    top = res.find(big, 0.0, "sweep") if big else None
+    return Measure(
+        ratio(top.peak_rss_bytes, base.peak_rss_bytes) if top and base else None,
+        "one big run against the median at the main size, both at 0 ms",
+    )
+
+
+def _rate_label(res: Result) -> str:
+    s = res.settings
+    if s.rate_limit and s.rate_burst:
+        return (
+            f"rate limit {s.rate_limit:g} req/s (burst {s.rate_burst:g}): devportal finishes, "
+            f"averages <= 1.1x the limit, fewer 429s than `--workers {s.pinned_workers}`"
+        )
+    return "rate-limited sandbox: devportal finishes, <= 1.1x the limit, fewer 429s than pinned"
+
+
+TARGETS: list[Target] = [
+    Target("0 ms: devportal wall time <= 1.5x the floor's", pair_ratio(0.0, "wall_vs_floor"), 1.5),
+    Target(
+        "0 ms: devportal wall time <= 1/5 of the peer's", pair_ratio(0.0, "wall_vs_peer"), 1 / 5
+    ),
+    Target("0 ms: devportal peak RSS <= 1/8 of the peer's", pair_ratio(0.0, "rss_vs_peer"), 1 / 8),
+    Target(
+        "50 ms: devportal wall time, default settings, <= 1/10 of the peer's",
+        pair_ratio(50.0, "wall_vs_peer"),
+        1 / 10,
+    ),
+    Target(
+        "slow server (`--server-ms {s.server_ms:g}`): devportal wall time <= the floor's + 1.5 s",
+        *(slow_server, 1.5, "s"),
+    ),
+    Target(_rate_label, rate_limited, 1.1, unit="x limit"),
+    Target(
+        "user accounts at {s.accounts_latency:g} ms: >= 375 users/s (3x 125)",
+        *(user_accounts, 375.0, "users/s", True),
+    ),
+    Target(
+        "0 ms: peak RSS of `devportal sync` with the models (fresh warehouse) <= 256 MB",
+        *(sync_models_rss, 256.0, "MB"),
+    ),
+    Target("{big:,} subscriptions: devportal peak RSS <= 1.3x its {size:,} figure", big_rss, 1.3),
+]
+
+
+def verdict(value: float | None, limit: float, at_least: bool) -> tuple[str, str]:
+    if value is None:
+        return "n/a", "not measured in this run"
+    if at_least:
+        if value >= limit:
+            return "PASS", f"{value / limit:.2f}x the minimum" if limit else "no minimum"
+        return "MISS", f"{limit / value:.2f}x short of the minimum" if value > 0 else "none"
+    if value <= limit:
+        return "PASS", f"{limit / value:.2f}x headroom" if value > 0 else "no cost"
+    return "MISS", f"{value / limit:.2f}x over the limit"
+
+
+def evaluate(res: Result, targets: list[Target] = TARGETS) -> list[TargetResult]:
+    """Every target's verdict in `res` (its runs, summary and pairs already computed)."""
+    out = []
+    for t in targets:
+        m = t.metric(res, t.limit)
+        if m.checks is None:
+            outcome, factor = verdict(m.value, t.limit, t.at_least)
+        else:
+            misses = [why for holds, why in m.checks if not holds]
+            outcome = "MISS" if misses else "PASS"
+            factor = m.shown + (f" ({', '.join(misses)})" if misses else "")
+        s, big = res.settings, res.settings.big_size or 1_000_000
+        label = (
+            t.label(res) if callable(t.label) else t.label.format(s=s, size=res.main_size, big=big)
+        )
+        out.append(
+            TargetResult(label, m.value, t.limit, t.unit, t.at_least, outcome, factor, m.basis)
+        )
+    return out
