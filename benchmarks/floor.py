@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from dataclasses import asdict
 from typing import Any
@@ -31,25 +32,17 @@ def fetch_all(base_url: str, token: str, workers: int | None) -> tuple[int, int,
     return rows, pages, stats
 
 
-def token_from_env() -> str:
-    """The bearer token, from where dlt users keep it (the environment, never argv)."""
-    token = os.environ.get(TOKEN_ENV, "")
-    if not token:
-        raise SystemExit(f"set {TOKEN_ENV}")
-    return token
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args(argv)
+    token = os.environ.get(TOKEN_ENV) or sys.exit(f"set {TOKEN_ENV}")  # never in argv
     started = time.perf_counter()
-    rows, pages, concurrency = fetch_all(args.base_url, token_from_env(), args.workers)
+    rows, pages, concurrency = fetch_all(args.base_url, token, args.workers)
     seconds = time.perf_counter() - started
-    print(
-        json.dumps({"rows": rows, "pages": pages, "seconds": seconds, "concurrency": concurrency})
-    )
+    out = {"rows": rows, "pages": pages, "seconds": seconds, "concurrency": concurrency}
+    print(json.dumps(out))
     return 0
 
 

@@ -1,15 +1,7 @@
-"""Start one contender and report its exact wall time and peak RSS as JSON.
-
-    python -I -S benchmarks/launch.py OUT.json -- CMD [ARGS...]
-
-Why a launcher: a process's `ru_maxrss` keeps the high-water mark of the address space it had
-before `exec`. A child spawned straight from the harness (vfork/fork of a process that imported
-dlt and DuckDB to read traces) would report the harness's RSS when its own is smaller. This
-launcher is a bare interpreter (`-I -S`: stdlib only, a few MB), forks, execs the contender in
-the fresh child and reaps it with `os.wait4`, so the reported peak is the contender's own (plus
-at most this launcher's few MB, below any Python contender's floor). It exits with the
-contender's exit code.
-"""
+"""`python -I -S benchmarks/launch.py OUT.json -- CMD [ARGS...]`: one contender's exact wall
+time and peak RSS as JSON, exiting with its exit code. Why: `ru_maxrss` keeps the high-water mark
+a process had before `exec`, so a child forked from the harness (which imported dlt and DuckDB)
+would report the harness's RSS; this bare interpreter (a few MB) forks, execs and `os.wait4`s."""
 
 import json
 import os

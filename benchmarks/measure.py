@@ -1,11 +1,6 @@
-"""One contender as a measured subprocess, started through `launch.py` (see there why).
-
-Wall time: fork to reap, taken by the launcher (interpreter start and imports included).
-Peak RSS: the larger of `os.wait4`'s `ru_maxrss` (the kernel's exact high-water mark, which
-folds in reaped descendants as a max) and a psutil sampler: the contender every 50 ms (the RSS
-timeline, to place a peak in a pipeline step), its whole tree summed every 500 ms. The
-sandbox's CPU seconds during the run are taken too (on 2 cores it competes with the contender).
-"""
+"""One contender as a measured subprocess, started through `launch.py` (see there why): wall
+time fork to reap; peak RSS the larger of `os.wait4`'s `ru_maxrss` and a psutil sampler (the
+contender every 50 ms, for the RSS timeline; its tree summed every 500 ms); the sandbox's CPU."""
 
 from __future__ import annotations
 
@@ -126,9 +121,6 @@ def run_measured(
     measured.rss_wait4 = int(usage["maxrss_kib"]) * 1024  # Linux reports KiB
     if server_before is not None and server_after is not None:
         measured.server_cpu_s = server_after - server_before
-    measured.stdout, measured.stderr, measured.timed_out = (
-        _tail(out_path),
-        _tail(err_path),
-        timed_out,
-    )
+    measured.stdout, measured.stderr = _tail(out_path), _tail(err_path)
+    measured.timed_out = timed_out
     return measured

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 
 import dlt
@@ -39,20 +40,13 @@ def build_source(base_url: str, token: str) -> object:
     )
 
 
-def token_from_env() -> str:
-    """The bearer token, from where dlt users keep it (the environment, never argv)."""
-    token = os.environ.get(TOKEN_ENV, "")
-    if not token:
-        raise SystemExit(f"set {TOKEN_ENV}")
-    return token
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--warehouse", required=True, help="fresh DuckDB file")
     parser.add_argument("--pipelines-dir", required=True, help="fresh dlt working folder")
     args = parser.parse_args(argv)
+    token = os.environ.get(TOKEN_ENV) or sys.exit(f"set {TOKEN_ENV}")  # never in argv
     started = time.perf_counter()
     pipeline = dlt.pipeline(
         pipeline_name="peer_rest_api",
@@ -60,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         destination=dlt.destinations.duckdb(args.warehouse),
         dataset_name="devportal",
     )
-    pipeline.run(build_source(args.base_url, token_from_env()))
+    pipeline.run(build_source(args.base_url, token))
     seconds = time.perf_counter() - started
     with pipeline.sql_client() as client:
         rows = client.execute_sql("SELECT count(*) FROM subscriptions")

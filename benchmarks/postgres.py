@@ -1,11 +1,7 @@
-"""A throwaway PostgreSQL server (pip package `pgserver`, as `devportal demo --destination
-postgres` uses) for the Postgres scenarios, a database per run, and what the server costs.
-
-The cluster lives in a `tempfile.mkdtemp` folder (not under a 0700 one: as root, pgserver runs
-the server as its OS user `pgserver`), on a Unix socket there, trusting local connections.
-PostgreSQL's memory is not in the contender's RSS (DuckDB's is), so `watch()` takes the
-server's CPU seconds and the peak summed PSS of its process tree (shared buffers once) instead.
-"""
+"""A throwaway PostgreSQL server (`pgserver`, as `devportal demo --destination postgres` uses)
+in a `tempfile.mkdtemp` folder (not under a 0700 one: as root, pgserver runs the server as its
+OS user `pgserver`), a database per run, and what the server costs (`watch()`: its memory is
+not in the contender's RSS, DuckDB's is)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Where `devportal sync` spends its time and memory, with its speed-ups on and off.
-
-    python -m benchmarks.profile_sync [--size 100000] [--latency 0] [--rounds 3]
-        [--resources subscriptions] [--speedups on --speedups off] [--out DIR]
-
-Against a sandbox in its own process: `devportal sync --no-models` with each `--speedups`
-value as DEVPORTAL_SPEEDUPS (`on`, `off`, or a list such as `early,no-pandas`), interleaved
-round by round (wall time, peak RSS, dlt steps; medians), then one cProfile run of each: the
-functions by cumulative main-thread time (cProfile slows Python code: read shares, not seconds).
-Writes `profile-<size>-<latency>ms.md` to `--out` (default benchmarks/results/) and prints it.
-"""
+"""Where `devportal sync --no-models` spends its time and memory with each `--speedups` value
+as DEVPORTAL_SPEEDUPS (`on`, `off`, `early,no-pandas`, ...): interleaved rounds (medians), then
+one cProfile run of each (read shares, not seconds). Writes `profile-<size>-<latency>ms.md`."""
 
 from __future__ import annotations
 

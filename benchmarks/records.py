@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 Steps = dict[str, dict[str, float | None]]  # dlt step -> seconds, peak_rss_bytes
+STEP_FIELDS = ("seconds", "peak_rss_bytes")
 MB = 1024 * 1024
 
 
@@ -183,6 +184,10 @@ def summarise(runs: list[Run]) -> list[Group]:
         values: dict[str, Any] = {m: median([getattr(r, m) for r in ok]) for m in MEDIANS}
         values |= {m: [getattr(r, m) for r in ok] for m in (*PER_RUN, "server_rate_limited")}
         steps = sorted({name for r in ok for name in r.steps})
+        values["steps"] = {
+            s: {k: median([r.steps.get(s, {}).get(k) for r in ok]) for k in STEP_FIELDS}
+            for s in steps
+        }
         out.append(
             Group(
                 *(size, latency, contender, scenario, len(group), len(ok)),
@@ -193,13 +198,6 @@ def summarise(runs: list[Run]) -> list[Group]:
                 rows_check=sorted({str(r.rows_check) for r in ok if r.rows_check}),
                 errors=[r.error for r in group if r.error],
                 notes=sorted({r.note for r in group if r.note}),
-                steps={
-                    s: {
-                        k: median([r.steps.get(s, {}).get(k) for r in ok])
-                        for k in ("seconds", "peak_rss_bytes")
-                    }
-                    for s in steps
-                },
                 **values,
             )
         )
@@ -400,22 +398,13 @@ def _make(cls: type[T], data: dict[str, Any]) -> T:
 
 def load_result(data: dict[str, Any]) -> Result:
     """A saved result (the JSON) as typed records."""
-    return _make(
-        Result,
-        {
-            **data,
-            "machine": _make(Machine, data["machine"]),
-            "settings": _make(Settings, data["settings"]),
-            "postgres": _make(PostgresInfo, data.get("postgres") or {"enabled": False}),
-            **{
-                name: [_make(cls, item) for item in data.get(name, [])]
-                for name, cls in (
-                    *(("runs", Run), ("summary", Group), ("pairs", Pair)),
-                    *(("postgres_pairs", PostgresPair), ("targets", TargetResult)),
-                )
-            },
-        },
-    )
+    lists = {"runs": Run, "summary": Group, "pairs": Pair, "postgres_pairs": PostgresPair}
+    records: dict[str, Any] = {k: [_make(c, i) for i in data.get(k, [])] for k, c in lists.items()}
+    records["targets"] = [_make(TargetResult, i) for i in data.get("targets", [])]
+    records["machine"] = _make(Machine, data["machine"])
+    records["settings"] = _make(Settings, data["settings"])
+    records["postgres"] = _make(PostgresInfo, data.get("postgres") or {"enabled": False})
+    return _make(Result, data | records)
 
 
 def settled_range(runs: list[Run]) -> str:

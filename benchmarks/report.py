@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from benchmarks.records import (
@@ -18,12 +20,21 @@ from benchmarks.records import (
     slow_server_pairs,
 )
 
+PROSE = Path(__file__).with_name("report_text.md")
 POSTGRES_SCENARIOS = ("sweep_postgres", "models_setup_postgres", "models_postgres")
 THROTTLED_SCENARIOS = ("slow_server", "rate_limited")  # prefixes; they have their own sections
 SIDE_BY_SIDE_SCENARIOS = ("sweep", "sweep_speedups_off")
 ORDER = {"devportal": 0, "peer": 1, "floor": 2}
 STEPS = ("extract", "normalize", "load")
 Columns = list[tuple[str, Callable[[Any], str]]]
+TEXT = dict(
+    re.findall(r"^@@ (\w+)\n(.*?)\n*(?=^@@ |\Z)", PROSE.read_text(), re.MULTILINE | re.DOTALL)
+)
+
+
+def text(name: str, **values: Any) -> str:
+    """The prose block `name` of `report_text.md`, filled and its wrapped lines joined."""
+    return re.sub(r"(?<=[^\n])\n(?=[^\n#-])", " ", TEXT[name].format(**values))
 
 
 def table(columns: Columns, items: Iterable[Any], extra: Iterable[list[str]] = ()) -> list[str]:
@@ -90,23 +101,16 @@ def _workers(scenario: str, prefix: str) -> str:
     return f"`--workers {scenario.removeprefix(prefix)}`"
 
 
+LABELS = {"rate_limited": "rate-limited (adaptive)", "slow_server": "slow server"}
+LABELS |= {"sync_models": "sync + models", "sweep_speedups_off": "sweep, speed-ups off"}
+LABELS |= {"sync_models_speedups_off": "sync + models, speed-ups off"}
+
+
 def _scenario_label(scenario: str) -> str:
     for prefix, label in (("sweep_workers", "sweep"), ("rate_limited_workers", "rate-limited")):
         if scenario.startswith(prefix):
             return f"{label}, {_workers(scenario, prefix)}"
-    return {
-        "rate_limited": "rate-limited (adaptive)",
-        "slow_server": "slow server",
-        "sync_models": "sync + models",
-        "sweep_speedups_off": "sweep, speed-ups off",
-        "sync_models_speedups_off": "sync + models, speed-ups off",
-    }.get(scenario, scenario)
-
-
-def _rate_label(scenario: str) -> str:
-    if scenario == "rate_limited":
-        return "devportal (adaptive)"
-    return _workers(scenario, "rate_limited_workers")
+    return LABELS.get(scenario, scenario)
 
 
 def _slash(a: Any, b: Any) -> str:
@@ -152,10 +156,6 @@ PAIRS: Columns = [
         ),
     ),
 ]
-SPEEDUPS_OFF_TEXT = (
-    " Speed-ups off: `DEVPORTAL_SPEEDUPS=off`, no early start, no pandas block, no exec into "
-    "`devportal models` (`pipelines/devportal/cli/speedups.py`)."
-)
 SPEEDUPS_OFF: Columns = [
     (
         "speed-ups off vs on: wall / RSS",
@@ -266,44 +266,32 @@ def _machine(res: Result) -> list[str]:
 def render_markdown(res: Result) -> str:
     s, summary = res.settings, res.summary
     off = any(p.speedups_off_wall_vs_on is not None for p in res.pairs)
-    pinned = f"devportal pinned `--workers {s.pinned_workers}` (> 0 ms), "
     side = [g for g in summary if g.scenario in SIDE_BY_SIDE_SCENARIOS and g.size in s.sizes]
     stepped = [g for g in summary if g.steps]
+    heading = {
+        "postgres": "devportal into PostgreSQL (0 ms), " if res.postgres.server else "",
+        "off": "devportal with speed-ups off, " if off else "",
+        "pinned": f"devportal pinned `--workers {s.pinned_workers}` (> 0 ms), "
+        if s.pinned_workers
+        else "",
+    }
     lines = [
-        "# devportal benchmark",
-        "",
-        "devportal `sync` vs dlt's declarative `rest_api` source (the peer a dlt user would write) "
-        "vs the floor (devportal's HTTP client fetching and parsing every page, loading nothing), "
-        "against the sandbox in its own process. Reproduce with `make bench` "
-        "(`python -m benchmarks.run`).",
+        text("intro"),
         "",
         *_machine(res),
         *section("## Targets", table(TARGETS, res.targets)),
-        *section(
-            f"## Side by side ({s.rounds} interleaved round(s): devportal, "
-            + ("devportal into PostgreSQL (0 ms), " if res.postgres.server else "")
-            + "peer, floor, "
-            + ("devportal with speed-ups off, " if off else "")
-            + (pinned if s.pinned_workers else "")
-            + "devportal second sweep, devportal window; at 0 ms also sync with models, slow "
-            "server, rate-limited; medians)",
-            "Wall time is spawn to exit of the process (interpreter start and imports included); "
-            "in-process is the contender's own timing after its imports. Rows are the live "
-            "subscriptions read; every load was checked against the API's count. devportal and "
-            f"the floor: {s.concurrency}." + (SPEEDUPS_OFF_TEXT if off else ""),
-            table(SIDE_BY_SIDE, sorted(side, key=lambda g: (g.size, g.latency_ms, _order(g)))),
-        ),
+        "",
+        text("side_by_side", s=s, speedups=text("speedups_off") if off else "", **heading),
+        "",
+        *table(SIDE_BY_SIDE, sorted(side, key=lambda g: (g.size, g.latency_ms, _order(g)))),
         *section(
             "### Pair by pair (devportal / contender, same round)",
             table(PAIRS + (SPEEDUPS_OFF if off else []), res.pairs),
         ),
-        *section(
-            "## Where the time and memory go (dlt trace steps, medians)",
-            "`outside dlt` is the process wall time minus dlt's `run` step: interpreter start, "
-            "imports, configuration, opening the pipeline, and devportal's own pre/post queries. "
-            "Peak RSS per step comes from the sampled timeline of the process.",
-            table(STEP_TABLE, sorted(stepped, key=lambda g: (*_where(g), g.scenario))),
-        ),
+        "",
+        text("where"),
+        "",
+        *table(STEP_TABLE, sorted(stepped, key=lambda g: (*_where(g), g.scenario))),
         *section("## devportal beyond the first sweep", _beyond(res)),
         *_concurrency_section(res),
         *_slow_server_section(res),
@@ -360,15 +348,8 @@ def _concurrency_section(res: Result) -> list[str]:
     groups = [g for g in res.summary if g.concurrency_modes or any(g.server_rate_limited)]
     if not groups:
         return []
-    return section(
-        "## Concurrency (requests in flight, per run in round order)",
-        "`settled` is the median limit the run's requests were sent under, `peak` its highest, "
-        "`cuts` its decreases (429/503/timeouts/rising latency); requests and 429s are the "
-        "client's count / the sandbox's count.",
-        table(
-            CONCURRENCY, sorted(groups, key=lambda g: (*_where(g)[:2], g.scenario, _where(g)[2]))
-        ),
-    )
+    groups.sort(key=lambda g: (*_where(g)[:2], g.scenario, _where(g)[2]))
+    return ["", text("concurrency"), "", *table(CONCURRENCY, groups)]
 
 
 def _slow_server_section(res: Result) -> list[str]:
@@ -377,14 +358,8 @@ def _slow_server_section(res: Result) -> list[str]:
         return []
     cells: list[Cell] = [(lambda p: _ok_wall(p[0]), False), (lambda p: _ok_wall(p[1]), False)]
     cells += [(slow_difference, True), (_slow_ratio, False), None, None]
-    return section(
-        f"## Slow server (sandbox `--server-ms {res.settings.server_ms:g}`: a single-worker "
-        "backend, 0 ms latency)",
-        "Every API request holds one global lock for that long, so the server serves one "
-        "request at a time and more requests in flight only queue; the floor is what the "
-        "server's pace allows. Difference and ratio are pair by pair (same round).",
-        table(SLOW_SERVER, pairs, _medians(pairs, lambda p: p[0].size, cells)),
-    )
+    medians = _medians(pairs, lambda p: p[0].size, cells)
+    return ["", text("slow_server", s=res.settings), "", *table(SLOW_SERVER, pairs, medians)]
 
 
 def _rate_limited_section(res: Result) -> list[str]:
@@ -397,7 +372,14 @@ def _rate_limited_section(res: Result) -> list[str]:
     columns: Columns = [
         *SIZE,
         ("round", lambda r: str(r.round)),
-        ("devportal", lambda r: _rate_label(r.scenario)),
+        (
+            "devportal",
+            lambda r: (
+                "devportal (adaptive)"
+                if r.scenario == "rate_limited"
+                else _workers(r.scenario, "rate_limited_workers")
+            ),
+        ),
         ("ok", lambda r: "ok" if r.ok else f"FAILED: {r.error or ''}"[:120]),
         ("wall s", lambda r: fmt(r.wall_s)),
         ("sync s", lambda r: fmt(r.work_s, 1)),
@@ -413,16 +395,7 @@ def _rate_limited_section(res: Result) -> list[str]:
         ("settled / peak", lambda r: _slash(r.concurrency_settled, r.concurrency_peak)),
         ("cuts", lambda r: fmt_int(r.concurrency_cuts)),
     ]
-    return section(
-        f"## Rate-limited sandbox ({limit:g} requests/s per token, burst {s.rate_burst:g}; "
-        "0 ms latency)",
-        "The sandbox answers 429 with `Retry-After` (whole seconds, at least 1) and "
-        "`X-RateLimit-Limit`/`-Remaining` headers once the token's bucket is empty; the limit "
-        "is set afresh before each run (a full bucket). Requests and 429s are the sandbox's "
-        "counts; the rate is requests / the sync's own seconds (`sync ok in ...s`), and / the "
-        "process wall time.",
-        table(columns, runs),
-    )
+    return ["", text("rate_limited", s=s, limit=limit), "", *table(columns, runs)]
 
 
 POSTGRES_RUNS = {  # scenario -> label; the destination is in the name
@@ -454,23 +427,12 @@ POSTGRES: Columns = [
 
 
 def _postgres_section(res: Result) -> list[str]:
-    pg, heading = res.postgres, "## PostgreSQL next to DuckDB (informational, no target)"
+    pg = res.postgres
     sizes = sorted({g.size for g in res.summary if g.scenario in POSTGRES_SCENARIOS})
     if not sizes:
-        return section(heading, f"Not measured: {pg.skipped or 'no PostgreSQL run in this bench'}.")
+        return ["", text("postgres_skipped", why=pg.skipped or "no PostgreSQL run in this bench")]
     found = [g for n in sizes for sc in POSTGRES_RUNS if (g := res.find(n, 0.0, sc)) is not None]
-    lines = section(
-        heading,
-        "`devportal sync --destination postgres --no-models` of the same world at 0 ms, in "
-        "each round right after the DuckDB sweep, into a fresh database of a throwaway local "
-        f"{pg.server or 'PostgreSQL'}; then `devportal models --destination postgres` on "
-        "a database holding the same three resources as the DuckDB models warehouse. Peak RSS "
-        "is the devportal process alone: DuckDB runs inside it, the PostgreSQL server does not, "
-        "so the server's CPU seconds and the peak summed PSS of its process tree (shared "
-        "buffers counted once; idle figure before the run in brackets) are shown beside it. "
-        "Rows were checked against the API's count in the database.",
-        table(POSTGRES, found),
-    )
+    lines = ["", text("postgres", server=pg.server or "PostgreSQL"), "", *table(POSTGRES, found)]
     if pairs := res.postgres_pairs:
         cells: list[Cell] = [
             None,
@@ -485,19 +447,20 @@ def _postgres_section(res: Result) -> list[str]:
     for size in sizes:
         duck, pgm = res.find(size, 0.0, "models"), res.find(size, 0.0, "models_postgres")
         if duck and pgm and duck.wall_s and pgm.wall_s:
-            lines += [
-                "",
-                f"Models at {size:,}: PostgreSQL {fmt(pgm.wall_s)} s / "
-                f"{fmt_mb(pgm.peak_rss_bytes)} MB vs DuckDB {fmt(duck.wall_s)} s / "
-                f"{fmt_mb(duck.peak_rss_bytes)} MB: wall ratio "
-                f"{fmt(ratio(pgm.wall_s, duck.wall_s))}, RSS ratio "
-                f"{fmt(ratio(pgm.peak_rss_bytes, duck.peak_rss_bytes))}.",
-            ]
+            figures = {
+                "pg_wall": fmt(pgm.wall_s),
+                "pg_rss": fmt_mb(pgm.peak_rss_bytes),
+                "duck_wall": fmt(duck.wall_s),
+                "duck_rss": fmt_mb(duck.peak_rss_bytes),
+                "wall_ratio": fmt(ratio(pgm.wall_s, duck.wall_s)),
+                "rss_ratio": fmt(ratio(pgm.peak_rss_bytes, duck.peak_rss_bytes)),
+            }
+            lines += ["", text("postgres_models", size=size, **figures)]
     return lines
 
 
 def _method(res: Result) -> list[str]:
-    s, pg, pinned = res.settings, res.postgres, res.settings.pinned_workers
+    s, pg = res.settings, res.postgres
     processes = ", ".join(
         f"{g.contender} {g.max_processes}"
         for g in res.summary
@@ -508,71 +471,18 @@ def _method(res: Result) -> list[str]:
         for r in res.runs
         if not r.scenario.startswith(THROTTLED_SCENARIOS) and (r.server_ms or r.rate_limit_per_s)
     ]
-    bullets = [
-        "- One `devportal sandbox` process per world size (seed 7, clock "
-        f"{res.sandboxes[0]['clock'] if res.sandboxes else '-'}, {s.users:,} users); latency is "
-        "switched through its control endpoint, the world never changes between runs. Sandbox "
-        "CPU seconds per run are shown because on a 2-core machine the server competes with "
-        "the contender.",
-        "- Every contender is its own process with a fresh DuckDB file and a fresh dlt working "
-        "folder, started from an empty directory with dlt settings scrubbed from the "
-        "environment (telemetry off); the token travels in the environment, never in argv.",
-        "- Peak RSS = max(`os.wait4` ru_maxrss of the contender, exact, taken by a bare "
-        "launcher process (`benchmarks/launch.py`) so the harness's own memory cannot leak into "
-        "it, and which folds in descendants the contender reaped; psutil sum over the live "
-        f"process tree, sampled every 0.5 s). `max processes` seen: {processes} (1 = no worker "
-        "processes).",
-        (
-            f"- devportal and the floor are pinned at `--workers {s.workers}`"
-            if s.workers
-            else "- devportal and the floor run with their defaults: adaptive concurrency "
-            "(slow start, AIMD, cuts on 429/503/timeouts/rising latency, 1..64 requests in "
-            "flight; `pipelines/devportal/concurrency.py`)"
-        )
-        + "; the peer is dlt's `rest_api` with its defaults (sequential `json_link` paging, "
-        "default loader file format, merge on `id`), as a dlt user would configure it "
-        "(`benchmarks/peer_rest_api.py`)."
-        + (
-            f" At latencies above 0 devportal pinned at `--workers {pinned}` (the old fixed "
-            "default) also runs each round (labelled variant: not a contender, informational)."
-            if pinned
-            else ""
-        ),
-        "- Targets use the median of the pair-by-pair ratios of one round's runs, which ran "
-        "seconds apart under the same machine load.",
-        "- In each 0 ms round: `sync_models`, a plain `devportal sync` (every resource, the "
-        "models built after the load) on a fresh warehouse, for the peak-RSS target; "
-        f"`slow_server`, devportal then the floor with the sandbox's `--server-ms "
-        f"{s.server_ms:g}` (every API request holds one global lock that long: a single-worker "
-        f"backend); and in the first {s.rate_rounds} round(s) `rate_limited`, devportal then "
-        f"`--workers {pinned}`, against a per-token limit of {s.rate_limit:g} requests/s (burst "
-        f"{s.rate_burst:g}) set afresh before each run, so each starts with a full bucket. "
-        "Server cost and limit are cleared after each scenario. Requests and 429s per run are "
-        "the sandbox's own counters (after minus before); settled, peak and cuts come from the "
-        "run's `sync_runs` row.",
-        "- Throttle check: "
-        + (
-            f"**runs outside their scenario saw a server cost or rate limit: {', '.join(leaks)}**"
-            if leaks
-            else "every other run saw no server cost and no rate limit."
-        ),
-    ]
-    if any(r.scenario.endswith("_speedups_off") for r in res.runs):
-        bullets.append(
-            "- Speed-ups off: in each round the sweep (and at 0 ms `sync_models`) runs again with "
-            "`DEVPORTAL_SPEEDUPS=off` (`sweep_speedups_off`, `sync_models_speedups_off`): what "
-            "the early start, the pandas block and the exec into `devportal models` are worth."
-        )
-    if pg.server:
-        bullets.append(
-            f"- PostgreSQL: one throwaway server for the whole bench ({pg.server}), started "
-            "by the bench (`benchmarks/postgres.py`, as `devportal demo --destination postgres` "
-            f"does) in {pg.startup_s or 0:.1f} s and removed at the end; every Postgres run "
-            "gets a fresh database, dropped after its round. The devportal process reaches it "
-            "through `DESTINATION__POSTGRES__CREDENTIALS` in its environment; its "
-            "`--warehouse` path only places dlt's working folder and the lock file."
-        )
-    interrupted = (
-        ["**This run was interrupted; the figures are partial.**"] if res.interrupted else []
+    method = text(
+        "method",
+        s=s,
+        clock=res.sandboxes[0]["clock"] if res.sandboxes else "-",
+        processes=processes,
+        workers=text("workers_pinned" if s.workers else "workers_adaptive", s=s),
+        variant=text("variant", s=s) if s.pinned_workers else "",
+        throttle=text("leaks", leaks=", ".join(leaks)) if leaks else text("no_leaks"),
     )
-    return section("## Method", bullets, *interrupted)
+    lines = ["", method]
+    if any(r.scenario.endswith("_speedups_off") for r in res.runs):
+        lines.append(text("method_speedups_off"))
+    if pg.server:
+        lines.append(text("method_postgres", pg=pg, startup=pg.startup_s or 0))
+    return lines + ([text("interrupted")] if res.interrupted else [])

@@ -1,10 +1,6 @@
-"""`make bench`: devportal vs dlt's `rest_api` peer vs the HTTP floor, side by side in one run.
-
-Plays `scenarios.SCENARIOS` against one sandbox process per world size, each contender its own
-measured process (`measure.py`) with a fresh warehouse; then summarises the runs (`records`),
-judges `targets.TARGETS` and writes `results/<name>.json` and `.md` (`report`).
-`--render FILE.json` re-renders a saved result.
-"""
+"""`make bench`: plays `scenarios.SCENARIOS` (each contender a measured process with a fresh
+warehouse), summarises the runs (`records`), judges `targets.TARGETS` and writes
+`results/<name>.json` and `.md` (`report`). `--render FILE.json` re-renders a saved result."""
 
 from __future__ import annotations
 
@@ -20,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import closing, nullcontext
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,7 +41,7 @@ from benchmarks.report import render_markdown
 from benchmarks.sandbox import START, SandboxProcess
 from benchmarks.scenarios import SCENARIOS, Scenario
 from benchmarks.targets import evaluate
-from devportal.destination import CONCURRENCY_FIELDS
+from devportal.runrecord import CONCURRENCY_FIELDS
 
 HERE = Path(__file__).resolve().parent
 RESULTS, WORK = HERE / "results", HERE / "work"  # work/: git-ignored scratch space
@@ -168,6 +165,8 @@ class Bench:
         self.pg: PostgresServer | None = None
         self.postgres = PostgresInfo(enabled=settings.postgres)
         self._latency: float | None = None
+        self.world: SandboxProcess  # the phase's sandbox and its live subscriptions
+        self.expected = 0
         self._started = time.perf_counter()
 
     def run_all(self) -> None:
@@ -197,41 +196,31 @@ class Bench:
         return SandboxProcess(self.devportal, self.workdir, size, self.settings.users)
 
     def note_sandbox(self, sandbox: SandboxProcess) -> None:
-        live = sandbox.state()["counts"].get("live")
-        self.sandboxes.append(
-            {
-                **{"subscriptions": sandbox.subscriptions, "users": sandbox.users},
-                **{"seed": sandbox.seed, "clock": START, "live_subscriptions": live},
-                "startup_s": round(sandbox.startup_s, 2),
-            }
-        )
+        live, startup = sandbox.state()["counts"].get("live"), round(sandbox.startup_s, 2)
+        world: dict[str, Any] = {"subscriptions": sandbox.subscriptions, "users": sandbox.users}
+        world |= {"seed": sandbox.seed, "clock": START, "live_subscriptions": live}
+        self.sandboxes.append(world | {"startup_s": startup})
 
     def phase(
         self, phase: str, sandbox: SandboxProcess, pdir: Path, latency: float, round_no: int = 1
     ) -> None:
-        expected = int(sandbox.state()["counts"]["live"])
+        self.world, self.expected = sandbox, int(sandbox.state()["counts"]["live"])
         done: dict[str, Done] = {}
         for sc in SCENARIOS:
             if sc.phase == phase and sc.when(self.settings, latency, round_no):
                 for r in range(1, self.settings.rounds + 1) if sc.repeat else [round_no]:
                     at = latency if sc.latency is None else sc.latency
-                    self.scenario(sc, sandbox, pdir, at, r, expected, done)
+                    self.scenario(sc, pdir, at, r, done)
         for _, _, database in done.values():
             self.drop_database(database)
         if not self.settings.keep:
             shutil.rmtree(pdir, ignore_errors=True)
 
     def scenario(
-        self,
-        sc: Scenario,
-        sandbox: SandboxProcess,
-        pdir: Path,
-        latency: float,
-        round_no: int,
-        expected: int,
-        done: dict[str, Done],
+        self, sc: Scenario, pdir: Path, latency: float, round_no: int, done: dict[str, Done]
     ) -> None:
-        s, name = self.settings, sc.name.format(pinned=self.settings.pinned_workers)
+        s, sandbox = self.settings, self.world
+        name = sc.name.format(pinned=s.pinned_workers)
         base = done.get(sc.after or sc.on)
         if (sc.after or sc.on) and (base is None or (sc.after and not base[0].ok)):
             return
@@ -253,7 +242,7 @@ class Bench:
             "rate_limit": {"rate_limit": s.rate_limit, "burst": s.rate_burst},
         }
         with sandbox.throttled(**throttles[sc.throttle]) if sc.throttle else nullcontext():
-            run = self.contender(sc, sandbox, cwd, warehouse, database, expected)
+            run = self.contender(sc, cwd, warehouse, database)
             run.scenario, run.latency_ms, run.round = name, latency, round_no
             self.record(run)
         if sc.contender in ("devportal", "models"):
@@ -262,19 +251,10 @@ class Bench:
             if database is not None and not keep:
                 self.drop_database(database)
 
-    def contender(
-        self,
-        sc: Scenario,
-        sandbox: SandboxProcess,
-        cwd: Path,
-        warehouse: Path,
-        database: str | None,
-        expected: int,
-    ) -> Run:
+    def contender(self, sc: Scenario, cwd: Path, warehouse: Path, database: str | None) -> Run:
         """Run `sc`'s contender measured and read what it printed and left behind."""
-        s, url = self.settings, sandbox.base_url
+        s, url, expected = self.settings, self.world.base_url, self.expected
         workers = (s.pinned_workers if sc.pinned else None) or s.workers
-        env = {"DEVPORTAL_SPEEDUPS": sc.speedups} if sc.speedups is not None else {}
         if sc.contender == "devportal":
             cmd = [*self.devportal, "sync", "--base-url", url, "--warehouse", str(warehouse)]
             cmd += [*([] if sc.models else ["--no-models"]), "--progress", "off"]
@@ -291,7 +271,7 @@ class Bench:
         else:
             cmd, workers = [sys.executable, str(HERE / "floor.py"), "--base-url", url], s.workers
             cmd += ["--workers", str(workers)] if workers else []
-        run, m = self.measure(sandbox, cmd, cwd, sc.contender, database, workers, env)
+        run, m = self.measure(sc, cmd, cwd, database, workers)
         if sc.contender == "models":
             run.contender = "devportal"
             if not run.ok:
@@ -329,46 +309,28 @@ class Bench:
         return run
 
     def measure(
-        self,
-        sandbox: SandboxProcess,
-        cmd: list[str],
-        cwd: Path,
-        contender: str,
-        database: str | None,
-        workers: int | None,
-        extra_env: dict[str, str],
+        self, sc: Scenario, cmd: list[str], cwd: Path, database: str | None, workers: int | None
     ) -> tuple[Run, Measured]:
         """Run `cmd` measured; with `database`, against that database of `self.pg`."""
-        load = os.getloadavg()[0]
-        throttle, before = throttle_state(sandbox), sandbox_stats(sandbox)
+        sandbox, load = self.world, os.getloadavg()[0]
+        before = sandbox_state(sandbox)
+        throttle = throttle_fields(before)
         env = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB_PREFIXES)}
         env |= {"SOURCES__DEVPORTAL__ACCESS_TOKEN": sandbox.token, "PYTHONUNBUFFERED": "1"}
-        env |= {"RUNTIME__DLTHUB_TELEMETRY": "false", **extra_env}
+        env["RUNTIME__DLTHUB_TELEMETRY"] = "false"
+        env |= {"DEVPORTAL_SPEEDUPS": sc.speedups} if sc.speedups is not None else {}
         pg = self.pg if database is not None else None
         if pg is not None and database is not None:
             env["DESTINATION__POSTGRES__CREDENTIALS"] = pg.uri(database)
         with pg.watch() if pg is not None else nullcontext() as cost:
             m = run_measured(cmd, cwd=cwd, env=env, server=sandbox.process)
-        ok, size = m.exit_code == 0, sandbox.subscriptions
-        run = Run(
-            contender,
-            "",
-            size,
-            0.0,
-            0,
-            ok,
-            m.exit_code,
-            m.wall_s,
-            m.peak_rss,
-            m.rss_wait4,
-            *(m.rss_sampled_tree, m.max_processes, m.server_cpu_s, load),
-            workers=workers,
-            **throttle,
-        )
-        after = sandbox_stats(sandbox)
-        if before is not None and after is not None:
-            run.server_requests = int(after["api_requests"]) - int(before["api_requests"])
-            run.server_rate_limited = int(after["rate_limited"]) - int(before["rate_limited"])
+        head = (sc.contender, "", sandbox.subscriptions, 0.0, 0, m.exit_code == 0, m.exit_code)
+        memory = (m.peak_rss, m.rss_wait4, m.rss_sampled_tree, m.max_processes)
+        run = Run(*head, m.wall_s, *memory, m.server_cpu_s, load, workers=workers, **throttle)
+        if before is not None and (after := sandbox_state(sandbox)) is not None:
+            counts, was = after["stats"], before["stats"]
+            run.server_requests = int(counts["api_requests"]) - int(was["api_requests"])
+            run.server_rate_limited = int(counts["rate_limited"]) - int(was["rate_limited"])
         if cost is not None:
             run.destination, run.db_cpu_s = "postgres", cost.cpu_s
             run.db_peak_pss_bytes, run.db_idle_pss_bytes = cost.peak_pss, cost.idle_pss
@@ -389,12 +351,9 @@ class Bench:
         what += f" (postgres CPU {run.db_cpu_s:.2f} s)" if run.db_cpu_s is not None else ""
         what += f" [{run.rows_check}]" if run.rows_check not in (None, "ok") else ""
         what += f" FAILED: {run.error}" if run.error else ""
-        print(
-            f"[{time.perf_counter() - self._started:6.0f}s] {run.size:>8} {run.latency_ms:>3.0f} "
-            f"ms r{run.round} {run.contender:<9} {run.scenario:<24} {what}",
-            file=sys.stderr,
-            flush=True,
-        )
+        at = f"{run.size:>8} {run.latency_ms:>3.0f} ms r{run.round} {run.contender:<9}"
+        elapsed = time.perf_counter() - self._started
+        print(f"[{elapsed:6.0f}s] {at} {run.scenario:<24} {what}", file=sys.stderr, flush=True)
 
     def start_postgres(self) -> None:
         """The throwaway server for the Postgres scenarios; without it they are not run."""
@@ -435,18 +394,16 @@ def _duckdb(warehouse: Path) -> Any:
     return duckdb.connect(str(warehouse), read_only=True)
 
 
-def sandbox_stats(sandbox: SandboxProcess) -> dict[str, Any] | None:
+def sandbox_state(sandbox: SandboxProcess) -> dict[str, Any] | None:
     try:
-        return sandbox.stats()
+        return sandbox.state()
     except Exception:  # a run that killed the server is reported by the run itself
         return None
 
 
-def throttle_state(sandbox: SandboxProcess) -> dict[str, Any]:
+def throttle_fields(state: dict[str, Any] | None) -> dict[str, Any]:
     """The server cost and rate limit in force, as `Run` fields."""
-    try:
-        state = sandbox.state()
-    except Exception:
+    if state is None:
         return {}
     limit = state.get("rate_limit") or {}
     return {
@@ -509,7 +466,7 @@ OPTIONS: list[tuple[str, Any, Any, str]] = [
     ("--sizes", str, None, "comma list of subscription counts (default 100000)"),
     ("--users", int, None, "users in each world (default 2000)"),
     ("--rounds", int, None, "interleaved rounds per latency (default 3)"),
-    ("--latencies", str, None, "comma list of ms per request (default 0,50)"),
+    ("--latencies", str, "0,50", "comma list of ms per request (default 0,50)"),
     ("--big-size", int, 1_000_000, "the flat-RSS run's size"),
     ("--skip-1m", bool, False, "skip the big (1M) run"),
     ("--skip-postgres", bool, False, "skip the PostgreSQL scenarios"),
@@ -528,6 +485,12 @@ OPTIONS: list[tuple[str, Any, Any, str]] = [
 ]
 
 
+QUICK_DEFAULTS = {  # (full run, --quick) where an option is not given
+    **{"sizes": ("100000", "10000"), "users": (2000, 200), "rounds": (3, 1)},
+    **{"rate_limit": (50, 20), "rate_burst": (50, 10)},
+}
+
+
 def settings_from(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]:
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     for flags, kind, default, text in OPTIONS:
@@ -536,26 +499,15 @@ def settings_from(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]
         else:
             p.add_argument(*flags.split("/"), type=kind, default=default, help=text)
     a = p.parse_args(argv)
-    quick = a.quick
-    return a, Settings(
-        sizes=[int(s) for s in (a.sizes or ("10000" if quick else "100000")).split(",")],
-        users=a.users or (200 if quick else 2000),
-        rounds=a.rounds or (1 if quick else 3),
-        latencies=[float(x) for x in (a.latencies or "0,50").split(",")],
-        big_size=None if (a.skip_1m or quick) else a.big_size,
-        accounts_latency=a.accounts_latency,
-        window_since=WINDOW_SINCE,
-        workers=a.workers,
-        pinned_workers=a.pinned_workers,
-        keep=a.keep,
-        quick=quick,
-        postgres=not a.skip_postgres,
-        server_ms=a.server_ms,
-        rate_limit=a.rate_limit if a.rate_limit is not None else (20 if quick else 50),
-        rate_burst=a.rate_burst if a.rate_burst is not None else (10 if quick else 50),
-        rate_rounds=a.rate_rounds,
-        models_rss=not a.skip_models_rss,
-    )
+    for name, defaults in QUICK_DEFAULTS.items():
+        if getattr(a, name) is None:
+            setattr(a, name, defaults[a.quick])
+    given = {k: v for k, v in vars(a).items() if k in {f.name for f in fields(Settings)}}
+    given["sizes"] = [int(x) for x in a.sizes.split(",")]
+    given["latencies"] = [float(x) for x in a.latencies.split(",")]
+    given["big_size"] = None if (a.skip_1m or a.quick) else a.big_size
+    postgres, models_rss = not a.skip_postgres, not a.skip_models_rss
+    return a, Settings(**given, window_since=WINDOW_SINCE, postgres=postgres, models_rss=models_rss)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,12 +29,8 @@ class SandboxProcess:
         self, devportal: list[str], workdir: Path, subscriptions: int, users: int, seed: int = 7
     ) -> None:
         self.token = secrets.token_urlsafe(24)
-        self.subscriptions, self.users, self.seed, self.workdir = (
-            subscriptions,
-            users,
-            seed,
-            workdir,
-        )
+        self.subscriptions, self.users, self.seed = subscriptions, users, seed
+        self.workdir = workdir
         self.base_url, self.startup_s = "", 0.0
         self._cmd = [*devportal, "sandbox", "--port", "0", "--subscriptions", str(subscriptions)]
         self._cmd += ["--users", str(users), "--seed", str(seed), "--start", START]
@@ -85,10 +81,6 @@ class SandboxProcess:
 
     def state(self) -> dict[str, Any]:
         return dict(self._call("GET", "/__sandbox/state"))
-
-    def stats(self) -> dict[str, Any]:
-        """The request counters (`requests`, `api_requests`, `rate_limited`, ...)."""
-        return dict(self.state()["stats"])
 
     def _set(self, path: str, body: dict[str, Any], key: str, wanted: float | None) -> None:
         self._call("POST", f"/__sandbox/{path}", body)

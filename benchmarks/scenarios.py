@@ -1,39 +1,12 @@
-"""What `make bench` runs, as one list, in run order.
-
-Phases, each against a sandbox world of one size: `round`, per latency, round after round,
-every scenario whose `when` holds (interleaved, seconds apart); `accounts`, once per size;
-`big`, once at `--big-size`. A scenario that reuses another's warehouse or database names it in
-`on` (as it is) or `after` (only when that run succeeded).
-"""
+"""What `make bench` runs, in run order, by phase against a sandbox world of one size: `round`
+(per latency, round after round, every scenario whose `when` holds), `accounts` (once per size),
+`big` (once at `--big-size`). `on`/`after` name the scenario whose warehouse a run reuses."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchmarks.records import Settings
-
-When = Callable[[Settings, float, int], bool]  # (settings, latency ms, round) -> runs?
-
-
-def always(s: Settings, latency: float, round_no: int) -> bool:
-    return True
-
-
-def at_0ms(s: Settings, latency: float, round_no: int) -> bool:
-    return latency == 0
-
-
-def models_rss(s: Settings, latency: float, round_no: int) -> bool:
-    return latency == 0 and s.models_rss
-
-
-def slow(s: Settings, latency: float, round_no: int) -> bool:
-    return latency == 0 and bool(s.server_ms)
-
-
-def rate_rounds(s: Settings, latency: float, round_no: int) -> bool:
-    return latency == 0 and bool(s.rate_limit) and round_no <= s.rate_rounds
 
 
 @dataclass(frozen=True)
@@ -41,7 +14,9 @@ class Scenario:
     name: str  # the JSON `scenario`; `{pinned}` becomes `--pinned-workers`
     contender: str = "devportal"  # devportal (`sync`) | peer | floor | models (`devportal models`)
     phase: str = "round"  # round | accounts | big
-    when: When = always
+    at: str = ""  # "0": only at 0 ms; ">0": only above 0 ms
+    needs: str = ""  # a setting that must be set (`models_rss`, `server_ms`, `pinned`, ...)
+    rate_rounds: bool = False  # only in the first `--rate-rounds` rounds, with a rate limit
     latency: float | None = None  # None: the phase's
     repeat: bool = False  # accounts phase: once per round (else once)
     resources: str | None = "subscriptions"  # `--resources`; None: every resource
@@ -57,31 +32,42 @@ class Scenario:
     count_table: str = "subscriptions"  # the summary's row count reported as `rows`
     speedups: str | None = None  # DEVPORTAL_SPEEDUPS for the run (None: unset, all on)
 
+    def when(self, s: Settings, latency: float, round_no: int) -> bool:
+        """Whether it runs in this round at this latency."""
+        at = {"": True, "0": latency == 0, ">0": latency > 0}[self.at]
+        rate = not self.rate_rounds or (bool(s.rate_limit) and round_no <= s.rate_rounds)
+        return at and rate and (not self.needs or bool(getattr(s, self.needs)))
+
 
 ACCOUNTS = "user_accounts"
 SCENARIOS: list[Scenario] = [
     Scenario("sweep"),
-    Scenario("sweep_postgres", when=at_0ms, postgres=True),
+    Scenario("sweep_postgres", at="0", postgres=True),
     Scenario("sweep", contender="peer"),
     Scenario("sweep", contender="floor"),
     Scenario("sweep_speedups_off", speedups="off"),  # every latency: the early start pays at 50 ms
-    Scenario(
-        "sweep_workers{pinned}", pinned=True, when=lambda s, lat, _: lat > 0 and bool(s.pinned)
-    ),
+    Scenario("sweep_workers{pinned}", pinned=True, at=">0", needs="pinned"),
     Scenario("second_sweep", on="sweep"),
     Scenario("window", on="sweep", since=True, check=False),
-    Scenario("sync_models", when=models_rss, resources=None, models=True),
+    Scenario("sync_models", at="0", needs="models_rss", resources=None, models=True),
     Scenario(
-        "sync_models_speedups_off", when=models_rss, resources=None, models=True, speedups="off"
+        "sync_models_speedups_off",
+        at="0",
+        needs="models_rss",
+        resources=None,
+        models=True,
+        speedups="off",
     ),
-    Scenario("slow_server", when=slow, throttle="server_ms"),
-    Scenario("slow_server", contender="floor", when=slow, throttle="server_ms"),
-    Scenario("rate_limited", when=rate_rounds, throttle="rate_limit"),
+    Scenario("slow_server", at="0", needs="server_ms", throttle="server_ms"),
+    Scenario("slow_server", contender="floor", at="0", needs="server_ms", throttle="server_ms"),
+    Scenario("rate_limited", at="0", rate_rounds=True, throttle="rate_limit"),
     Scenario(
         "rate_limited_workers{pinned}",
         pinned=True,
+        at="0",
+        rate_rounds=True,
+        needs="pinned",
         throttle="rate_limit",
-        when=lambda s, lat, r: rate_rounds(s, lat, r) and bool(s.pinned),
     ),
     # accounts: set up once, then each round reads every account into its own copy
     Scenario(

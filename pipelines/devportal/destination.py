@@ -4,7 +4,7 @@ The source asks before it reads the API: the clock of the last run (history neve
 time), the open subscription versions (what a sweep would close, the mass-close guard), which
 partitions a verified sweep has covered (a window needs one), which users' accounts are fresh,
 and the fields earlier runs saw (what a run's schema changes are told against, `shape`). `sync`
-asks for the history counts before and after, and for the run record it loaded.
+asks for the history counts before and after, and the columns a run's new fields landed in.
 Tables are named through the pipeline's own dataset, so a user's pipeline with another dataset
 name works the same; a destination without the tables yet (a first run) answers "nothing".
 """
@@ -21,24 +21,6 @@ import numpy as np
 from devportal import shape
 from devportal.errors import DevportalError, WarehouseBusy, first_line
 
-# what `sync` reads back of its run (names of `sync_runs` columns)
-RUN_RECORD_FIELDS = (
-    "run_id",
-    "mode",
-    "requested_mode",
-    "observed_at",
-    "rows_read",
-    "sweeps",
-    "data_quality_problems",
-    "clock_source",
-    "requests",
-    "retries",
-    # what the run saw of the API's shape and statuses (absent before devportal recorded them)
-    "fields",
-    "statuses",
-    "schema_changes",
-)
-JSON_RECORD_FIELDS = ("rows_read", "sweeps", "fields", "statuses", "schema_changes")
 # a destination column's SQL type (DuckDB's or PostgreSQL's information_schema) -> dlt's type,
 # by the type's first word
 _DLT_TYPES = {
@@ -63,15 +45,6 @@ _DLT_TYPES = {
     "blob": "binary",
     "bytea": "binary",
 }
-# how many requests the run kept in flight (concurrency.py), as sync_runs records it
-CONCURRENCY_FIELDS = (
-    "concurrency_mode",
-    "concurrency_settled",
-    "concurrency_peak",
-    "concurrency_cuts",
-    "rate_limited",
-    "paused_s",
-)
 
 
 class Destination:
@@ -197,18 +170,6 @@ class Destination:
         )
         return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
-    def run_record(self, load_id: str) -> dict[str, Any] | None:
-        """The `sync_runs` row a load wrote, JSON columns decoded (a column the table does not
-        have is left out)."""
-        present = self.columns("sync_runs")
-        names = tuple(n for n in RUN_RECORD_FIELDS + CONCURRENCY_FIELDS if n in present)
-        rows = self.query(
-            f"SELECT {', '.join(names)} FROM {{sync_runs}} WHERE _dlt_load_id = %s", load_id
-        )
-        if not rows:
-            return None
-        return _decoded(dict(zip(names, rows[0], strict=True)))
-
     def columns(self, table: str) -> dict[str, str]:
         """The columns of one table of the dataset and their dlt types ({} when it does not
         exist yet), from the destination's own catalogue."""
@@ -311,14 +272,6 @@ class Holdings:
             for user in seen | self.known_users
             if user not in self.account_times or self.account_times[user] <= fresh_after
         )
-
-
-def _decoded(record: dict[str, Any]) -> dict[str, Any]:
-    """RECORD with its JSON columns decoded (DuckDB returns JSON as text, PostgreSQL decoded)."""
-    for name in JSON_RECORD_FIELDS:
-        if isinstance(record.get(name), str):
-            record[name] = json.loads(record[name])
-    return record
 
 
 def _json(value: Any, empty: Any = None) -> Any:

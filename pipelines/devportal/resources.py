@@ -18,6 +18,7 @@ from dlt.common.schema.typing import TFileFormat, TSchemaContract
 
 from devportal import extras, transform
 from devportal.reading import AccountsRead, SettingsRead, SubscriptionsRead
+from devportal.runrecord import RunRecord
 
 log = logging.getLogger("devportal.source")
 
@@ -234,40 +235,6 @@ def _per_user_tables(
 
 # -- the run's own records --------------------------------------------------------------------
 
-SYNC_RUNS_COLUMNS: dict[str, dict[str, Any]] = {
-    "run_id": {"data_type": "text", "nullable": False, "primary_key": True},
-    "mode": {"data_type": "text"},
-    # what the caller asked for: `window` on a run whose `mode` is `sweep` means the destination
-    # held no verified sweep yet, so the run swept the whole list instead
-    "requested_mode": {"data_type": "text"},
-    "include_test": {"data_type": "bool"},
-    "resources": {"data_type": "text"},
-    "started_at": {"data_type": "timestamp", "timezone": False},
-    "observed_at": {"data_type": "timestamp", "timezone": False},
-    "window_start": {"data_type": "timestamp", "timezone": False},
-    "window_end": {"data_type": "timestamp", "timezone": False},
-    "rows_read": {"data_type": "json"},
-    "sweeps": {"data_type": "json"},
-    "data_quality_problems": {"data_type": "bigint"},
-    # whose clock stamped the run: `server` (its Date header) or `machine` (it was too far off)
-    "clock_source": {"data_type": "text"},
-    "requests": {"data_type": "bigint"},  # HTTP requests made, retries included
-    "retries": {"data_type": "bigint"},
-    # requests in flight (concurrency.py): `adaptive` or `pinned` (workers), where the limit
-    # settled (the median limit requests were sent under) and its peak
-    "concurrency_mode": {"data_type": "text"},
-    "concurrency_settled": {"data_type": "bigint"},
-    "concurrency_peak": {"data_type": "bigint"},
-    "concurrency_cuts": {"data_type": "bigint"},
-    "rate_limited": {"data_type": "bigint"},  # 429 answers
-    "paused_s": {"data_type": "double"},  # every worker waiting out a Retry-After
-    # {table: {dotted path: {"types": [...], "column": ...}}}: every field the rows read had
-    "fields": {"data_type": "json"},
-    "statuses": {"data_type": "json"},  # {status as sent: subscription rows read}
-    # [{"table", "field", "change": new|gone|type, "from", "to", "column"}] (shape.changes)
-    "schema_changes": {"data_type": "json"},
-}
-
 DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {
     "run_id": {"data_type": "text", "nullable": False},
     "table_name": {"data_type": "text"},
@@ -280,17 +247,18 @@ DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {
 
 
 def run_tables(
-    record: dict[str, Any],
+    record: RunRecord,
     problems: list[dict[str, Any]],
-    observed_at: datetime,
     file_format: TFileFormat | None,
 ) -> list[Any]:
     """`sync_runs` and `data_quality`, in the same package as the data they describe."""
 
     def run_rows() -> Iterator[dict[str, Any]]:
         # the window cursor travels in the same package as the data it describes
-        dlt.current.source_state()["window_cursor"] = observed_at.isoformat()
-        yield record
+        if record.observed_at is not None:
+            dlt.current.source_state()["window_cursor"] = record.observed_at.isoformat()
+        record.load_id = _load_id()
+        yield record.row()
 
     return [
         dlt.resource(
@@ -305,6 +273,16 @@ def run_tables(
             name="sync_runs",
             **Formats.hint(file_format),
             write_disposition="append",
-            columns=SYNC_RUNS_COLUMNS,
+            columns=RunRecord.columns(),
         ),
     ]
+
+
+def _load_id() -> str | None:
+    """dlt's id of the load package being extracted (None outside an extract)."""
+    from dlt.common.storages.exceptions import CurrentLoadPackageStateNotAvailable
+
+    try:
+        return str(dlt.current.load_package_state()["load_id"])
+    except CurrentLoadPackageStateNotAvailable:
+        return None

@@ -82,6 +82,7 @@ from devportal.resources import (
     settings_tables,
     subscriptions_resource,
 )
+from devportal.runrecord import RunRecord, RunRecorder
 
 log = logging.getLogger("devportal.source")
 
@@ -102,6 +103,7 @@ def devportal_source(
     progress_every_s: float | None = None,
     config: DevportalConfig = None,  # type: ignore[assignment]
     client: ApiClient | None = None,
+    recorder: RunRecorder | None = None,
 ) -> list[Any]:
     """Every resource of one run, read and verified.
 
@@ -112,6 +114,7 @@ def devportal_source(
     `start`/`end` window instead of a full sweep (`window`: from the last run's clock minus
     `lookback_hours`). `progress_every_s` prints a line while lists are paged. `client`: an
     `ApiClient` already reading (see `client.adopt`), used and closed instead of a new one.
+    `recorder`: receives the run's record (`sync_runs`' row) once the lists are read.
     """
     cfg = require_endpoint(config)
     unknown = set(resources) - set(RESOURCES)
@@ -136,6 +139,7 @@ def devportal_source(
             _spool_dir(pipeline),
             formats_for(pipeline),
             shape_of,
+            recorder,
         )
 
 
@@ -234,6 +238,7 @@ def _read(
     spool_dir: Path,
     formats: Formats,
     shape_of: _Shape,
+    recorder: RunRecorder | None,
 ) -> list[Any]:
     """Read every list the run wants, then hand each result to its resources."""
     data: list[Any] = []
@@ -309,13 +314,12 @@ def _read(
     if client.stats.replaced_nul:  # PostgreSQL text cannot hold U+0000
         dq.add_count("api", "text", "nul_replaced", client.stats.replaced_nul, "U+FFFD")
     record = _run_record(run, rows, sweeps, dq, client)
-    record.update(
-        fields=fields,
-        statuses=statuses,
-        schema_changes=_schema_changes(run, held, fields, sweeps),
-    )
+    record.fields, record.statuses = fields, statuses
+    record.schema_changes = _schema_changes(run, held, fields, sweeps)
+    if recorder is not None:
+        recorder.record = record
     problems = dq.records(run.run_id)
-    return [*data, *run_tables(record, problems, run.observed_at, formats.rows)]
+    return [*data, *run_tables(record, problems, formats.rows)]
 
 
 def _api_contract(cfg: DevportalConfig) -> TSchemaContract:
@@ -423,34 +427,28 @@ def _run_record(
     sweeps: list[dict[str, Any]],
     dq: transform.DataQuality,
     client: ApiClient,
-) -> dict[str, Any]:
-    return {
-        "run_id": run.run_id,
-        "mode": run.mode,
-        "requested_mode": run.requested_mode,
-        "include_test": run.include_test,
-        "resources": ",".join(run.resources),
-        "started_at": run.started_at,
-        "observed_at": run.observed_at,
-        "window_start": run.window[0] if run.window else None,
-        "window_end": run.window[1] if run.window else None,
-        "rows_read": rows,
-        "sweeps": sweeps,
-        "data_quality_problems": dq.total(),
-        "clock_source": run.clock_source,
-        "requests": client.stats.requests,
-        "retries": client.stats.retries,
-        **_concurrency_record(client),
-    }
-
-
-def _concurrency_record(client: ApiClient) -> dict[str, Any]:
+) -> RunRecord:
     stats = client.concurrency.stats()
-    return {
-        "concurrency_mode": stats.mode,
-        "concurrency_settled": stats.settled,
-        "concurrency_peak": stats.peak,
-        "concurrency_cuts": stats.cuts,
-        "rate_limited": stats.throttled,
-        "paused_s": stats.paused_s,
-    }
+    return RunRecord(
+        run_id=run.run_id,
+        mode=run.mode,
+        requested_mode=run.requested_mode,
+        include_test=run.include_test,
+        resources=",".join(run.resources),
+        started_at=run.started_at,
+        observed_at=run.observed_at,
+        window_start=run.window[0] if run.window else None,
+        window_end=run.window[1] if run.window else None,
+        rows_read=rows,
+        sweeps=sweeps,
+        data_quality_problems=dq.total(),
+        clock_source=run.clock_source,
+        requests=client.stats.requests,
+        retries=client.stats.retries,
+        concurrency_mode=stats.mode,
+        concurrency_settled=stats.settled,
+        concurrency_peak=stats.peak,
+        concurrency_cuts=stats.cuts,
+        rate_limited=stats.throttled,
+        paused_s=stats.paused_s,
+    )

@@ -34,7 +34,7 @@ from dlt.pipeline.exceptions import PipelineStepFailed
 from devportal import config as settings
 from devportal import shape
 from devportal.client import RESOURCES, ApiClient, adopt
-from devportal.destination import CONCURRENCY_FIELDS, Destination
+from devportal.destination import Destination
 from devportal.errors import DevportalError, causes, devportal_cause, first_line
 from devportal.pipeline import (
     begin_writing,
@@ -45,6 +45,7 @@ from devportal.pipeline import (
     warehouse_or,
 )
 from devportal.runlock import writer_lock
+from devportal.runrecord import RunRecord, RunRecorder
 from devportal.source import devportal_source
 from devportal.warehouse import disk_error
 
@@ -60,22 +61,58 @@ _VARIANT = re.compile(r"(.+)__v_([a-z]+)")
 
 @dataclass
 class SyncResult:
-    run_id: str
-    mode: str
-    rows: dict[str, int]
+    """What `devportal sync` says of a loaded run: its record (`sync_runs`' row, from memory)
+    and what the load did to the history; `summary()` is the one line it prints."""
+
+    record: RunRecord
     new_versions: int
     closed_versions: int
-    retries: int
-    requests: int
-    seconds: float
-    observed_at: datetime | None
-    data_quality_problems: int
+    seconds: float = 0.0
     resumed_packages: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-    concurrency: dict[str, Any] = field(default_factory=dict)  # sync_runs' concurrency_*
-    schema_changes: list[dict[str, Any]] = field(default_factory=list)  # `shape.changes`
-    statuses: dict[str, int] = field(default_factory=dict)  # subscription rows read, by status
+    # the record's schema changes as the load left them (`_landed`)
+    schema_changes: list[dict[str, Any]] = field(default_factory=list)
     status_map: dict[str, str] = field(default_factory=dict)  # [analytics] status_map
+
+    @property
+    def run_id(self) -> str:
+        return self.record.run_id
+
+    @property
+    def load_id(self) -> str | None:
+        return self.record.load_id
+
+    @property
+    def mode(self) -> str:
+        return self.record.mode
+
+    @property
+    def rows(self) -> dict[str, int]:
+        return self.record.rows_read
+
+    @property
+    def requests(self) -> int:
+        return self.record.requests
+
+    @property
+    def retries(self) -> int:
+        return self.record.retries
+
+    @property
+    def observed_at(self) -> datetime | None:
+        return self.record.observed_at
+
+    @property
+    def data_quality_problems(self) -> int:
+        return self.record.data_quality_problems
+
+    @property
+    def concurrency(self) -> dict[str, Any]:
+        return self.record.concurrency
+
+    @property
+    def statuses(self) -> dict[str, int]:
+        return self.record.statuses
 
     def _schema(self) -> str:
         clause = shape.summary(self.schema_changes)
@@ -184,6 +221,7 @@ def sync(
     contract = settings.schema_contract(cfg)
     started = time.monotonic()
     loaded: dict[str, Any] = {}
+    recorder = RunRecorder()
     try:
         with writer_lock(warehouse, destination):
             pipeline = open_pipeline(warehouse, destination, _dlt_progress(progress))
@@ -199,14 +237,15 @@ def sync(
                 progress_every_s=PROGRESS_PERIOD.get(progress),
                 config=cfg,
                 client=adopt(early, cfg),
+                recorder=recorder,
             )
 
             def read_back(load_id: str) -> None:
-                # what the run loaded, read before it is published (on DuckDB, from the copy)
+                # what the load did to the history and the columns of the tables whose shape
+                # changed, read before it is published (on DuckDB, from the copy)
+                changed = recorder.record.schema_changes if recorder.record else ()
                 with Destination(pipeline) as dest:
                     loaded["after"] = dest.history_counts()
-                    loaded["record"] = dest.run_record(load_id) or {}
-                    changed = loaded["record"].get("schema_changes") or ()
                     tables = {str(c.get("table")) for c in changed if isinstance(c, dict)}
                     loaded["columns"] = {t: set(dest.columns(t)) for t in tables}
 
@@ -216,7 +255,8 @@ def sync(
         if disk is None:
             raise
         raise disk from err
-    result = _result(loaded["record"], before, loaded["after"])
+    assert recorder.record is not None  # the source recorded the run it loaded
+    result = _result(recorder.record, before, loaded["after"])
     result.schema_changes = _landed(result.schema_changes, loaded["columns"], contract)
     result.status_map = _status_map()
     if result.schema_changes:
@@ -278,12 +318,12 @@ def _extract_and_load(
     return load_id
 
 
-def _result(record: dict[str, Any], before: tuple[int, int], after: tuple[int, int]) -> SyncResult:
-    """The summary of a loaded run, from its `sync_runs` row and the history counts."""
+def _result(record: RunRecord, before: tuple[int, int], after: tuple[int, int]) -> SyncResult:
+    """The summary of a loaded run, from its record and the history counts."""
     new_versions = after[0] - before[0]
-    sweeps = record.get("sweeps") or []
-    reads = [s for s in sweeps if s.get("endpoint", "").endswith("/subscriptions")]
-    if record.get("mode") != "sweep":
+    sweeps = record.sweeps
+    reads = [s for s in sweeps if str(s.get("endpoint", "")).endswith("/subscriptions")]
+    if record.mode != "sweep":
         reads = []
     unverified = [
         "test" if (s.get("params") or {}).get("is_test") else "live"
@@ -294,28 +334,18 @@ def _result(record: dict[str, Any], before: tuple[int, int], after: tuple[int, i
     # how each sweep settled the current subscriptions it did not list (reading.Settling)
     closing = [s["closing"] for s in sweeps if isinstance(s.get("closing"), dict)]
     return SyncResult(
-        run_id=record.get("run_id", ""),
-        mode=record.get("mode", ""),
-        rows=dict(record.get("rows_read") or {}),
+        record=record,
         new_versions=new_versions,
         closed_versions=before[1] + new_versions - after[1],
-        retries=int(record.get("retries") or 0),
-        requests=int(record.get("requests") or 0),
-        seconds=0.0,
-        observed_at=record.get("observed_at"),
-        data_quality_problems=int(record.get("data_quality_problems") or 0),
         extra={
-            "machine_clock": record.get("clock_source") == "machine",
+            "machine_clock": record.clock_source == "machine",
             "unverified": bool(unverified) and not partly,
             "unverified_partly": " and ".join(unverified) if partly else "",
-            "swept_instead": record.get("mode") == "sweep"
-            and record.get("requested_mode") == "window",
+            "swept_instead": record.mode == "sweep" and record.requested_mode == "window",
             "still_listed": sum(len(c.get("listed") or ()) for c in closing),
             "kept_open": sum(int(c.get("kept") or 0) for c in closing),
         },
-        concurrency={key: record.get(key) for key in CONCURRENCY_FIELDS},
-        schema_changes=[c for c in record.get("schema_changes") or () if isinstance(c, dict)],
-        statuses={str(k): int(v) for k, v in (record.get("statuses") or {}).items()},
+        schema_changes=[c for c in record.schema_changes if isinstance(c, dict)],
     )
 
 

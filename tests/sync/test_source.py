@@ -24,3 +24,41 @@ def test_devportal_source_in_a_users_own_pipeline(sandbox_factory: Any, tmp_path
     assert rows == [(len(sb.truth()),)]
     users = query(tmp_path / "mine.duckdb", "SELECT count(*) FROM portal.user_settings")
     assert users == [(len(sb.truth_users()),)]
+
+
+def test_the_run_record_is_one_definition_and_names_its_load(
+    sandbox_factory: Any, warehouse: Path
+) -> None:
+    """`sync_runs` has exactly the columns of `RunRecord` (plus dlt's own), its `load_id` is the
+    package's (dlt's `_dlt_load_id`, complete in `_dlt_loads`), and the summary the sync prints
+    comes from the same record: its figures are the row's."""
+    from devportal.runrecord import RunRecord
+    from tests.helpers import sync_from
+
+    sb = sandbox_factory(subscriptions=300, users=30, seed=71)
+    first = sync_from(sb, warehouse)
+    sb.advance(days=20)
+    second = sync_from(sb, warehouse)
+    columns = [
+        name
+        for (name,) in query(
+            warehouse,
+            "select column_name from information_schema.columns where table_schema = "
+            "'devportal' and table_name = 'sync_runs' order by ordinal_position",
+        )
+        if not name.startswith("_dlt_")
+    ]
+    assert columns == list(RunRecord.columns())
+    rows = query(
+        warehouse,
+        "select r.run_id, r.load_id, r._dlt_load_id, l.status, r.requests, r.mode "
+        "from devportal.sync_runs r join devportal._dlt_loads l on l.load_id = r._dlt_load_id "
+        "order by r.observed_at",
+    )
+    assert [(r[0], r[1]) for r in rows] == [
+        (first.run_id, first.load_id),
+        (second.run_id, second.load_id),
+    ]
+    for _run_id, load_id, dlt_load_id, status, _requests, mode in rows:
+        assert load_id == dlt_load_id and status == 0 and mode == "sweep"
+    assert [r[4] for r in rows] == [first.requests, second.requests]
