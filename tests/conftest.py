@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import CliResult
+from tests.helpers import CliResult, OnEngine
 
 # dlt reads `.dlt/` from the working directory; tests must not pick up a developer's config.
 os.environ.setdefault("RUNTIME__LOG_LEVEL", "WARNING")
@@ -60,6 +60,18 @@ def postgres(postgres_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator
     monkeypatch.setenv("DESTINATION__POSTGRES__CREDENTIALS", uri)
     yield uri
     postgres_cluster.drop_database(name)
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> OnEngine:
+    """The test once on DuckDB (a warehouse file in a temp dir) and once on PostgreSQL (a fresh
+    database on the session's cluster, set as dlt's `postgres` destination): what it needs of
+    either (`OnEngine`: --warehouse/--destination, the environment, a query function)."""
+    warehouse = tmp_path / request.param / "warehouse.duckdb"
+    if request.param == "duckdb":
+        return OnEngine("duckdb", warehouse)
+    uri: str = request.getfixturevalue("postgres")
+    return OnEngine("postgres", warehouse, uri, request.getfixturevalue("postgres_cluster"))
 
 
 @pytest.fixture

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -115,15 +117,38 @@ def rows_if_loaded(warehouse: Path, sql: str) -> list[tuple[Any, ...]]:
 
 
 class FakeClock:
-    """Stands in for the `time` module of a module under test (monkeypatched): `monotonic()` is
-    `now`, which only the test moves; `sleep` stays real."""
+    """A monotonic clock only the test moves (`now`, `advance`): pass `clock.monotonic` where a
+    clock is injected, or the whole object where a module's `time` is monkeypatched (`sleep`
+    stays real). It notes which threads have read it, so a test can wait until each thread it
+    started has reached the code that reads the time (`wait_for_readers`) before moving it."""
 
     def __init__(self) -> None:
         self.now = 1000.0
         self.sleep = time.sleep
+        self._cond = threading.Condition()
+        self._readers: set[int] = set()
 
     def monotonic(self) -> float:
-        return self.now
+        with self._cond:
+            self._readers.add(threading.get_ident())
+            self._cond.notify_all()
+            return self.now
+
+    def advance(self, seconds: float) -> None:
+        with self._cond:
+            self.now += seconds
+
+    def forget_readers(self) -> None:
+        with self._cond:
+            self._readers.clear()
+
+    def wait_for_readers(self, threads: list[threading.Thread], timeout: float = 20.0) -> None:
+        """Until every one of THREADS has read the clock (since `forget_readers`)."""
+        wanted = {t.ident for t in threads}
+        with self._cond:
+            assert self._cond.wait_for(lambda: wanted <= self._readers, timeout), (
+                "a thread never read the clock"
+            )
 
 
 _HOLD_FOR_WRITING = """
@@ -150,3 +175,194 @@ def held_open_for_writing(warehouse: Path) -> Iterator[subprocess.Popen[str]]:
     finally:
         holder.kill()
         holder.wait(timeout=60)
+
+
+# -- `devportal` in a process of its own -------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+# Run as `python -c KILL_IN PHASE NTH MARKER ARGV...`: the real CLI (ARGV), killed by SIGKILL
+# from inside the phase it is meant to die in, at a point no outside watcher could time:
+# - `normalize`: NTH odd, as dlt's normalize starts spooling the extracted files; NTH even,
+#   once they are spooled into the new package, before it is committed;
+# - `load`: once the NTH load job (a table's file, or a merge) has run, before the rest.
+# Before the signal it writes PHASE to MARKER: a test then knows the process died there, and
+# not after the run finished (a process that finishes never writes it).
+KILL_IN = """
+import os, signal, sys, threading
+from pathlib import Path
+
+phase, nth, marker = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+lock = threading.Lock()
+calls = []
+
+def die():
+    marker.write_text(phase, encoding="utf-8")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def kill_in(cls, name, before):
+    real = getattr(cls, name)
+    def wrapped(*args, **kwargs):
+        with lock:
+            calls.append(name)
+            mine = len(calls)
+        if mine == nth and before:
+            die()
+        result = real(*args, **kwargs)
+        if mine == nth:
+            die()
+        return result
+    setattr(cls, name, wrapped)
+
+if phase == "normalize":
+    from dlt.normalize import Normalize
+    before = nth % 2 == 1
+    nth = 1  # one schema, one spool
+    kill_in(Normalize, "spool_files", before)
+elif phase == "load":
+    from dlt.common.destination.client import RunnableLoadJob
+    kill_in(RunnableLoadJob, "run_managed", before=False)
+else:
+    raise SystemExit(f"no kill point in {phase}")
+
+from devportal.cli import main
+sys.exit(main(sys.argv[4:]))
+"""
+
+
+def _command(argv: tuple[str, ...], kill_in: tuple[str, int, Path] | None) -> list[str]:
+    if kill_in is None:
+        return [sys.executable, "-m", "devportal", *argv]
+    phase, nth, marker = kill_in
+    return [sys.executable, "-c", KILL_IN, phase, str(nth), str(marker), *argv]
+
+
+def start_devportal(
+    *argv: str,
+    env: dict[str, str | None] | None = None,
+    cwd: Path | None = None,
+    kill_in: tuple[str, int, Path] | None = None,
+) -> subprocess.Popen[str]:
+    """`python -m devportal ARGV` started in a process of its own (ENV on top of this one's, a
+    key set to None left out; in CWD, the checkout by default), its output piped as text;
+    KILL_IN (phase, nth, marker): the process kills itself in that phase (see `KILL_IN`)."""
+    merged = {**os.environ, **(env or {})}
+    return subprocess.Popen(
+        _command(argv, kill_in),
+        cwd=cwd or REPO,
+        env={key: value for key, value in merged.items() if value is not None},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finished(proc: subprocess.Popen[str], timeout: float = 120) -> CliResult:
+    """Wait for PROC (from `start_devportal`); its exit code and output."""
+    out, err = proc.communicate(timeout=timeout)
+    return CliResult(proc.returncode, out, err)
+
+
+def run_devportal(
+    *argv: str,
+    env: dict[str, str | None] | None = None,
+    cwd: Path | None = None,
+    kill_in: tuple[str, int, Path] | None = None,
+    timeout: float = 120,
+) -> CliResult:
+    """`python -m devportal ARGV` in a process of its own, to the end: its exit code (negative:
+    the signal that ended it) and output. See `start_devportal`."""
+    return finished(start_devportal(*argv, env=env, cwd=cwd, kill_in=kill_in), timeout)
+
+
+# -- one test, either engine -------------------------------------------------------------------
+
+CREDENTIALS = "DESTINATION__POSTGRES__CREDENTIALS"
+
+
+@dataclass
+class OnEngine:
+    """What a test parametrized by the `engine` fixture (tests/conftest.py) needs of the engine
+    it runs on: `duckdb` (the warehouse file) or `postgres` (a fresh database on the session's
+    throwaway cluster, tests/postgres.py; `warehouse` is then dlt's working folder and the
+    lock's place)."""
+
+    name: str
+    warehouse: Path
+    uri: str | None = None  # PostgreSQL's database
+    cluster: Any = None  # PostgreSQL's cluster: `another()` makes a second database on it
+
+    @property
+    def destination(self) -> str | None:
+        """`--destination` (and `destination=` of `sync`, `models.build`, `report`)."""
+        return None if self.name == "duckdb" else self.name
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment a run on this engine needs: PostgreSQL's credentials."""
+        return {} if self.uri is None else {CREDENTIALS: self.uri}
+
+    def argv(self) -> list[str]:
+        """`--warehouse` (and `--destination`) of a `devportal` command on this engine."""
+        extra = [] if self.destination is None else ["--destination", self.destination]
+        return ["--warehouse", str(self.warehouse), *extra]
+
+    def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+        """SQL's rows (parameters written `?`), read with devportal's own connection."""
+        from devportal import engines
+
+        with (
+            _environ(self.env),
+            engines.connect(self.warehouse, self.destination, read_only=True) as engine,
+        ):
+            return engine.execute(sql, params)
+
+    def dump(self) -> dict[str, list[str]]:
+        """Every row of every table of the `devportal` dataset, for before/after comparisons."""
+        from devportal import engines
+
+        with (
+            _environ(self.env),
+            engines.connect(self.warehouse, self.destination, read_only=True) as engine,
+        ):
+            return {
+                table: sorted(map(repr, engine.execute(f"SELECT * FROM devportal.{table}")))
+                for table in sorted(engine.relations("devportal"))
+            }
+
+    def execute(self, *statements: str) -> None:
+        """STATEMENTS run in one transaction (the warehouse file made if there is none)."""
+        from devportal import engines
+
+        self.warehouse.parent.mkdir(parents=True, exist_ok=True)
+        if self.destination is None and not self.warehouse.exists():
+            duckdb.connect(str(self.warehouse)).close()
+        with (
+            _environ(self.env),
+            engines.connect(self.warehouse, self.destination) as engine,
+            engine.transaction(),
+        ):
+            for sql in statements:
+                engine.execute(sql)
+
+    def another(self, folder: Path) -> OnEngine:
+        """A second, empty warehouse on the same engine (its own file, or its own database,
+        dropped at the end of the session with the cluster)."""
+        if self.cluster is None:
+            return OnEngine(self.name, folder / "warehouse.duckdb")
+        uri = self.cluster.uri(self.cluster.create_database())
+        return OnEngine(self.name, folder / "warehouse.duckdb", uri, self.cluster)
+
+
+@contextmanager
+def _environ(env: dict[str, str]) -> Iterator[None]:
+    before = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -1,9 +1,10 @@
 """The charts of the HTML report and the notebook: their queries and their matplotlib figures.
 
-Each chart is a query on the `analytics` models (`QUERIES`, one file each in `sql/charts/`) and
-a function drawing its DataFrame; `PAGE` names the ones on the report's HTML page, the notebooks
-draw them all. Figures are built with `matplotlib.figure.Figure`, never pyplot: no global state,
-no GUI backend, safe in any thread; `png_bytes` renders one with the Agg canvas. Every chart
+Each chart is one entry of `CHARTS`: its name, title, query (a file in `sql/charts/`), the function
+drawing the query's DataFrame, and whether the report's HTML page shows it (the notebooks draw them
+all); adding a chart is an entry, its SQL file and its drawer. `TITLES`, `QUERIES` and `PAGE` are
+views of `CHARTS`. Figures are built with `matplotlib.figure.Figure`, never pyplot: no global
+state, no GUI backend, safe in any thread; `png_bytes` renders one with the Agg canvas. Every chart
 draws an empty state instead of failing, so a young warehouse still gets a page.
 
 The queries are plain SQL that DuckDB and PostgreSQL both run. `frame(engine, name)` (and
@@ -25,7 +26,8 @@ import functools
 import io
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -50,7 +52,7 @@ SERIES_COLORS = ("#2f6f9f", "#e08a2c", "#4c9a5b", "#8a5fb0", "#b8323a", "#6b6b6b
 # `interval '60 days'`) and its axis
 EXPIRY_DAYS = 60
 
-# The charts' queries are files, `sql/charts/<chart>.sql`, one per chart of TITLES, each opening
+# The charts' queries are files in `sql/charts/`, one per chart of CHARTS, each opening
 # with a comment saying what the chart shows; `sql/report/` holds the report's. They ship as
 # package data beside the models (a link to the repository's sql/ in a checkout). Each names the
 # model(s) it reads as `analytics.<model>`, which `qualified` turns into the engine's full name,
@@ -71,48 +73,6 @@ def query_file(name: str) -> str:
             f"sql/{name}.sql cannot be read ({err.strerror or err}); "
             "reinstall devportal, which ships it"
         ) from err
-
-
-class _Queries(Mapping[str, str]):
-    """The charts' queries by chart name (the keys of TITLES, in their order), each read from
-    `sql/charts/<name>.sql` when first asked for."""
-
-    def __getitem__(self, name: str) -> str:
-        if name not in TITLES:
-            raise KeyError(name)
-        return query_file(f"{CHARTS_DIR}/{name}")
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(TITLES)
-
-    def __len__(self) -> int:
-        return len(TITLES)
-
-
-TITLES: dict[str, str] = {
-    "usable_over_time": "Usable subscribers over time",
-    "monthly_churn": "Monthly churn",
-    "expiry_calendar": f"Expiry calendar, next {EXPIRY_DAYS} days",
-    "users_by_platform": "Users by platform",
-    "cohort_retention": "Cohort retention: share still usable, by month since first seen",
-    "survival_curve": "Subscription survival (Kaplan-Meier)",
-    "monthly_renewals": "Renewal rate by billing period",
-    "churn_by_platform": "Churn rate by platform",
-    "reactivations": "Reactivations",
-}
-
-# The charts of the report's HTML page, in page order (the notebooks draw every chart).
-PAGE = (
-    "usable_over_time",
-    "monthly_churn",
-    "expiry_calendar",
-    "users_by_platform",
-    "cohort_retention",
-    "survival_curve",
-)
-
-# Live subscriptions only, like the report. `print(QUERIES["monthly_churn"])` shows one.
-QUERIES: Mapping[str, str] = _Queries()
 
 
 # -- reading the models, alike on every engine ------------------------------------------------
@@ -390,10 +350,13 @@ def _percent_formatter() -> Any:
 
 
 def median_lifetime(curve: pd.DataFrame) -> int | None:
-    """The Kaplan-Meier median: the first day the survival is at or below 50%; None when the
-    curve has not come down that far (yet)."""
-    reached = curve[curve["survival"].astype(float) <= 0.5]
-    return int(reached["day"].min()) if not reached.empty else None
+    """The Kaplan-Meier median the curve's query carries (`report_figures.median_lifetime_days`,
+    computed there once: the first day the survival is at or below 50%); None when the curve
+    has not come down that far (yet)."""
+    if "median_lifetime_days" not in curve:
+        return None
+    values = curve["median_lifetime_days"].dropna()
+    return int(values.iloc[0]) if len(values) else None
 
 
 def survival_curve(curve: pd.DataFrame) -> Figure:
@@ -539,21 +502,75 @@ def reactivations(monthly: pd.DataFrame) -> Figure:
     return fig
 
 
+# -- the charts -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chart:
+    """One chart: NAME, TITLE, its query `sql/charts/<SQL>`, the function drawing the query's
+    DataFrame (DATED: it also takes the report's `as_of`), and whether the HTML page shows it."""
+
+    name: str
+    title: str
+    sql: str
+    drawer: Callable[..., Figure]
+    on_page: bool
+    dated: bool = False
+
+    @property
+    def query(self) -> str:
+        """Its SQL, read from the file on first use (`query_file`)."""
+        return query_file(f"{CHARTS_DIR}/{self.sql.removesuffix('.sql')}")
+
+    def draw(self, frame: pd.DataFrame, as_of: datetime | None = None) -> Figure:
+        return self.drawer(frame, as_of) if self.dated else self.drawer(frame)
+
+
+# Every chart, in the notebooks' order; those `on_page`, in this order, make the HTML page.
+CHARTS: tuple[Chart, ...] = (
+    Chart("usable_over_time", "Usable subscribers over time", "usable_over_time.sql",
+          usable_over_time, on_page=True),
+    Chart("monthly_churn", "Monthly churn", "monthly_churn.sql", monthly_churn, on_page=True),
+    Chart("expiry_calendar", f"Expiry calendar, next {EXPIRY_DAYS} days", "expiry_calendar.sql",
+          expiry_calendar, on_page=True, dated=True),
+    Chart("users_by_platform", "Users by platform", "users_by_platform.sql", users_by_platform,
+          on_page=True),
+    Chart("cohort_retention", "Cohort retention: share still usable, by month since first seen",
+          "cohort_retention.sql", cohort_retention, on_page=True),
+    Chart("survival_curve", "Subscription survival (Kaplan-Meier)", "survival_curve.sql",
+          survival_curve, on_page=True),
+    Chart("monthly_renewals", "Renewal rate by billing period", "monthly_renewals.sql",
+          monthly_renewals, on_page=False),
+    Chart("churn_by_platform", "Churn rate by platform", "churn_by_platform.sql",
+          churn_by_platform, on_page=False),
+    Chart("reactivations", "Reactivations", "reactivations.sql", reactivations, on_page=False),
+)  # fmt: skip
+BY_NAME: dict[str, Chart] = {chart.name: chart for chart in CHARTS}
+TITLES: dict[str, str] = {chart.name: chart.title for chart in CHARTS}
+# The charts of the report's HTML page, in page order (the notebooks draw every chart).
+PAGE: tuple[str, ...] = tuple(chart.name for chart in CHARTS if chart.on_page)
+
+
+class _Queries(Mapping[str, str]):
+    """The charts' queries by chart name (CHARTS' order), each read when first asked for."""
+
+    def __getitem__(self, name: str) -> str:
+        return BY_NAME[name].query
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(BY_NAME)
+
+    def __len__(self) -> int:
+        return len(BY_NAME)
+
+
+# Live subscriptions only, like the report. `print(QUERIES["monthly_churn"])` shows one.
+QUERIES: Mapping[str, str] = _Queries()
+
+
 def draw(name: str, frame: pd.DataFrame, as_of: datetime | None = None) -> Figure:
     """The figure of chart NAME (a key of QUERIES) for its query's FRAME."""
-    if name == "expiry_calendar":
-        return expiry_calendar(frame, as_of)
-    drawers = {
-        "usable_over_time": usable_over_time,
-        "monthly_churn": monthly_churn,
-        "users_by_platform": users_by_platform,
-        "cohort_retention": cohort_retention,
-        "survival_curve": survival_curve,
-        "monthly_renewals": monthly_renewals,
-        "churn_by_platform": churn_by_platform,
-        "reactivations": reactivations,
-    }
-    return drawers[name](frame)
+    return BY_NAME[name].draw(frame, as_of)
 
 
 def png_bytes(fig: Figure, dpi: int = 110) -> bytes:

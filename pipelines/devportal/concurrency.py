@@ -30,7 +30,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -72,7 +72,9 @@ class Concurrency:
         pinned: int | None = None,
         start: int = START,
         pause_cap_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """CLOCK: the monotonic clock of latencies, cuts and pauses (a test passes its own)."""
         if pinned is not None:
             min_workers = max_workers = max(1, int(pinned))
         self.min = max(1, int(min_workers))
@@ -80,6 +82,7 @@ class Concurrency:
         self.pinned = pinned is not None
         self.limit = float(min(max(start, self.min), self.max))
         self.pause_cap_s = pause_cap_s
+        self._clock = clock
         self._slow_start = not self.pinned
         self._cond = threading.Condition()
         self._in_flight = 0
@@ -116,7 +119,7 @@ class Concurrency:
     def acquire(self) -> Slot:
         with self._cond:
             while True:
-                wait = self._pause_until - time.monotonic()
+                wait = self._pause_until - self._clock()
                 if wait > 0:
                     self._cond.wait(wait)
                     continue
@@ -125,7 +128,7 @@ class Concurrency:
                 self._cond.wait(0.5)
             self._in_flight += 1
             self._sent_under[self.slots] += 1
-            return Slot(self, time.monotonic())
+            return Slot(self, self._clock())
 
     def release(
         self,
@@ -136,7 +139,7 @@ class Concurrency:
         remaining: int | None = None,
     ) -> None:
         """Give SLOT back with its OUTCOME and move the limit (see the module docstring)."""
-        now = time.monotonic()
+        now = self._clock()
         with self._cond:
             slot.reported = True
             self._in_flight -= 1

@@ -18,21 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from devportal.errors import ConfigError, DevportalError, first_line
+from devportal.target import Target
 from devportal.warehouse import catalog_of, quote_ident
-
-# `--destination` values the models and the report run on; None is DuckDB at --warehouse
-ENGINES = ("duckdb", "postgres")
 
 
 def engine_of(destination: str | None) -> str:
     """The engine of a `--destination`; a destination the models cannot run on is refused."""
-    name = (destination or "duckdb").lower()
-    if name not in ENGINES:
-        raise ConfigError(
-            f"the SQL models and the report run on {' and '.join(ENGINES)}, not {name}: "
-            "load with `devportal sync --destination ...` and query the raw tables there"
-        )
-    return name
+    return Target.of(Path(), destination).require_engine()
 
 
 class Engine:

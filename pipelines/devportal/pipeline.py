@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from devportal.errors import DevportalError, causes, first_line
+from devportal.target import Target
 from devportal.warehouse import (
     NO_EXTENSION_AUTOLOAD,
     RAW_SCHEMA,
@@ -34,15 +35,13 @@ from devportal.warehouse import (
 
 log = logging.getLogger("devportal.pipeline")
 
-PIPELINE_NAME = "devportal"
 DATASET = RAW_SCHEMA  # dlt's dataset is the warehouse's raw schema
 
 
 def warehouse_or(destination: Any) -> Any:
-    """None, meaning the DuckDB warehouse file at --warehouse, for None and `duckdb` (dlt's own
-    `duckdb` would be a file named after the pipeline in the working directory); any other
-    destination as given."""
-    return None if destination is None or destination == "duckdb" else destination
+    """None, meaning the DuckDB warehouse file at --warehouse, for None and `duckdb`; any other
+    destination as given (`Target`)."""
+    return Target.of(Path(), destination).destination
 
 
 def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any = None) -> Any:
@@ -75,10 +74,7 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
 
 def pipeline_name(destination: Any = None) -> str:
     """`devportal` for the DuckDB warehouse, `devportal_<name>` for another destination."""
-    if destination is None:
-        return PIPELINE_NAME
-    name = destination if isinstance(destination, str) else destination.destination_name
-    return f"{PIPELINE_NAME}_{name}"
+    return Target.of(Path(), destination).pipeline_name
 
 
 def _percent_safe_job_files() -> None:
@@ -339,7 +335,11 @@ def load_whole(
         finally:
             snapshot.publish()
         return
-    schema_snapshot = _snapshot(pipeline, load_id)
+    schema_snapshot = (
+        SchemaSnapshot.take(pipeline, load_id)
+        if Target.of(warehouse, destination).snapshot == "schema"
+        else None
+    )
     try:
         with _said_once():
             pipeline.load()
@@ -383,12 +383,6 @@ def _said_once() -> Iterator[None]:
         yield
     finally:
         dlt_log.removeFilter(_unfinished_package)
-
-
-def _snapshot(pipeline: Any, load_id: str) -> SchemaSnapshot | None:
-    if str(getattr(pipeline.destination, "destination_name", "")) == "postgres":
-        return SchemaSnapshot.take(pipeline, load_id)
-    return None
 
 
 @dataclass

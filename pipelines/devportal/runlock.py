@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from devportal.errors import WarehouseBusy
+from devportal.target import Target
 from devportal.warehouse import RAW_SCHEMA, warehouse_lock
 
 # what a holder's lock connection calls itself in pg_stat_activity (read back to name it)
@@ -36,10 +37,7 @@ def advisory_key(dataset: str = RAW_SCHEMA) -> int:
 
 def is_postgres(destination: Any) -> bool:
     """Whether DESTINATION (a name or a dlt destination object) is PostgreSQL."""
-    if destination is None:
-        return False
-    name = destination if isinstance(destination, str) else destination.destination_name
-    return str(name).lower() == "postgres"
+    return Target.of(Path(), destination).is_postgres
 
 
 @contextmanager

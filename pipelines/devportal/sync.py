@@ -21,7 +21,7 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -29,25 +29,16 @@ from typing import Any
 
 import dlt
 from dlt.common.schema.exceptions import DataValidationError
-from dlt.pipeline.exceptions import PipelineStepFailed
 
 from devportal import config as settings
 from devportal import shape
 from devportal.client import RESOURCES, ApiClient, adopt
 from devportal.destination import Destination
-from devportal.errors import DevportalError, causes, devportal_cause, first_line
-from devportal.pipeline import (
-    begin_writing,
-    discard_unfinished,
-    finish_pending,
-    load_whole,
-    open_pipeline,
-    warehouse_or,
-)
-from devportal.runlock import writer_lock
+from devportal.errors import DevportalError
+from devportal.pipeline import warehouse_or
 from devportal.runrecord import RunRecord, RunRecorder
 from devportal.source import devportal_source
-from devportal.warehouse import disk_error
+from devportal.transaction import writing
 
 log = logging.getLogger("devportal.sync")
 
@@ -222,39 +213,35 @@ def sync(
     started = time.monotonic()
     loaded: dict[str, Any] = {}
     recorder = RunRecorder()
-    try:
-        with writer_lock(warehouse, destination):
-            pipeline = open_pipeline(warehouse, destination, _dlt_progress(progress))
-            # what a killed run left: its draft, pending packages (loaded whole or set aside)
-            set_aside = finish_pending(pipeline, warehouse, destination)
-            begin_writing(warehouse, destination)  # DuckDB: the copy this run writes
-            with Destination(pipeline) as dest:
-                before = dest.history_counts()
-            source = devportal_source(
-                resources=tuple(resources),
-                since=since,
-                window=window,
-                progress_every_s=PROGRESS_PERIOD.get(progress),
-                config=cfg,
-                client=adopt(early, cfg),
-                recorder=recorder,
-            )
+    with writing(warehouse, destination, _dlt_progress(progress)) as run:
+        with Destination(run.pipeline) as dest:
+            before = dest.history_counts()
+        source = devportal_source(
+            resources=tuple(resources),
+            since=since,
+            window=window,
+            progress_every_s=PROGRESS_PERIOD.get(progress),
+            config=cfg,
+            client=adopt(early, cfg),
+            recorder=recorder,
+        )
 
-            def read_back(load_id: str) -> None:
-                # what the load did to the history and the columns of the tables whose shape
-                # changed, read before it is published (on DuckDB, from the copy)
-                changed = recorder.record.schema_changes if recorder.record else ()
-                with Destination(pipeline) as dest:
-                    loaded["after"] = dest.history_counts()
-                    tables = {str(c.get("table")) for c in changed if isinstance(c, dict)}
-                    loaded["columns"] = {t: set(dest.columns(t)) for t in tables}
+        def read_back(load_id: str) -> None:
+            # what the load did to the history and the columns of the tables whose shape
+            # changed, read before it is published (on DuckDB, from the copy)
+            changed = recorder.record.schema_changes if recorder.record else ()
+            with Destination(run.pipeline) as dest:
+                loaded["after"] = dest.history_counts()
+                tables = {str(c.get("table")) for c in changed if isinstance(c, dict)}
+                loaded["columns"] = {t: set(dest.columns(t)) for t in tables}
 
-            _extract_and_load(pipeline, source, warehouse, destination, read_back, contract)
-    except OSError as err:  # the disk filled or turned read-only under the run (the spool)
-        disk = disk_error(err, warehouse)
-        if disk is None:
-            raise
-        raise disk from err
+        def refusal(cause: BaseException) -> DevportalError | None:
+            if isinstance(cause, DataValidationError):
+                return DevportalError(_refusal(cause, contract))
+            return None
+
+        run.load(source, what="sync", after_load=read_back, refusal=refusal)
+    set_aside = run.settled
     assert recorder.record is not None  # the source recorded the run it loaded
     result = _result(recorder.record, before, loaded["after"])
     result.schema_changes = _landed(result.schema_changes, loaded["columns"], contract)
@@ -280,42 +267,6 @@ def _dlt_progress(progress: str) -> Any:
     """dlt's own collector (normalize and load progress) for the same setting."""
     period = PROGRESS_PERIOD.get(progress)
     return dlt.progress.log(log_period=period, logger=sys.stderr) if period else None
-
-
-def _extract_and_load(
-    pipeline: Any,
-    source: Any,
-    warehouse: str | Path,
-    destination: Any,
-    read_back: Callable[[str], None],
-    contract: Any = "evolve",
-) -> str:
-    """Extract and normalize the source into one package and load it whole; its load id.
-    READ_BACK(load_id) runs once the package has loaded, before it is published. CONTRACT:
-    the `schema_contract` setting, as a refusal names it."""
-    try:
-        pipeline.extract(source)
-        pipeline.normalize()
-    except PipelineStepFailed as err:
-        # nothing of the run may stay behind: a later run starts from a clean extract, with
-        # the local state and schema as they were (a failure here is settled by the next run)
-        try:
-            discard_unfinished(pipeline)
-        except Exception as cleanup:  # dlt's storages raise their own errors besides OSError
-            log.warning("could not discard what the failed run left: %s", first_line(cleanup))
-        refused = next((e for e in causes(err) if isinstance(e, DataValidationError)), None)
-        if refused is not None:
-            raise DevportalError(_refusal(refused, contract)) from None
-        cause = devportal_cause(err)
-        if cause is not None:
-            raise cause from None
-        disk = next(filter(None, (disk_error(e, warehouse) for e in causes(err))), None)
-        if disk is not None:
-            raise disk from err
-        raise DevportalError(f"sync failed in {err.step}: {first_line(err)}") from None
-    load_id = str(pipeline.list_normalized_load_packages()[0])
-    load_whole(pipeline, warehouse, destination, lambda: read_back(load_id))
-    return load_id
 
 
 def _result(record: RunRecord, before: tuple[int, int], after: tuple[int, int]) -> SyncResult:

@@ -22,14 +22,7 @@
 -- @test not_null(subscription_id, first_seen_at, is_backfill, is_churned, is_censored)
 -- @test not_null(is_removed, observed_until)
 
-with clock as (
-    select
-        as_of,
-        first_sync_at
-    from analytics.as_of
-),
-
-churns as (
+with churns as (
     select
         subscription_id,
         min(event_at) as churned_at
@@ -54,7 +47,7 @@ lifetimes as (
             else clock.as_of
         end as observed_until
     from analytics.subscriptions_current as current_subscriptions
-    cross join clock
+    cross join analytics.as_of as clock
     left join churns on churns.subscription_id = current_subscriptions.id
     where not current_subscriptions.is_test
 ),

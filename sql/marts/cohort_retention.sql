@@ -9,7 +9,8 @@
 --   `cohort_month` is the first sync's month.
 -- `cohort_month`: the cohort's month (first day); `month_offset`: 0 for it, 1 for the next...;
 --   `month`: the calendar month measured (first day). Only observed months: from the cohort
---   month to the month of as_of, nothing extrapolated.
+--   month to the month of as_of (the months of month_spine from the cohort's on), nothing
+--   extrapolated.
 -- `cohort_size`: the cohort's subscriptions.
 -- `usable`: those usable at the end of `month` (the first instant of the next month), or at
 --   as_of for the month as_of falls in (then `is_complete` is false). Usable at an instant t:
@@ -22,14 +23,7 @@
 -- @test not_null(cohort, cohort_month, is_backfill, month_offset, month, measured_at)
 -- @test not_null(cohort_size, usable, retention, is_complete)
 
-with clock as (
-    select
-        as_of,
-        first_sync_at
-    from analytics.as_of
-),
-
-members as (
+with members as (
     select
         current_subscriptions.id,
         current_subscriptions.first_seen_at <= clock.first_sync_at as is_backfill,
@@ -42,7 +36,7 @@ members as (
             end
         ) as cohort_start
     from analytics.subscriptions_current as current_subscriptions
-    cross join clock
+    cross join analytics.as_of as clock
     where not current_subscriptions.is_test
 ),
 
@@ -60,13 +54,12 @@ cohort_months as (
         cohorts.is_backfill,
         cohorts.cohort_start,
         cohorts.cohort_size,
-        series.month_start::timestamp as month_start,
-        least(series.month_start::timestamp + interval 1 month, clock.as_of) as measured_at
+        spine.month_start,
+        least(spine.month_end, clock.as_of) as measured_at,
+        spine.is_complete
     from cohorts
-    cross join clock,
-        generate_series(
-            cohorts.cohort_start, date_trunc('month', clock.as_of), interval 1 month
-        ) as series(month_start)
+    inner join analytics.month_spine as spine on spine.month_start >= cohorts.cohort_start
+    cross join analytics.as_of as clock
 ),
 
 usable_counts as (
@@ -102,9 +95,8 @@ final as (
         cohort_months.cohort_size,
         coalesce(usable_counts.usable, 0) as usable,
         coalesce(usable_counts.usable, 0) / cohort_months.cohort_size as retention,
-        cohort_months.month_start + interval 1 month <= clock.as_of as is_complete
+        cohort_months.is_complete
     from cohort_months
-    cross join clock
     left join usable_counts
         on usable_counts.is_backfill = cohort_months.is_backfill
         and usable_counts.cohort_start = cohort_months.cohort_start

@@ -17,9 +17,9 @@
 -- @test not_null(day, snapshot_at, usable, active, canceled_usable, other_usable)
 
 with clock as (
+    -- as_of with the first and last day it spans (not a month: no month_spine)
     select
         as_of,
-        first_sync_at,
         first_sync_at::date as first_day,
         -- a sync at exactly midnight ends the previous day, it does not open a new one
         greatest(first_sync_at::date, (as_of - interval 1 microsecond)::date) as last_day

@@ -1,7 +1,8 @@
 -- monthly_renewals: per month, the live subscriptions that came due, and what became of them.
 --
 -- Grain: one row per (month, period): every calendar month (`month`, its first day) from the
--- first month with a due date to the month of as_of, times `period` in all, monthly, yearly,
+-- first month with a due date (month_spine from there: a due date before the first sync is
+-- still one the history recorded) to the month of as_of, times `period` in all, monthly, yearly,
 -- unknown (the subscription's period in billing_periods; 'all' is every period). Rows with
 -- nothing due are there, with zeros. A period is known only from a renewal the history shows,
 -- so 'unknown' gathers the subscriptions that never renewed while watched (mostly churn) and
@@ -32,14 +33,7 @@
 -- @test not_null(month, period, came_due, renewed, churned, undecided, is_estimate, is_complete)
 -- @test accepted_values(period: all, monthly, yearly, unknown)
 
-with clock as (
-    select
-        as_of,
-        first_sync_at
-    from analytics.as_of
-),
-
-live_versions as (
+with live_versions as (
     select *
     from analytics.subscription_versions
     where not is_test and expires_at is not null
@@ -84,7 +78,7 @@ outcomes as (
             else 'undecided'
         end as outcome
     from due_dates
-    cross join clock
+    cross join analytics.as_of as clock
     left join expiries
         on expiries.subscription_id = due_dates.id
         and expiries.expires_at = due_dates.expires_at
@@ -95,20 +89,11 @@ outcomes as (
     where due_dates.expires_at < date_trunc('month', clock.as_of) + interval 1 month
 ),
 
-month_range as (
-    select
-        min(outcomes.month_start) as first_month,
-        date_trunc('month', clock.as_of) as last_month
-    from clock
-    left join outcomes on true
-    group by clock.as_of
-),
-
 months as (
-    select series.month_start::timestamp as month_start
-    from month_range,
-        generate_series(month_range.first_month, month_range.last_month, interval 1 month)
-            as series(month_start)
+    -- from the first month with a due date
+    select *
+    from analytics.month_spine
+    where month_start >= (select min(outcomes.month_start) from outcomes)
 ),
 
 period_names as (
@@ -159,11 +144,11 @@ final as (
             when months.month_start >= clock.first_sync_at
                 then counts.renewed / nullif(counts.renewed + counts.churned, 0)
         end as renewal_rate,
-        months.month_start < clock.first_sync_at as is_estimate,
-        months.month_start + interval 1 month <= clock.as_of as is_complete
+        months.is_before_first_sync as is_estimate,
+        months.is_complete
     from months
     cross join period_names
-    cross join clock
+    cross join analytics.as_of as clock
     left join counts
         on counts.month_start = months.month_start
         and counts.period = period_names.period

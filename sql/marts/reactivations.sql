@@ -1,7 +1,8 @@
 -- reactivations: canceled live subscriptions that came back, per month, saved or won back.
 --
 -- Grain: one row per calendar month (`month`, its first day) from the month of the first sync
--- to the month of as_of (a reactivation is a change between two syncs, so none is seen before).
+-- to the month of as_of (a reactivation is a change between two syncs, so none is seen before):
+-- the months of month_spine from the first sync's on.
 -- A reactivation is a `reactivated` event of subscription_events (status active where the
 -- previous version was canceled), in the month of its `event_at`: when a sync first saw it.
 -- `saved`: seen before the canceled version's `expires_at` (the event's `previous_expires_at`):
@@ -15,21 +16,13 @@
 -- @test unique(month)
 -- @test not_null(month, reactivated, saved, won_back, is_complete)
 
-with clock as (
+with months as (
     select
-        as_of,
-        first_sync_at
-    from analytics.as_of
-),
-
-months as (
-    select series.month_start::timestamp as month_start
-    from clock,
-        generate_series(
-            date_trunc('month', clock.first_sync_at),
-            date_trunc('month', clock.as_of),
-            interval 1 month
-        ) as series(month_start)
+        spine.month_start,
+        spine.is_complete
+    from analytics.month_spine as spine
+    cross join analytics.as_of as clock
+    where spine.month_start >= date_trunc('month', clock.first_sync_at)
 ),
 
 monthly_reactivations as (
@@ -48,9 +41,8 @@ final as (
         coalesce(monthly_reactivations.reactivated, 0) as reactivated,
         coalesce(monthly_reactivations.saved, 0) as saved,
         coalesce(monthly_reactivations.reactivated - monthly_reactivations.saved, 0) as won_back,
-        months.month_start + interval 1 month <= clock.as_of as is_complete
+        months.is_complete
     from months
-    cross join clock
     left join monthly_reactivations on monthly_reactivations.month_start = months.month_start
 )
 

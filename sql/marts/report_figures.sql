@@ -46,17 +46,7 @@
 -- @test not_null(expiring_30d, expiring_30d_renewing, expiring_30d_churning, expiring_30d_other)
 -- @test not_null(new_30d, canceled_30d, churned_30d)
 
-with clock as (
-    select
-        as_of,
-        has_verified_sweep,
-        last_verified_sweep_at,
-        window_syncs_since_verified_sweep,
-        unverified_sweeps_since_verified_sweep
-    from analytics.as_of
-),
-
-usable as (
+with usable as (
     select
         count(*) filter (where is_usable) as usable_subscribers,
         count(*) filter (where is_usable and status_sent = 'active') as usable_active,
@@ -131,7 +121,7 @@ last_30_days as (
         count(*) filter (where event_type = 'canceled' and not is_initial_load) as canceled_30d,
         count(*) filter (where event_type = 'expired') as churned_30d
     from analytics.subscription_events
-    cross join clock
+    cross join analytics.as_of as clock
     where event_at > clock.as_of - interval 30 day and event_at <= clock.as_of
 ),
 
@@ -169,7 +159,7 @@ final as (
         median_lifetime.median_lifetime_days,
         top_churn_platform.top_churn_platform,
         top_churn_platform.top_churn_platform_churn_rate
-    from clock
+    from analytics.as_of as clock
     cross join usable
     cross join expiring
     cross join last_30_days

@@ -1,4 +1,5 @@
-"""A small, deliberately imperfect Developer API for tests: not the sandbox, no shared code.
+"""A small, deliberately imperfect Developer API for tests: not the sandbox, no code shared
+with it or the pipeline but the API's paths and timestamp format (`devportal.api`).
 
 It answers the way real APIs sometimes do: Laravel's *simple* paginator (no `total`, no
 `last_page`), empty pages with a `next_page_url`, rows without ids, impossible dates, settings
@@ -24,10 +25,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from devportal.api import (
+    SUBSCRIPTIONS_PATH,
+    TIMESTAMP_FORMAT,
+    USER_ACCOUNTS_PREFIX,
+    USER_SETTINGS_PATH,
+)
+
 TOKEN = "hostile-token-0123456789"
-SUBSCRIPTIONS = "/api/v1/developer/subscriptions"
-SETTINGS = "/api/v1/developer/users/settings"
-ACCOUNT_PREFIX = "/api/v1/developer/users/"
+SUBSCRIPTIONS = SUBSCRIPTIONS_PATH
+SETTINGS = USER_SETTINGS_PATH
+ACCOUNT_PREFIX = USER_ACCOUNTS_PREFIX
 
 
 @dataclass
@@ -277,4 +285,4 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def laravel_date(when: datetime) -> str:
-    return when.strftime("%Y-%m-%d %H:%M:%S")
+    return when.strftime(TIMESTAMP_FORMAT)

@@ -1,7 +1,6 @@
 """A hostile API whose live and test subscription lists share ids, synced twice side by side:
 once live only, once with `--include-test`. Every live figure must come out the same (issue 22
-item 3). Used by tests/hostile/test_never_wrong.py (DuckDB) and
-tests/sync/test_postgres_never_wrong.py (PostgreSQL).
+item 3). Used by tests/hostile/test_never_wrong.py, on DuckDB and on PostgreSQL.
 """
 
 from __future__ import annotations

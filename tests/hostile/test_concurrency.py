@@ -20,12 +20,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from devportal import concurrency
 from devportal.concurrency import Concurrency, Outcome
 from tests.helpers import FakeClock, query
 from tests.hostile.conftest import CliResult, token_env
@@ -40,12 +40,10 @@ HOLD_S = 20.0
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    """The controller's clock (`devportal.concurrency.time`), moved only by the test. Frozen,
-    every latency is 0: flat."""
-    fake = FakeClock()
-    monkeypatch.setattr(concurrency, "time", fake)
-    return fake
+def clock() -> FakeClock:
+    """A clock for the controller (`Concurrency(clock=clock.monotonic)`), moved only by the
+    test. Frozen, every latency is 0: flat."""
+    return FakeClock()
 
 
 def hammer(
@@ -92,7 +90,7 @@ def hammer(
 
 
 def test_it_grows_to_max_workers_and_never_beyond(clock: FakeClock) -> None:
-    limit = Concurrency(min_workers=1, max_workers=6)
+    limit = Concurrency(min_workers=1, max_workers=6, clock=clock.monotonic)
     assert limit.slots == 4  # starts modestly
     most = hammer(limit, requests=400, threads=20)
     assert most == 6
@@ -115,7 +113,7 @@ def test_pinned_stays_at_n_whatever_the_answers() -> None:
 
 
 def test_a_429_halves_the_limit_once_per_burst(clock: FakeClock) -> None:
-    limit = Concurrency(min_workers=2, max_workers=32, start=16)
+    limit = Concurrency(min_workers=2, max_workers=32, start=16, clock=clock.monotonic)
     early = [limit.acquire() for _ in range(10)]  # ten requests out at 16
     clock.now += 1
     early[0].done(Outcome.CONGESTED, throttled=True)
@@ -136,7 +134,7 @@ def test_a_429_halves_the_limit_once_per_burst(clock: FakeClock) -> None:
 
 
 def test_a_server_with_few_requests_left_caps_the_limit(clock: FakeClock) -> None:
-    limit = Concurrency(min_workers=1, max_workers=32, start=16)
+    limit = Concurrency(min_workers=1, max_workers=32, start=16, clock=clock.monotonic)
     limit.acquire().done(Outcome.OK, remaining=3)
     assert limit.slots == 3
     clock.now += 1
@@ -144,45 +142,58 @@ def test_a_server_with_few_requests_left_caps_the_limit(clock: FakeClock) -> Non
     assert limit.slots == 1
 
 
-def test_retry_after_holds_every_worker() -> None:
-    limit = Concurrency(min_workers=1, max_workers=8, start=8)
-    got_429 = limit.acquire()
-    # before the 429 is reported: the pause it starts ends 0.6 s after this at the earliest
-    paused_at = time.monotonic()
-    got_429.done(Outcome.CONGESTED, retry_after=0.6, throttled=True)
-    sent: list[float] = []
+def waiting_for_a_slot(limit: Concurrency, clock: FakeClock, n: int) -> tuple[list[float], Any]:
+    """N threads that each take a slot of LIMIT (noting CLOCK's time when they get it), started
+    together (a barrier) once the test's clock stands where the test put it; returns the times
+    and a function that waits for the threads to end. Returns once every thread has read the
+    clock in `acquire`: from then on only the test's moving the clock can let one through."""
+    got: list[float] = []
+    start = threading.Barrier(n + 1)
 
-    def another() -> None:
+    def take() -> None:
+        start.wait(HOLD_S)
         with limit.slot() as slot:
-            sent.append(time.monotonic())
+            got.append(clock.now)
             slot.done(Outcome.OK)
 
-    pool = [threading.Thread(target=another) for _ in range(5)]
+    pool = [threading.Thread(target=take) for _ in range(n)]
     for t in pool:
         t.start()
-    for t in pool:
-        t.join(HOLD_S)
+    clock.forget_readers()
+    start.wait(HOLD_S)
+    clock.wait_for_readers(pool, HOLD_S)
+
+    def joined() -> None:
+        for t in pool:
+            t.join(HOLD_S)
+        assert not any(t.is_alive() for t in pool)
+
+    return got, joined
+
+
+def test_retry_after_holds_every_worker(clock: FakeClock) -> None:
+    limit = Concurrency(min_workers=1, max_workers=8, start=8, clock=clock.monotonic)
+    paused_at = clock.now
+    limit.acquire().done(Outcome.CONGESTED, retry_after=0.6, throttled=True)
+    sent, joined = waiting_for_a_slot(limit, clock, 5)
+    clock.advance(0.6)  # the first moment the server allows
+    joined()
     assert len(sent) == 5
-    assert min(sent) >= paused_at + 0.6  # nobody went while the server said wait
+    # nobody went while the server said wait: the clock stood at PAUSED_AT until every worker
+    # had asked for its slot, and not one got it before the test moved the clock on
+    assert min(sent) >= paused_at + 0.6
     stats = limit.stats()
     assert (stats.pauses, stats.paused_s) == (1, 0.6)
 
 
-def test_retry_after_is_capped() -> None:
-    limit = Concurrency(pause_cap_s=0.2)
-    started = time.monotonic()
+def test_retry_after_is_capped(clock: FakeClock) -> None:
+    limit = Concurrency(pause_cap_s=0.2, clock=clock.monotonic)
+    started = clock.now
     limit.acquire().done(Outcome.CONGESTED, retry_after=3600)
-    went: list[float] = []
-
-    def another() -> None:
-        with limit.slot() as slot:
-            went.append(time.monotonic())
-            slot.done(Outcome.OK)
-
-    waiter = threading.Thread(target=another)
-    waiter.start()
-    waiter.join(HOLD_S)  # an hour's pause would still be waiting
-    assert len(went) == 1 and went[0] >= started + 0.2  # it waited the cap, not the hour
+    went, joined = waiting_for_a_slot(limit, clock, 1)
+    clock.advance(0.2)  # the cap, not the hour
+    joined()
+    assert went == [started + 0.2]  # it waited the cap: 0.2 s on, it went
     assert limit.stats().paused_s == 0.2
 
 
@@ -200,7 +211,10 @@ class Counting:
     With `throttle_at`, the throttled arrival is held until every other slot of a client
     pinned at `workers` is here too (held: nothing of that client is on its way), then answered
     429; the others stay held until `pause_seen()` says the client has taken the pause in
-    (then every request arriving after the 429 was sent after the client knew of it)."""
+    (then every request arriving after the 429 was sent after the client knew of it).
+
+    `clock`: the time noted for each arrival and 429 (`arrivals`, `throttled_at`);
+    `throttled_after`: how many requests had arrived when each 429 went out."""
 
     def __init__(
         self,
@@ -208,8 +222,10 @@ class Counting:
         gather: int | None = None,
         workers: int | None = None,
         pause_seen: Callable[[], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.api = api
+        self.clock = clock
         self.gather = gather
         self.workers = workers
         self.pause_seen = pause_seen
@@ -220,6 +236,7 @@ class Counting:
         self.arrivals: list[float] = []
         self.throttle_at: dict[int, str] = {}  # arrival number -> Retry-After
         self.throttled_at: list[float] = []
+        self.throttled_after: list[int] = []
         self.throttling = False  # a 429 is waiting for the client's other slots
         api.route(SUBSCRIPTIONS, self.answer)
 
@@ -243,7 +260,7 @@ class Counting:
             self.now += 1
             self.most = max(self.most, self.now)
             number = len(self.arrivals)
-            self.arrivals.append(time.monotonic())
+            self.arrivals.append(self.clock())
             retry_after = self.throttle_at.get(number)
             self.cond.notify_all()
             try:
@@ -254,7 +271,8 @@ class Counting:
                         self._hold(lambda: self.held >= others + 1)
                         self.throttling = False
                         self.cond.notify_all()
-                    self.throttled_at.append(time.monotonic())
+                    self.throttled_at.append(self.clock())
+                    self.throttled_after.append(len(self.arrivals))
                     return Answer(
                         429, {"message": "Too Many Attempts."}, {"Retry-After": retry_after}
                     )
@@ -264,6 +282,7 @@ class Counting:
                     self._hold(self._gathered)
             finally:
                 self.now -= 1
+                self.cond.notify_all()
         return Answer(200, self.api.page(req, self.api.subscriptions))
 
 
@@ -365,7 +384,15 @@ def test_retry_after_pauses_all_workers_not_just_one(
     devportal: Callable[..., CliResult],
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
+    clock: FakeClock,
 ) -> None:
+    """The client's controller runs on the test's clock, which stands still from the 429 on:
+    no request may reach the server until the test moves it past the pause, which it does only
+    once every request in flight has been answered (the client can then only go on through a
+    slot). The throttled request's own retry still sleeps its real second."""
+    from devportal.client import session
+
+    monkeypatch.setattr(session, "Concurrency", partial(Concurrency, clock=clock.monotonic))
     clients = clients_started(monkeypatch)
 
     def pause_seen() -> bool:
@@ -374,14 +401,26 @@ def test_retry_after_pauses_all_workers_not_just_one(
     # the 429 goes out when all six slots are held here (nothing is on its way), and the other
     # five are answered once the client has taken the pause in: each of those workers then
     # asks for a slot, as the one that got the 429 does
-    server = Counting(many_pages, workers=6, pause_seen=pause_seen)
+    server = Counting(many_pages, workers=6, pause_seen=pause_seen, clock=clock.monotonic)
     server.throttle_at = {12: "1"}
+
+    def end_the_pause() -> None:
+        with server.cond:
+            idle = server.cond.wait_for(
+                lambda: bool(server.throttled_at) and pause_seen() and server.now == 0, HOLD_S
+            )
+        clock.advance(1.0)  # the pause is over (moved even if never idle: the test then fails)
+        assert idle, "requests were still in flight after the 429"
+
+    mover = threading.Thread(target=end_the_pause)
+    mover.start()
     result, warehouse = run_sync(devportal, many_pages, tmp_path, "--workers", "6")
+    mover.join(HOLD_S)
     assert len(clients) == 1 and clients[0] is not None
-    [throttled] = server.throttled_at
-    later = [t for t in server.arrivals if t > throttled]
+    [throttled], [answered] = server.throttled_at, server.throttled_after
+    later = server.arrivals[answered:]  # sent after the 429 went out
     assert later  # and then it went on
-    assert min(later) >= throttled + 1.0  # none was sent until the second had passed
+    assert min(later) >= throttled + 1.0  # none was sent until the test's second had passed
     record = sync_runs(warehouse)
     assert (record["rate_limited"], record["paused_s"]) == (1, 1.0)
     assert record["requests"] == 81  # 80 pages and the one retried

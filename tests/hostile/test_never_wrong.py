@@ -1,8 +1,9 @@
 """Never wrong, never stuck (issue 22), through the real `devportal sync` against the hostile
 API: a busy list that shifts under a sweep never makes it close a subscription the API still
-has; live and test subscriptions sharing ids never mix; a child row never outlives what the
-latest read of its parent says; a window run on a warehouse without a verified sweep sweeps.
-Each test compares the warehouse with what the server holds and sent.
+has; live and test subscriptions sharing ids never mix and a child row never outlives what the
+latest read of its parent says (both on DuckDB and on PostgreSQL: the `engine` fixture); a
+window run on a warehouse without a verified sweep sweeps. Each test compares the warehouse
+with what the server holds and sent.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import query, subscription, warehouse_of
+from tests.helpers import OnEngine, query, subscription, warehouse_of
 from tests.hostile import shared_ids
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
@@ -23,14 +24,16 @@ Cli = Callable[..., CliResult]
 Args = Callable[..., list[str]]
 
 
-def current(warehouse: Path, is_test: bool = False) -> list[tuple[Any, ...]]:
-    """(id, service_id, status, expires_at as the API writes it) of the current versions."""
-    return query(
-        warehouse,
-        "SELECT id, service_id, status, strftime(expires_at, '%Y-%m-%d %H:%M:%S') "
-        "FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL AND is_test = ? ORDER BY id",
+def current(where: Path | OnEngine, is_test: bool = False) -> list[tuple[Any, ...]]:
+    """(id, service_id, status, expires_at as the API writes it) of the current versions, in a
+    DuckDB warehouse file or on an engine."""
+    target = where if isinstance(where, OnEngine) else OnEngine("duckdb", where)
+    rows = target.query(
+        "SELECT id, service_id, status, expires_at FROM devportal.subscriptions "
+        "WHERE _dlt_valid_to IS NULL AND is_test = ? ORDER BY id",
         is_test,
     )
+    return [(*row[:3], row[3].strftime("%Y-%m-%d %H:%M:%S")) for row in rows]
 
 
 def listed(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
@@ -272,31 +275,31 @@ def test_a_verified_live_list_beside_an_unverifiable_test_list_still_meets_the_g
 
 
 def test_live_figures_are_the_same_with_and_without_include_test(
-    api: HostileApi, devportal: Cli, tmp_path: Path
+    api: HostileApi, devportal: Cli, engine: OnEngine, tmp_path: Path
 ) -> None:
-    warehouses = {flag: tmp_path / str(flag) / "warehouse.duckdb" for flag in (False, True)}
+    targets = {False: engine, True: engine.another(tmp_path / "with-test")}
 
     def run(include_test: bool, extra: list[str]) -> None:
-        wh = str(warehouses[include_test])
-        args = ["sync", "--base-url", api.base_url, "--warehouse", wh, "--no-models", *extra]
-        result = devportal(*args, env=token_env(api, **shared_ids.SETTINGS))
+        target = targets[include_test]
+        args = ["sync", "--base-url", api.base_url, *target.argv(), "--no-models", *extra]
+        result = devportal(*args, env={**token_env(api, **shared_ids.SETTINGS), **target.env})
         assert result.code == 0, result.err
 
     shared_ids.scenario(api, run)
-    for warehouse in warehouses.values():
-        result = devportal("models", "--warehouse", str(warehouse))
+    for target in targets.values():
+        result = devportal("models", *target.argv(), env=target.env)
         assert result.code == 0, result.out + result.err
-    live, both = warehouses[False], warehouses[True]
+    live, both = targets[False], targets[True]
     # each list as the server holds it, side by side where ids are shared
     assert current(live) == current(both) == listed(api.subscriptions)
     assert current(both, is_test=True) == listed(api.test_subscriptions or [])
     assert {r[0] for r in current(both)} & {r[0] for r in current(both, is_test=True)}
-    for warehouse in warehouses.values():  # and one version per change, in both lists
-        assert query(warehouse, shared_ids.REPEATED_VERSIONS) == [(0,)]
+    for target in targets.values():  # and one version per change, in both lists
+        assert target.query(shared_ids.REPEATED_VERSIONS) == [(0,)]
     for name, sql in shared_ids.LIVE_MODELS.items():
-        assert sorted(map(repr, query(live, sql))) == sorted(map(repr, query(both, sql))), name
-    figures = query(
-        live, "SELECT usable_subscribers, last_full_month_churned FROM analytics.report_figures"
+        assert sorted(map(repr, live.query(sql))) == sorted(map(repr, both.query(sql))), name
+    figures = live.query(
+        "SELECT usable_subscribers, last_full_month_churned FROM analytics.report_figures"
     )
     # the figures are the server's: usable at the last clock, 3 churned in November
     usable = sum(r["expires_at"] > "2026-12-05 00:00:00" for r in api.subscriptions)
@@ -306,37 +309,35 @@ def test_live_figures_are_the_same_with_and_without_include_test(
 # -- 4. child rows follow their parent ---------------------------------------------------------
 
 
-def children(warehouse: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    values = query(
-        warehouse,
-        "SELECT user_id, key, value FROM devportal.user_setting_values ORDER BY user_id, key",
+def children(engine: OnEngine) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    values = engine.query(
+        "SELECT user_id, key, value FROM devportal.user_setting_values ORDER BY user_id, key"
     )
-    profiles = query(
-        warehouse,
-        "SELECT user_id, platform FROM devportal.user_account_profiles ORDER BY user_id, platform",
+    profiles = engine.query(
+        "SELECT user_id, platform FROM devportal.user_account_profiles ORDER BY user_id, platform"
     )
     return values, profiles
 
 
 def test_children_equal_what_the_latest_read_of_their_parent_implies(
-    api: HostileApi, devportal: Cli, sync_args: Args
+    api: HostileApi, devportal: Cli, engine: OnEngine
 ) -> None:
     api.subscriptions = [subscription(i) for i in range(1, 4)]  # users 1001..1003
-    api.settings = [
-        {"user": {"service": {"id": 1001}}, "settings": {"a": 1, "b": {"c": "x"}}},
+    api.settings = [  # empty strings and nulls too: they stay apart (an empty string is no null)
+        {"user": {"service": {"id": 1001}}, "settings": {"a": "", "b": {"c": None}}},
         {"user": {"service": {"id": 1002}}, "settings": {"d": True}},
         {"user": {"service": {"id": 1003}}, "settings": {"e": "kept"}},
     ]
     api.accounts = {
-        1001: {"primary": "twitch", "twitch": {"id": 1, "name": "a"}, "youtube": {"id": "UC1"}},
+        1001: {"primary": "twitch", "twitch": {"id": 1, "name": ""}, "youtube": {"id": "UC1"}},
         1002: {"primary": "mixer", "mixer": {"id": 2, "name": "b"}},
         1003: {"primary": "twitch", "twitch": {"id": 3, "name": "c"}},
     }
-    args = sync_args()
-    env = token_env(api, accounts_ttl_days=0)  # every account is fetched on every run
+    args = ["sync", "--base-url", api.base_url, *engine.argv(), "--no-models"]
+    # every account is fetched on every run
+    env = {**token_env(api, accounts_ttl_days=0), **engine.env}
     assert devportal(*args, env=env).code == 0
-    warehouse = warehouse_of(args)
-    values, profiles = children(warehouse)
+    values, profiles = children(engine)
     assert [v[0] for v in values] == [1001, 1001, 1002, 1003]
     assert [p[0] for p in profiles] == [1001, 1001, 1002, 1003]
 
@@ -346,24 +347,25 @@ def test_children_equal_what_the_latest_read_of_their_parent_implies(
     api.accounts[1002] = {"primary": None}  # 1002: found, no platform linked
     result = devportal(*args, env=env)
     assert result.code == 0, result.err
-    values, profiles = children(warehouse)
+    values, profiles = children(engine)
     assert values == [(1003, "/e", "kept")]
     assert profiles == [(1003, "twitch")]
-    assert query(
-        warehouse, "SELECT user_id, status FROM devportal.user_accounts ORDER BY user_id"
-    ) == [(1001, "missing"), (1002, "found"), (1003, "found")]
+    assert engine.query("SELECT user_id, status FROM devportal.user_accounts ORDER BY user_id") == [
+        (1001, "missing"),
+        (1002, "found"),
+        (1003, "found"),
+    ]
     # the tombstones that removed them are never stored
     for table in ("user_setting_values", "user_account_profiles"):
-        assert query(warehouse, f"SELECT count(*) FROM devportal.{table} WHERE _tombstone") == [
-            (0,)
-        ]
+        count = f"SELECT count(*) FROM devportal.{table} WHERE _tombstone"
+        assert engine.query(count) == [(0,)]
 
     # and children come back when the parent has some again
-    api.settings[0]["settings"] = {"z": 0}
+    api.settings[0]["settings"] = {"y": "", "z": 0}
     api.accounts[1001] = {"primary": "youtube", "youtube": {"id": "UC9"}}
     assert devportal(*args, env=env).code == 0
-    values, profiles = children(warehouse)
-    assert values == [(1001, "/z", "0"), (1003, "/e", "kept")]
+    values, profiles = children(engine)
+    assert values == [(1001, "/y", ""), (1001, "/z", "0"), (1003, "/e", "kept")]
     assert profiles == [(1001, "youtube"), (1003, "twitch")]
 
 

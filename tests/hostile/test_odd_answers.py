@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 from devportal.pipeline import set_aside_dir
-from tests.helpers import FAST_RETRY, query, subscription, warehouse_of
+from tests.helpers import FAST_RETRY, OnEngine, query, subscription, warehouse_of
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SETTINGS, Answer, HostileApi
 
@@ -280,31 +280,40 @@ def test_a_sweep_without_total_never_closes_history(
 
 
 def test_mass_close_is_refused_until_allowed(
-    api: HostileApi, devportal: Cli, sync_args: Args
+    api: HostileApi, devportal: Cli, engine: OnEngine
 ) -> None:
     api.subscriptions = [subscription(i) for i in range(1, 11)]
-    args = sync_args("--resources", "subscriptions")
-    assert devportal(*args, env=token_env(api)).code == 0
-    before = dump(warehouse_of(args))
+    args = ["sync", "--base-url", api.base_url, *engine.argv(), "--no-models"]
+    args += ["--resources", "subscriptions"]
+
+    def env(**settings: Any) -> dict[str, str]:
+        return {**token_env(api, **settings), **engine.env}
+
+    def current_ids() -> list[int]:
+        sql = "SELECT id FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL ORDER BY id"
+        return [r[0] for r in engine.query(sql)]
+
+    assert devportal(*args, env=env()).code == 0
+    before = engine.dump()
 
     for shrunk in ([], api.subscriptions[:2]):  # an empty list, then 2 of 10 (both verified)
         api.subscriptions, full = shrunk, api.subscriptions
-        result = devportal(*args, env=token_env(api))
+        result = devportal(*args, env=env())
         assert result.code == 1
         line = one_line_error(result)
         assert "--allow-mass-close" in line and "nothing was loaded" in line
-        assert dump(warehouse_of(args)) == before
+        assert "would close" in line and "current subscriptions" in line, line
+        assert engine.dump() == before
         api.subscriptions = full
 
     api.subscriptions = api.subscriptions[:2]
-    result = devportal(*args, "--allow-mass-close", env=token_env(api))
+    result = devportal(*args, "--allow-mass-close", env=env())
     assert result.code == 0, result.err
-    assert [r[0] for r in current(warehouse_of(args))] == [1, 2]
+    assert current_ids() == [1, 2]
     # a share below the guard needs no flag: 1 of 2 is 50%, so raise the guard for it
     api.subscriptions = api.subscriptions[:1]
-    env = token_env(api, mass_close_max_share=0.6)
-    assert devportal(*args, env=env).code == 0
-    assert [r[0] for r in current(warehouse_of(args))] == [1]
+    assert devportal(*args, env=env(mass_close_max_share=0.6)).code == 0
+    assert current_ids() == [1]
 
 
 # -- the server's clock ----------------------------------------------------------------------

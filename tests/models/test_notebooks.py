@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from tests.helpers import OnEngine
 from tests.models.conftest import build_story
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
@@ -75,32 +76,32 @@ def printed(notebook: nbformat.NotebookNode) -> str:
     )
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_headless(path: Path, story_warehouse: Path) -> None:
-    notebook = nbformat.read(path, as_version=4)
-    with_parameters(notebook, WAREHOUSE=str(story_warehouse), DESTINATION=None)
-    images = execute(notebook, path)
-    assert len(images) >= CHARTS[path.name]
-    assert f"reading {story_warehouse}" in printed(notebook)
-
-
 @pytest.fixture
-def postgres_story(postgres: str, tmp_path: Path) -> str:
-    """The story synced, recorded and built in a fresh PostgreSQL database, set as dlt's
-    `postgres` destination."""
-    build_story(tmp_path / "pg.duckdb", destination="postgres")
-    return postgres
+def story_on(engine: OnEngine, request: pytest.FixtureRequest) -> OnEngine:
+    """The known-answer story on the engine: DuckDB's, the session's story warehouse;
+    PostgreSQL's, synced, recorded and built in the engine's fresh database."""
+    if engine.destination is None:
+        return OnEngine("duckdb", request.getfixturevalue("story_warehouse"))
+    build_story(engine.warehouse, destination=engine.destination)
+    return engine
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs_headless_on_postgres(
-    path: Path, postgres_story: str, monkeypatch: pytest.MonkeyPatch
+def test_notebook_runs_headless(
+    path: Path, story_on: OnEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """DEVPORTAL_DESTINATION=postgres in the environment (the kernel inherits it) is all it
-    takes: the notebook's own parameter cell reads it."""
-    monkeypatch.setenv("DEVPORTAL_DESTINATION", "postgres")
-    monkeypatch.setenv("PGTZ", "America/New_York")  # the notebook reads UTC all the same
+    """On DuckDB the warehouse is the notebook's parameter (set as papermill does); on
+    PostgreSQL DEVPORTAL_DESTINATION=postgres in the environment (the kernel inherits it) is all
+    it takes: the notebook's own parameter cell reads it (in a New York session: the notebook
+    reads UTC all the same)."""
     notebook = nbformat.read(path, as_version=4)
+    if story_on.destination is None:
+        with_parameters(notebook, WAREHOUSE=str(story_on.warehouse), DESTINATION=None)
+        reading = f"reading {story_on.warehouse}"
+    else:
+        monkeypatch.setenv("DEVPORTAL_DESTINATION", story_on.destination)
+        monkeypatch.setenv("PGTZ", "America/New_York")
+        reading = "reading PostgreSQL"
     images = execute(notebook, path)
     assert len(images) >= CHARTS[path.name]
-    assert "reading PostgreSQL" in printed(notebook)
+    assert reading in printed(notebook)

@@ -1,7 +1,6 @@
 """The models on PostgreSQL: one world synced into the DuckDB warehouse and into PostgreSQL
-builds every model with identical rows on both engines and passes --check on both; and the
-runner's rules (skips, optional stand-ins, one transaction, failures that name themselves) hold
-on PostgreSQL as on DuckDB (test_runner.py).
+builds every model with identical rows on both engines and passes --check on both. (The
+runner's rules on both engines: test_runner.py, through the `engine` fixture.)
 
 The PostgreSQL server is the throwaway cluster of tests/postgres.py, a fresh database per test.
 """
@@ -21,7 +20,6 @@ from devportal.errors import DevportalError
 from devportal.manifest.resource import load_manifest
 from devportal.sync import sync
 from tests.models.conftest import MANIFEST_FIXTURE
-from tests.models.test_runner import write_models
 
 # what differs between two loads of the same data: run and load ids, the machine's clock when a
 # run started or a manifest was recorded, the manifest's path
@@ -75,7 +73,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
 
     summary = result.extra["models"]
     assert summary["destination"] == "postgres" and summary["skipped"] == {}
-    assert len(summary["built"]) == 26
+    assert len(summary["built"]) == 28
     for warehouse, destination in ((duck, None), (pg, "postgres")):
         checked = models.build(warehouse, check=True, destination=destination)
         assert checked["built"] == summary["built"] and checked["tests"] > 90
@@ -92,86 +90,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
     # the CLI builds there too, and says where
     assert main(["models", "--destination", "postgres", "--warehouse", str(pg), "--check"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("models ok: 26 built on postgres in ") and "data tests passed" in out
-
-
-def test_the_runner_on_postgres_skips_stands_in_and_rolls_back(
-    tmp_path: Path, postgres: str
-) -> None:
-    sql_dir = write_models(
-        tmp_path,
-        {
-            "marts/a_totals.sql": "-- a_totals: one row\nselect sum(n) as n from analytics.z_base",
-            "marts/b_needs_missing.sql": "-- b: x\nselect * from analytics.c_missing_raw",
-            "marts/c_missing_raw.sql": "-- c: x\nselect * from devportal.never_loaded",
-            "staging/z_base.sql": (
-                "-- z_base: one row per raw row\n"
-                "-- @optional devportal.extra(k bigint, label varchar, seen timestamp)\n"
-                "select raw.n, extra.label, extra.seen\n"
-                "from devportal.numbers as raw\n"
-                "left join devportal.extra on extra.k = raw.n"
-            ),
-        },
-    )
-    warehouse = tmp_path / "wh" / "unused.duckdb"
-    with engines.connect(warehouse, "postgres") as engine, engine.transaction():
-        engine.execute("create schema devportal")
-        engine.execute("create table devportal.numbers as select * from (values (1), (2)) t(n)")
-
-    def rows(sql: str) -> list[tuple[Any, ...]]:
-        with engines.connect(warehouse, "postgres") as engine:
-            return engine.execute(sql)
-
-    summary = models.build(warehouse, sql_dir=sql_dir, destination="postgres")
-    assert summary["built"] == ["z_base", "a_totals"]
-    assert summary["skipped"] == {
-        "c_missing_raw": "needs devportal.never_loaded, which nothing has been loaded into yet",
-        "b_needs_missing": "needs analytics.c_missing_raw, which was skipped",
-    }
-    assert rows("select n, label, seen from analytics.z_base order by n") == [
-        (1, None, None),
-        (2, None, None),
-    ]
-    # the optional table, once loaded, is read for real
-    with engines.connect(warehouse, "postgres") as engine, engine.transaction():
-        engine.execute("create table devportal.extra (k bigint, label text, seen timestamp)")
-        engine.execute("insert into devportal.extra values (2, 'two', '2026-01-02 03:04:05')")
-    models.build(warehouse, sql_dir=sql_dir, destination="postgres")
-    assert rows("select label, seen from analytics.z_base where n = 2") == [
-        ("two", dt.datetime(2026, 1, 2, 3, 4, 5))
-    ]
-
-    # a failing model names itself; the whole build rolls back (DDL is transactional there)
-    (sql_dir / "staging" / "z_base.sql").write_text("-- z_base: one row\nselect 10 as n")
-    (sql_dir / "marts" / "zz_broken.sql").write_text("-- broken: x\nselect no_such_column")
-    with pytest.raises(DevportalError, match=r"model analytics\.zz_broken \(sql/marts/zz_broken"):
-        models.build(warehouse, sql_dir=sql_dir, destination="postgres")
-    assert rows("select sum(n) from analytics.z_base") == [(3,)]
-    assert rows("select n from analytics.a_totals") == [(3,)]
-
-
-def test_failing_data_tests_are_each_named_on_postgres(tmp_path: Path, postgres: str) -> None:
-    sql_dir = write_models(
-        tmp_path,
-        {
-            "marts/m.sql": (
-                "-- m: one row per k\n"
-                "-- @test unique(k)\n"
-                "-- @test not_null(k, status)\n"
-                "-- @test accepted_values(status: active, canceled)\n"
-                "select * from (values (1, 'active'), (1, 'paused'), (2, null)) t(k, status)"
-            )
-        },
-    )
-    with pytest.raises(DevportalError) as caught:
-        models.build(
-            tmp_path / "unused.duckdb", sql_dir=sql_dir, check=True, destination="postgres"
-        )
-    text = str(caught.value)
-    assert text.startswith("3 of 4 data tests failed: ")
-    assert "unique(analytics.m: k): 1 failing row(s), e.g. (1, 2)" in text
-    assert "not_null(analytics.m.status): 1 failing row(s)" in text
-    assert "accepted_values(analytics.m.status: active, canceled): 1 failing row(s)" in text
+    assert out.startswith("models ok: 28 built on postgres in ") and "data tests passed" in out
 
 
 def test_after_a_load_the_models_follow_the_destination(

@@ -1,11 +1,14 @@
 """The model runner: order from the SQL, skips, optional sources, failures that name themselves.
 
 Toy models in a temp `sql/` run against a real DuckDB file holding a hand-made `devportal`
-schema; the real models are covered by test_known_answers.py and test_pipeline_checks.py.
+schema, and the runner's rules (skips, optional stand-ins, one transaction, failures that name
+themselves) on PostgreSQL too (the `engine` fixture); the real models are covered by
+test_known_answers.py, test_pipeline_checks.py and, on PostgreSQL, test_postgres_models.py.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -14,7 +17,7 @@ import pytest
 
 from devportal import models
 from devportal.errors import DevportalError
-from tests.helpers import query
+from tests.helpers import OnEngine, query
 
 
 def write_models(root: Path, files: dict[str, str]) -> Path:
@@ -73,9 +76,9 @@ def test_every_model_opens_with_its_grain() -> None:
         assert re.search(r"^-- Grain: ", model.sql, re.MULTILINE), model.relative_path
 
 
-def test_order_skips_and_optional_sources(tmp_path: Path) -> None:
+def test_order_skips_and_optional_sources_and_a_failure_rolls_back(engine: OnEngine) -> None:
     sql_dir = write_models(
-        tmp_path,
+        engine.warehouse.parent,
         {
             # alphabetical order is the wrong build order: the runner must read the SQL
             "marts/a_totals.sql": "-- a_totals: one row\nselect sum(n) as n from analytics.z_base",
@@ -83,37 +86,51 @@ def test_order_skips_and_optional_sources(tmp_path: Path) -> None:
             "marts/c_missing_raw.sql": "-- c: x\nselect * from devportal.never_loaded",
             "staging/z_base.sql": (
                 "-- z_base: one row per raw row\n"
-                "-- @optional devportal.extra(k bigint, label varchar)\n"
-                "select raw.n, extra.label\n"
+                "-- @optional devportal.extra(k bigint, label varchar, seen timestamp)\n"
+                "select raw.n, extra.label, extra.seen\n"
                 "from devportal.numbers as raw\n"
                 "left join devportal.extra on extra.k = raw.n -- a comment: devportal.extra\n"
                 "where 'devportal.numbers' <> ''"
             ),
         },
     )
-    warehouse = raw_warehouse(
-        tmp_path / "wh" / "toy.duckdb",
+    engine.execute(
+        "create schema devportal",
         "create table devportal.numbers as select * from (values (1), (2), (3)) t(n)",
     )
-    summary = models.build(warehouse, sql_dir=sql_dir)
+    summary = models.build(engine.warehouse, sql_dir=sql_dir, destination=engine.destination)
     assert summary["built"] == ["z_base", "a_totals"]
     assert summary["skipped"] == {
         "c_missing_raw": "needs devportal.never_loaded, which nothing has been loaded into yet",
         "b_needs_missing": "needs analytics.c_missing_raw, which was skipped",
     }
-    assert query(warehouse, "select n, label from analytics.z_base order by n") == [
-        (1, None),
-        (2, None),
-        (3, None),
+    assert engine.query("select n, label, seen from analytics.z_base order by n") == [
+        (1, None, None),
+        (2, None, None),
+        (3, None, None),
     ]
-    assert query(warehouse, "select n from analytics.a_totals") == [(6,)]
+    assert engine.query("select n from analytics.a_totals") == [(6,)]
 
     # once the optional table exists it is read for real
-    raw_warehouse(warehouse, "create table devportal.extra as select 2 as k, 'two' as label")
-    models.build(warehouse, sql_dir=sql_dir)
-    assert query(warehouse, "select n, label from analytics.z_base where label is not null") == [
+    engine.execute(
+        "create table devportal.extra (k bigint, label text, seen timestamp)",
+        "insert into devportal.extra values (2, 'two', '2026-01-02 03:04:05')",
+    )
+    models.build(engine.warehouse, sql_dir=sql_dir, destination=engine.destination)
+    assert engine.query("select n, label from analytics.z_base where label is not null") == [
         (2, "two")
     ]
+    assert engine.query("select label, seen from analytics.z_base where n = 2") == [
+        ("two", dt.datetime(2026, 1, 2, 3, 4, 5))
+    ]
+
+    # a failing model names itself; the whole build rolls back (DDL is transactional on both)
+    (sql_dir / "staging" / "z_base.sql").write_text("-- z_base: one row\nselect 10 as n")
+    (sql_dir / "marts" / "zz_broken.sql").write_text("-- broken: x\nselect no_such_column")
+    with pytest.raises(DevportalError, match=r"model analytics\.zz_broken \(sql/marts/zz_broken"):
+        models.build(engine.warehouse, sql_dir=sql_dir, destination=engine.destination)
+    assert engine.query("select sum(n) from analytics.z_base") == [(6,)]
+    assert engine.query("select n from analytics.a_totals") == [(6,)]
 
 
 def test_a_failing_model_names_itself_and_keeps_the_previous_build(tmp_path: Path) -> None:
@@ -179,9 +196,9 @@ def test_a_cycle_is_one_line_naming_its_models(tmp_path: Path) -> None:
     ) == [(0,)]
 
 
-def test_failing_data_tests_are_each_named(tmp_path: Path) -> None:
+def test_failing_data_tests_are_each_named(engine: OnEngine) -> None:
     sql_dir = write_models(
-        tmp_path,
+        engine.warehouse.parent,
         {
             "marts/m.sql": (
                 "-- m: one row per k\n"
@@ -192,9 +209,9 @@ def test_failing_data_tests_are_each_named(tmp_path: Path) -> None:
             )
         },
     )
-    warehouse = raw_warehouse(tmp_path / "wh" / "toy.duckdb")
+    engine.execute("create schema if not exists devportal")
     with pytest.raises(DevportalError) as caught:
-        models.build(warehouse, sql_dir=sql_dir, check=True)
+        models.build(engine.warehouse, sql_dir=sql_dir, check=True, destination=engine.destination)
     text = str(caught.value)
     assert text.startswith("3 of 4 data tests failed: ")
     assert "unique(analytics.m: k): 1 failing row(s), e.g. (1, 2)" in text
@@ -202,7 +219,7 @@ def test_failing_data_tests_are_each_named(tmp_path: Path) -> None:
     assert "accepted_values(analytics.m.status: active, canceled): 1 failing row(s)" in text
     assert "not_null(analytics.m.k)" not in text
     # the models themselves were built: the data is what it is
-    assert query(warehouse, "select count(*) from analytics.m") == [(3,)]
+    assert engine.query("select count(*) from analytics.m") == [(3,)]
 
 
 def test_render_qualifies_names_and_leaves_text_alone() -> None:

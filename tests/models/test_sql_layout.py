@@ -23,6 +23,8 @@ INTERMEDIATE = {
     "subscription_events",
     "billing_periods",
     "subscription_lifetimes",
+    "month_spine",
+    "month_start_subscribers",
 }
 
 

@@ -31,8 +31,6 @@ import io
 import json
 import os
 import re
-import subprocess
-import sys
 from datetime import UTC, date, datetime
 from email.utils import format_datetime
 from pathlib import Path
@@ -40,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import CliResult, query
+from tests.helpers import CliResult, query, run_devportal
 from tests.hostile.server import HostileApi
 
 Cli = Any  # the `devportal` fixture: devportal(*argv, env=...) -> CliResult
@@ -316,16 +314,11 @@ def test_status_map_in_config_toml_is_read_by_a_models_run(
         '[analytics]\nstatus_map = { past_due = "canceled", trialing = "active" }\n',
         encoding="utf-8",
     )
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("ANALYTICS__")}
-    run = subprocess.run(
-        [sys.executable, "-m", "devportal", "models", "--warehouse", str(history), "--check"],
-        cwd=project,
-        env=clean,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("ANALYTICS__")}
+    run = run_devportal(
+        "models", "--warehouse", str(history), "--check", cwd=project, env=unset, timeout=600
     )
-    assert run.returncode == 0, run.stderr
+    assert run.code == 0, run.err
     assert query(history, "select status, treated_as from analytics.status_map order by 1") == [
         ("active", "active"),
         ("canceled", "canceled"),

@@ -22,7 +22,7 @@ import pytest
 from devportal.cli import main
 from devportal.pipeline import set_aside_dir
 from devportal.warehouse import pipelines_dir
-from tests.helpers import CliResult, held_open_for_writing, query, subscription
+from tests.helpers import CliResult, held_open_for_writing, query, run_devportal, subscription
 from tests.hostile.conftest import token_env
 from tests.hostile.server import HostileApi
 
@@ -169,13 +169,8 @@ def test_the_report_works_while_a_sync_is_loading(
 
     warehouse = tmp_path / "wh" / "warehouse.duckdb"
     synced(api, devportal, warehouse)
-    report_before = subprocess.run(
-        [sys.executable, "-m", "devportal", "report", "--warehouse", str(warehouse)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert report_before.returncode == 0, report_before.stderr
+    report_before = run_devportal("report", "--warehouse", str(warehouse))
+    assert report_before.code == 0, report_before.err
 
     loading, go = threading.Event(), threading.Event()
     real_run = ExactCopyJob.run
@@ -194,14 +189,9 @@ def test_the_report_works_while_a_sync_is_loading(
     syncing.start()
     try:
         assert loading.wait(timeout=120), "the sync never loaded"
-        report = subprocess.run(
-            [sys.executable, "-m", "devportal", "report", "--warehouse", str(warehouse)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert report.returncode == 0, report.stderr
-        assert report.stdout == report_before.stdout  # the published state, whole
+        report = run_devportal("report", "--warehouse", str(warehouse))
+        assert report.code == 0, report.err
+        assert report.out == report_before.out  # the published state, whole
         assert reader(warehouse).ask(CURRENT) == 5
     finally:
         go.set()

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +11,8 @@ import pytest
 from devportal.errors import DevportalError
 from devportal.sync import sync
 from devportal.warehouse import pipelines_dir
-from tests.helpers import FAST_RETRY
+from tests.helpers import FAST_RETRY, run_devportal
 
-REPO = Path(__file__).resolve().parents[2]
 TOKEN = "sEcReT-t0ken-" + "q" * 24
 
 
@@ -40,30 +36,14 @@ def test_token_never_leaks(sandbox_factory: Any, warehouse: Path, caplog: Any, c
     sync(warehouse, access_token=TOKEN, **common)
 
     # the CLI, in a process of its own, with --debug logging
-    env = {**os.environ, "SOURCES__DEVPORTAL__ACCESS_TOKEN": TOKEN}
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "devportal",
-            "--debug",
-            "sync",
-            "--base-url",
-            sb.base_url,
-            "--warehouse",
-            str(warehouse),
-            "--no-models",
-        ],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
+    proc = run_devportal(
+        "--debug", "sync", "--base-url", sb.base_url, "--warehouse", str(warehouse), "--no-models",
+        env={"SOURCES__DEVPORTAL__ACCESS_TOKEN": TOKEN},
+    )  # fmt: skip
+    assert proc.code == 0, proc.err
 
     captured = capsys.readouterr()
-    texts = [caplog.text, captured.out, captured.err, proc.stdout, proc.stderr, *errors]
+    texts = [caplog.text, captured.out, captured.err, proc.out, proc.err, *errors]
     assert "retry" in caplog.text  # the logs we searched are the ones that talk about retries
     for text in texts:
         assert TOKEN not in text

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import math
-import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 import requests
+from tests.helpers import run_devportal, start_devportal
 
 from devportal.sandbox.testing import SUBSCRIPTIONS
 
@@ -43,12 +42,8 @@ def _read_lines(proc: subprocess.Popen[str], count: int, timeout: float) -> list
 @contextmanager
 def _started(*options: str) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
     """`devportal sandbox --port 0 --token cli-token-123 OPTIONS...` and its 3 banner lines."""
-    cmd = [
-        sys.executable, "-m", "devportal", "sandbox", "--port", "0", "--token", "cli-token-123",
-        *options,
-    ]  # fmt: skip
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    argv = ("sandbox", "--port", "0", "--token", "cli-token-123", *options)
+    proc = start_devportal(*argv, env={"PYTHONUNBUFFERED": "1"})
     try:
         yield proc, _read_lines(proc, 3, timeout=30)
     finally:
@@ -93,22 +88,12 @@ def test_banner_then_serves_then_stops_cleanly(
 
 
 def test_bad_arguments_fail_with_one_line_and_exit_2() -> None:
-    cmd = [
-        sys.executable,
-        "-m",
-        "devportal",
-        "sandbox",
-        "--port",
-        "0",
-        "--fault-rate",
-        "0.5",
-        "--fault-kinds",
-        "429,teapot",
-    ]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2
-    assert out.stderr.strip().count("\n") == 0
-    assert "teapot" in out.stderr and "Traceback" not in out.stderr
+    out = run_devportal(
+        "sandbox", "--port", "0", "--fault-rate", "0.5", "--fault-kinds", "429,teapot"
+    )
+    assert out.code == 2
+    assert out.err.strip().count("\n") == 0
+    assert "teapot" in out.err and "Traceback" not in out.err
 
 
 def test_rate_limit_and_server_cost_options_reach_the_sandbox() -> None:
@@ -144,22 +129,16 @@ def test_rate_limit_and_server_cost_options_reach_the_sandbox() -> None:
 
 def test_bad_rate_limit_fails_with_one_line_and_exit_2() -> None:
     for bad in (["--rate-limit", "-1"], ["--rate-burst", "3"], ["--server-ms", "-1"]):
-        cmd = [sys.executable, "-m", "devportal", "sandbox", "--port", "0", *bad]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        assert out.returncode == 2, (bad, out.stderr)
-        assert out.stderr.strip().count("\n") == 0 and "Traceback" not in out.stderr
+        out = run_devportal("sandbox", "--port", "0", *bad)
+        assert out.code == 2, (bad, out.err)
+        assert out.err.strip().count("\n") == 0 and "Traceback" not in out.err
 
 
 def test_help_documents_the_window_assumption() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "devportal", "sandbox", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0
-    assert "creation time" in out.stdout and "/__sandbox/advance" in out.stdout
+    out = run_devportal("sandbox", "--help")
+    assert out.code == 0
+    assert "creation time" in out.out and "/__sandbox/advance" in out.out
     # the two ways of being slow, told apart
-    assert "--server-ms" in out.stdout and "--latency-ms" in out.stdout
-    assert "overlap" in out.stdout and "single-worker" in out.stdout
-    assert "--rate-limit" in out.stdout and "/__sandbox/rate-limit" in out.stdout
+    assert "--server-ms" in out.out and "--latency-ms" in out.out
+    assert "overlap" in out.out and "single-worker" in out.out
+    assert "--rate-limit" in out.out and "/__sandbox/rate-limit" in out.out

@@ -1,12 +1,11 @@
 """The rate limit (token bucket per bearer token, Laravel's headers) and the serial server cost.
 
-Real servers and real HTTP. Nothing depends on how fast this machine is: the bucket's
-arithmetic is checked on a clock the test moves (`bucket_clock`: the limiter reads the time
-through its module's `time`), so what is admitted, refused and the `Retry-After` are exact; on
-real time only bounds that hold on any machine are asserted (a bucket cannot admit more than
-`burst + R * elapsed`, nor fewer than its burst; a sleep of S seconds refills at least `R * S`
-tokens; N requests behind one lock held X ms cannot finish in less than N*X ms); and that
-`latency_ms` delays overlap is shown by holding each delay until all N are under way at once.
+Real servers and real HTTP. Nothing depends on how fast this machine is, and nothing measures
+a duration: the bucket's arithmetic is checked on a clock the test moves (`bucket_clock`), so
+what is admitted, refused and the `Retry-After` are exact; that the server cost is spent one
+request at a time is shown by holding the first one's sleep until every other request waits
+for the lock; that `latency_ms` delays overlap, by holding each delay until all N are under
+way at once.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ HOLD_S = 20.0  # how long a held delay waits for the others: only a broken serve
 
 @pytest.fixture
 def bucket_clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
-    """The limiter's clock (`throttle.time`): it stands still until the test moves it (`now`);
-    `sleep` stays real (the serial cost sleeps through the same module)."""
+    """The clock of the limiters made during the test (their default is `throttle.time`'s
+    monotonic: the sandbox makes its own): it stands still until the test moves it (`now`)."""
     clock = FakeClock()
     monkeypatch.setattr(throttle, "time", clock)
     return clock
@@ -161,23 +160,19 @@ def test_requests_over_time_are_admitted_at_r_per_second(bucket_clock: FakeClock
         assert sb.stats["rate_limited"] == 4
 
 
-def test_the_bucket_runs_on_real_time() -> None:
-    """Without the test's clock: what a machine of any speed sees. The bucket starts full, never
-    admits more than it holds plus what R refills in the time taken, and a real pause refills."""
-    rate, burst, sent = 20.0, 20, 60
-    with sandbox_fixture(subscriptions=0, users=0, rate_limit=rate) as sb, api_session(sb) as s:
+def test_the_bucket_runs_on_real_time_not_the_simulated_clock() -> None:
+    """The bucket refills with the machine's monotonic clock (a client's waits are real), never
+    with the sandbox's simulated one: a month of simulated time refills nothing. (R is one
+    token in 11 days of real time: no test run lasts that long.)"""
+    assert throttle.RateLimiter().clock is time.monotonic
+    slow = {"per_second": 1e-6, "burst": 3}
+    with sandbox_fixture(subscriptions=0, users=0, rate_limit=slow) as sb, api_session(sb) as s:
         url = sb.base_url + SUBSCRIPTIONS
-        t0 = time.monotonic()
-        got = [s.get(url, timeout=30).status_code for _ in range(sent)]
-        elapsed = time.monotonic() - t0
-        admitted = got.count(200)
-        # the burst is there at once; refills add at most R a second (+1 for clock rounding)
-        assert got[:burst] == [200] * burst
-        assert admitted <= burst + rate * elapsed + 1
-        assert got.count(429) == sent - admitted == sb.stats["rate_limited"]
-        # whatever is left, 0.3 s refill at least 6 tokens: 5 requests in a row pass
-        time.sleep(0.3)
-        assert [s.get(url, timeout=30).status_code for _ in range(5)] == [200] * 5
+        assert [s.get(url, timeout=30).status_code for _ in range(4)] == [200, 200, 200, 429]
+        sb.advance(days=30)
+        refused = s.get(url, timeout=30)
+        assert refused.status_code == 429 and int(refused.headers["Retry-After"]) > 86400
+        assert sb.stats["rate_limited"] == 2
 
 
 def test_control_endpoints_are_never_limited(limited: Sandbox) -> None:
@@ -230,6 +225,81 @@ def test_bad_limits_are_refused_by_the_constructor() -> None:
         Sandbox(subscriptions=0, users=0, server_ms=-5)
 
 
+class WatchedLock:
+    """A lock that counts the threads waiting to take it (`waiting`, under `cond`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.cond = threading.Condition()
+        self.waiting = 0
+
+    def __enter__(self) -> None:
+        with self.cond:
+            self.waiting += 1
+            self.cond.notify_all()
+        self._lock.acquire()
+        with self.cond:
+            self.waiting -= 1
+            self.cond.notify_all()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
+class HeldSleeps:
+    """Stands in for `time.sleep`: each sleep is noted (`slept`; `most` under way at once) and
+    lasts until `release()` (or HOLD_S, to fail, not hang)."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.sleeping = self.most = 0
+        self.slept: list[float] = []
+        self.released = False
+
+    def __call__(self, seconds: float) -> None:
+        with self.cond:
+            self.slept.append(seconds)
+            self.sleeping += 1
+            self.most = max(self.most, self.sleeping)
+            self.cond.notify_all()
+            self.cond.wait_for(lambda: self.released, HOLD_S)
+            self.sleeping -= 1
+
+    def release(self) -> None:
+        with self.cond:
+            self.released = True
+            self.cond.notify_all()
+
+
+def test_the_server_cost_is_spent_one_request_at_a_time() -> None:
+    n = 8
+    sleeps = HeldSleeps()
+    cost = throttle.SerialCost(40.0, sleep=sleeps)
+    lock = WatchedLock()
+    cost._lock = lock  # type: ignore[assignment]  # the same lock, watched
+    start = threading.Barrier(n + 1)
+
+    def spend() -> None:
+        start.wait(HOLD_S)
+        cost.spend()
+
+    threads = [threading.Thread(target=spend) for _ in range(n)]
+    for t in threads:
+        t.start()
+    start.wait(HOLD_S)
+    # one request sleeps its cost; every other one waits for the lock all that time
+    with sleeps.cond:
+        assert sleeps.cond.wait_for(lambda: sleeps.sleeping == 1, HOLD_S)
+    with lock.cond:
+        assert lock.cond.wait_for(lambda: lock.waiting == n - 1, HOLD_S)
+    assert sleeps.sleeping == 1
+    sleeps.release()
+    for t in threads:
+        t.join(HOLD_S)
+    assert not any(t.is_alive() for t in threads)
+    assert sleeps.most == 1 and sleeps.slept == [0.04] * n
+
+
 class Rendezvous:
     """Stands in for `time` in the sandbox's server module: a `sleep` (the `latency_ms` delay)
     returns once N sleeps are under way at once (or after HOLD_S, to fail, not hang); the rest
@@ -254,38 +324,53 @@ class Rendezvous:
         return getattr(self.real, name)
 
 
-def _concurrent(sandbox: Sandbox, n: int) -> float:
-    """Seconds for N threads, each on its own warmed-up connection, to get one page at once."""
+def _concurrent(sandbox: Sandbox, n: int) -> None:
+    """N threads, each on its own warmed-up connection, get one page at once (a barrier)."""
     sessions = [api_session(sandbox) for _ in range(n)]
-    for s in sessions:  # connect first: only the requests are timed
+    for s in sessions:  # connect first: the requests then meet at the server together
         assert s.get(sandbox.base_url + "/__sandbox/state", timeout=30).status_code == 200
     start = threading.Barrier(n + 1)
     statuses: list[int] = []
 
     def one(s: requests.Session) -> None:
-        start.wait()
+        start.wait(HOLD_S)
         statuses.append(s.get(sandbox.base_url + SUBSCRIPTIONS, timeout=60).status_code)
 
     threads = [threading.Thread(target=one, args=(s,)) for s in sessions]
     for t in threads:
         t.start()
-    start.wait()
-    t0 = time.monotonic()
+    start.wait(HOLD_S)
     for t in threads:
         t.join(60)
-    elapsed = time.monotonic() - t0
     for s in sessions:
         s.close()
     assert statuses == [200] * n
-    return elapsed
 
 
-def test_server_ms_serialises_where_latency_ms_overlaps(monkeypatch: pytest.MonkeyPatch) -> None:
+class Sleeps:
+    """Stands in for `time` in the throttle module: sleeps are noted, not slept."""
+
+    def __init__(self) -> None:
+        self.slept: list[float] = []
+        self.monotonic = time.monotonic
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+
+
+def test_server_ms_is_spent_per_request_where_latency_ms_overlaps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     n, ms = 8, 40.0
+    spent = Sleeps()
+    monkeypatch.setattr(throttle, "time", spent)  # the sandbox's own SerialCost sleeps here
     with sandbox_fixture(subscriptions=0, users=0, server_ms=ms) as sb:
-        assert _concurrent(sb, n) >= n * ms / 1000 * 0.95  # one at a time behind the lock
+        _concurrent(sb, n)
+        assert spent.slept == [ms / 1000] * n  # each request its cost (one at a time: above)
         assert control(sb, "state").json()["server_ms"] == ms
         assert control(sb, "server-ms", {"ms": 0}).json() == {"server_ms": 0.0}
+        _concurrent(sb, n)
+        assert spent.slept == [ms / 1000] * n  # no cost: no sleep
         sb.set_latency(200)
         # 8 delays on their own threads overlap: each is held until all 8 are under way (a
         # queue would hold the first forever, and the 8 would never be seen at once)

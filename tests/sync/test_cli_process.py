@@ -11,26 +11,17 @@ block); `DEVPORTAL_SPEEDUPS=off` turns them all off and the warehouse comes out 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import query
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import CliResult, query, run_devportal
 
 
-def run_program(
-    sb: Any, warehouse: Path, *extra: str, speedups: str = "on"
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token}
-    env["DEVPORTAL_SPEEDUPS"] = speedups
-    return subprocess.run(
-        [sys.executable, "-m", "devportal", "--debug", "sync", "--base-url", sb.base_url,
-         "--warehouse", str(warehouse), "--progress", "off", *extra],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+def run_program(sb: Any, warehouse: Path, *extra: str, speedups: str = "on") -> CliResult:
+    env = {"SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token, "DEVPORTAL_SPEEDUPS": speedups}
+    return run_devportal(
+        "--debug", "sync", "--base-url", sb.base_url, "--warehouse", str(warehouse),
+        "--progress", "off", *extra, env=env, timeout=300,
     )  # fmt: skip
 
 
@@ -40,9 +31,9 @@ def test_the_program_builds_the_models_in_a_fresh_process(
     sb = sandbox_factory(subscriptions=300, users=30, seed=41)
     warehouse = tmp_path / "wh.duckdb"
     done = run_program(sb, warehouse)
-    assert done.returncode == 0, done.stderr
-    assert "models: building them in a fresh process: exec" in done.stderr
-    lines = done.stdout.splitlines()
+    assert done.code == 0, done.err
+    assert "models: building them in a fresh process: exec" in done.err
+    lines = done.out.splitlines()
     assert lines[0].startswith("sync ok (sweep)") and lines[-1].startswith("models ok: ")
     live = len([row for row in sb.truth() if not row.get("is_test")])
     assert query(warehouse, "select count(*) from analytics.subscriptions_current") == [(live,)]
@@ -86,9 +77,9 @@ def test_without_the_speedups_the_warehouse_is_the_same(
     fast, plain = tmp_path / "fast.duckdb", tmp_path / "plain.duckdb"
     on = run_program(sb, fast)
     off = run_program(sb, plain, speedups="off")
-    assert on.returncode == 0 and off.returncode == 0, (on.stderr, off.stderr)
-    assert "fresh process: exec" in on.stderr and "fresh process: exec" not in off.stderr
-    assert off.stdout.splitlines()[-1].startswith("models ok: ")
+    assert on.code == 0 and off.code == 0, (on.err, off.err)
+    assert "fresh process: exec" in on.err and "fresh process: exec" not in off.err
+    assert off.out.splitlines()[-1].startswith("models ok: ")
     fast_rows, plain_rows = analytics(fast), analytics(plain)
     assert len(fast_rows) > 20 and fast_rows["subscriptions_current"]
     assert fast_rows == plain_rows

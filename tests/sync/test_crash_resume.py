@@ -2,32 +2,41 @@
 
 No test here relies on a sync still running after some time: a sync that must be running while
 the test acts is held at the sandbox (`Hold`: its page hook blocks list pages in the server's
-request thread until the test releases them), and what a kill left behind is read from the
-working folder after the kill, not guessed from when it was sent.
+request thread until the test releases them), a sync killed in normalize or load kills itself
+from inside that phase (`tests.helpers.KILL_IN`), and every kill is checked to have landed where
+it was meant to: the signal ended the process, before its `sync ok` line, in that phase.
 """
 
 from __future__ import annotations
 
-import os
 import random
 import signal
-import subprocess
-import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
+from subprocess import Popen
 from types import TracebackType
 from typing import Any
 
 import pytest
 
-from devportal.pipeline import PIPELINE_NAME
 from devportal.sandbox.app import ENDPOINT_SETTINGS
 from devportal.warehouse import pipelines_dir
-from tests.helpers import current_rows, held_open_for_writing, query, truth_rows
+from tests.helpers import (
+    CliResult,
+    current_rows,
+    finished,
+    held_open_for_writing,
+    query,
+    run_devportal,
+    start_devportal,
+    truth_rows,
+)
 
-REPO = Path(__file__).resolve().parents[2]
+# dlt's working folder of the DuckDB warehouse's pipeline (under `pipelines_dir`)
+PIPELINE_NAME = "devportal"
+# the load jobs of one run of this sandbox's sync: a table's file each, and the merges
+LOAD_JOBS = 12
 
 
 # for a run the test holds at the sandbox: a held request neither times out nor spends the retry
@@ -74,29 +83,16 @@ class Hold:
         self.sb.set_page_hook(None)
 
 
-def start_sync(
-    sb: Any, warehouse: Path, env: dict[str, str] | None = None
-) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token, **(env or {})}
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "devportal",
-            "sync",
-            "--base-url",
-            sb.base_url,
-            "--warehouse",
-            str(warehouse),
-            "--no-models",
-            "--progress",
-            "off",
-        ],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+def sync_argv(sb: Any, warehouse: Path) -> list[str]:
+    return [
+        "sync", "--base-url", sb.base_url, "--warehouse", str(warehouse),
+        "--no-models", "--progress", "off",
+    ]  # fmt: skip
+
+
+def start_sync(sb: Any, warehouse: Path, env: dict[str, str] | None = None) -> Popen[str]:
+    token = {"SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token}
+    return start_devportal(*sync_argv(sb, warehouse), env={**token, **(env or {})})
 
 
 def phase_reached(warehouse: Path, phase: str) -> bool:
@@ -107,56 +103,43 @@ def phase_reached(warehouse: Path, phase: str) -> bool:
     return folder.exists() and any(folder.iterdir())
 
 
-def killed(proc: subprocess.Popen[bytes]) -> bool:
-    """SIGKILL PROC; whether the signal ended it (False: it had exited on its own first)."""
-    proc.send_signal(signal.SIGKILL)  # nothing, if it has already exited
-    proc.wait(timeout=60)
-    return proc.returncode == -signal.SIGKILL
+def kill_during(sb: Any, warehouse: Path, phase: str, nth: int) -> CliResult:
+    """Run a sync and SIGKILL it in PHASE; asserts it died there, before the run finished.
 
-
-def kill_during(
-    sb: Any, warehouse: Path, phase: str, after_requests: int = 0, extra_delay: float = 0.0
-) -> str:
-    """Start a sync and SIGKILL it in `phase`; returns where it was ("finished" if it was not).
-
-    In extract the sync is held at its AFTER_REQUESTS-th list page and killed there: that kill
-    point is exact. Normalize and load are seen from outside (their folder), so the kill lands
-    in that phase or a little after it (plus EXTRA_DELAY s, for the soak's spread): the caller
-    judges by what the kill left, not by this label."""
+    In extract the sync is held at its NTH list page and killed there by the test. In normalize
+    and load it kills itself from inside the phase (`tests.helpers.KILL_IN`: NTH picks the
+    point), writing the phase's name first: the marker proves the phase was reached, the
+    signal's exit status that the process did not finish first."""
     if phase == "extract":
-        with Hold(sb, nth=after_requests) as held:
+        with Hold(sb, nth=nth) as held:
             proc = start_sync(sb, warehouse, PATIENT)
             held.reached()
-            return "extract" if killed(proc) else "finished"
-    proc = start_sync(sb, warehouse)
-    deadline = time.monotonic() + 120  # a limit on a hang, not a measure
-    while proc.poll() is None and time.monotonic() < deadline:
-        if phase_reached(warehouse, phase):
-            break
-        time.sleep(0.001)
-    if extra_delay and proc.poll() is None:
-        time.sleep(extra_delay)
-    return phase if killed(proc) else "finished"
+            proc.send_signal(signal.SIGKILL)  # held at that page: it cannot have finished
+            result = finished(proc)
+    else:
+        marker = warehouse.parent / f"killed-in-{phase}-{nth}"
+        token = {"SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token}
+        argv = sync_argv(sb, warehouse)
+        result = run_devportal(*argv, env=token, kill_in=(phase, nth, marker))
+        assert marker.read_text(encoding="utf-8") == phase, result.err
+    assert result.code == -signal.SIGKILL, result.err
+    assert "sync ok" not in result.out  # killed before the run's one line
+    return result
 
 
-def check_killed_then_rerun(
-    sb: Any, warehouse: Path, phase: str, after_requests: int = 0, extra_delay: float = 0.0
-) -> str:
+def check_killed_then_rerun(sb: Any, warehouse: Path, phase: str, nth: int) -> None:
     # first a clean sync, then changes, so the killed run has history to get right
-    first = start_sync(sb, warehouse)
-    assert first.wait(timeout=120) == 0, first.stderr.read() if first.stderr else ""
+    first = finished(start_sync(sb, warehouse))
+    assert first.code == 0, first.err
     sb.advance(days=10)
-    where = kill_during(sb, warehouse, phase, after_requests, extra_delay)
-    if phase == "extract":
-        assert where == "extract"  # held at that page, it cannot have finished first
+    kill_during(sb, warehouse, phase, nth)
     # a package the kill left (extracted, or normalized and maybe partly loaded): the next run
     # must say it settled an interrupted run; read from the folder, after the kill
     left_a_package = phase_reached(warehouse, "normalize") or phase_reached(warehouse, "load")
     # the next run finishes or discards what the killed one left, then syncs
-    again = start_sync(sb, warehouse)
-    _, err = again.communicate(timeout=120)
-    assert again.returncode == 0, err.decode()
-    assert current_rows(warehouse) == truth_rows(sb), f"killed in {where}"
+    again = finished(start_sync(sb, warehouse))
+    assert again.code == 0, again.err
+    assert current_rows(warehouse) == truth_rows(sb), f"killed in {phase} ({nth})"
     counts = Counter(r[0] for r in query(warehouse, "SELECT id FROM devportal.subscriptions"))
     assert max(counts.values()) <= 2  # one version before the advance, one after at most
     dupes = query(
@@ -166,41 +149,44 @@ def check_killed_then_rerun(
     )
     assert dupes == []
     if left_a_package:
-        assert b"interrupted run" in err, err.decode()
+        assert "interrupted run" in again.err, again.err
     # history intervals are real: no version starts where it ends
     empty = query(
         warehouse,
         "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to <= _dlt_valid_from",
     )
     assert empty == [(0,)]
-    return where
 
 
+# extract: held at its 6th list page; normalize: as its spool begins (1) and once the files are
+# spooled, before the package is committed (2); load: after its first load job, and after the
+# third (some tables loaded, the rest not)
 @pytest.mark.parametrize(
-    ("phase", "after_requests"), [("extract", 6), ("normalize", 0), ("load", 0)]
+    ("phase", "nth"), [("extract", 6), ("normalize", 1), ("normalize", 2), ("load", 1), ("load", 3)]
 )
 def test_killed_sync_then_rerun_equals_truth(
-    sandbox_factory: Any, warehouse: Path, phase: str, after_requests: int
+    sandbox_factory: Any, warehouse: Path, phase: str, nth: int
 ) -> None:
     sb = sandbox_factory(subscriptions=6000, users=300, seed=21)
-    check_killed_then_rerun(sb, warehouse, phase, after_requests)
+    check_killed_then_rerun(sb, warehouse, phase, nth)
 
 
-# make soak: twelve kill points drawn at random (seeded, so a failure can be replayed)
+# make soak: twelve kill points drawn at random (seeded, so a failure can be replayed): the list
+# page of extract, the point of normalize, the load job after which the load dies
 _rng = random.Random(20261122)
 SOAK_POINTS = [
-    (_rng.choice(["extract", "normalize", "load"]), _rng.randint(1, 30), _rng.uniform(0, 0.08))
-    for _ in range(12)
+    (phase, _rng.randint(1, {"extract": 30, "normalize": 2, "load": LOAD_JOBS - 1}[phase]))
+    for phase in (_rng.choice(["extract", "normalize", "load"]) for _ in range(12))
 ]
 
 
 @pytest.mark.soak
-@pytest.mark.parametrize(("phase", "after_requests", "extra_delay"), SOAK_POINTS)
+@pytest.mark.parametrize(("phase", "nth"), SOAK_POINTS)
 def test_killed_at_random_points_then_rerun_equals_truth(
-    sandbox_factory: Any, warehouse: Path, phase: str, after_requests: int, extra_delay: float
+    sandbox_factory: Any, warehouse: Path, phase: str, nth: int
 ) -> None:
-    sb = sandbox_factory(subscriptions=8000, users=400, seed=after_requests)
-    check_killed_then_rerun(sb, warehouse, phase, after_requests, extra_delay)
+    sb = sandbox_factory(subscriptions=8000, users=400, seed=nth)
+    check_killed_then_rerun(sb, warehouse, phase, nth)
 
 
 def test_second_sync_process_refuses_while_one_runs(sandbox_factory: Any, warehouse: Path) -> None:
@@ -211,14 +197,14 @@ def test_second_sync_process_refuses_while_one_runs(sandbox_factory: Any, wareho
         first = start_sync(sb, warehouse, PATIENT)
         held.reached()
         second = start_sync(sb, warehouse)
-        _, err = second.communicate(timeout=120)
-        assert second.returncode == 3, err.decode()
-        lines = err.decode().strip().splitlines()
+        refused = finished(second)
+        assert refused.code == 3, refused.err
+        lines = refused.err.strip().splitlines()
         assert lines[-1].startswith("devportal: error: warehouse") and "busy" in lines[-1]
         assert f"pid {first.pid}" in lines[-1]
         assert first.poll() is None  # the holder is still there, still held
-    _, err = first.communicate(timeout=120)
-    assert first.returncode == 0, err.decode()
+    done = finished(first)
+    assert done.code == 0, done.err
     assert current_rows(warehouse) == truth_rows(sb)
 
 
@@ -231,8 +217,7 @@ def test_the_warehouse_stays_readable_while_a_sync_reads_the_api(
     import duckdb
 
     sb = sandbox_factory(subscriptions=6000, users=300, seed=23)
-    first = start_sync(sb, warehouse)
-    assert first.wait(timeout=120) == 0
+    assert finished(start_sync(sb, warehouse)).code == 0
     # held at the settings list, which it reads after its look at the warehouse, in its extract
     with Hold(sb, ENDPOINT_SETTINGS) as held:
         second = start_sync(sb, warehouse, PATIENT)
@@ -246,10 +231,10 @@ def test_the_warehouse_stays_readable_while_a_sync_reads_the_api(
             assert second.poll() is None and not phase_reached(warehouse, "load")  # still reading
         except BaseException:
             held.release()
-            second.communicate(timeout=120)
+            finished(second)
             raise
-    _, err = second.communicate(timeout=120)
-    assert second.returncode == 0, err.decode()
+    done = finished(second)
+    assert done.code == 0, done.err
 
 
 def test_a_warehouse_held_open_for_writing_elsewhere_stops_the_sync_before_it_reads_the_api(
@@ -262,14 +247,14 @@ def test_a_warehouse_held_open_for_writing_elsewhere_stops_the_sync_before_it_re
     would otherwise close half the history). Readers do not stop it
     (tests/reliability/test_readers_and_disks.py)."""
     sb = sandbox_factory(subscriptions=400, users=40, seed=26)
-    assert start_sync(sb, warehouse).wait(timeout=120) == 0
+    assert finished(start_sync(sb, warehouse)).code == 0
     for row in sb.truth()[: len(sb.truth()) // 2]:
         sb.world.remove_subscription(row["id"])
     with held_open_for_writing(warehouse) as holder:
         before = sb.stats["api_requests"]
-        second = start_sync(sb, warehouse)
-        assert second.wait(timeout=120) == 3
-        err = second.stderr.read().decode() if second.stderr else ""
+        refused = finished(start_sync(sb, warehouse))
+        assert refused.code == 3
+        err = refused.err
         assert err.count("\n") == 1 and "open for writing" in err, err
         assert f"pid {holder.pid}" in err, err
         assert sb.stats["api_requests"] == before

@@ -8,18 +8,15 @@ versions a serial run would write.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
+from subprocess import Popen
 from typing import Any
 
 from devportal.engines import connect
 from devportal.sandbox.app import ENDPOINT_SETTINGS
-from tests.helpers import query, sync_from
+from tests.helpers import finished, query, start_devportal, sync_from
 
-REPO = Path(__file__).resolve().parents[2]
 HISTORY = (
     "SELECT id, service_id, status, expires_at, is_test, _dlt_valid_from, _dlt_valid_to "
     "FROM devportal.subscriptions ORDER BY id, _dlt_valid_from"
@@ -35,24 +32,21 @@ def on_postgres(sql: str) -> list[tuple[Any, ...]]:
         return engine.execute(sql)
 
 
-def start_host(sb: Any, folder: Path, postgres: str) -> subprocess.Popen[str]:
+def start_host(sb: Any, folder: Path, postgres: str) -> Popen[str]:
     """`devportal sync --destination postgres` as its own program, working folder FOLDER."""
     env = {
-        **os.environ,
         "SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token,
         "DESTINATION__POSTGRES__CREDENTIALS": postgres,
     }
-    return subprocess.Popen(
-        [sys.executable, "-m", "devportal", "sync", "--base-url", sb.base_url,
-         "--warehouse", str(folder / "warehouse.duckdb"), "--destination", "postgres",
-         "--no-models", "--progress", "off"],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    return start_devportal(
+        "sync", "--base-url", sb.base_url, "--warehouse", str(folder / "warehouse.duckdb"),
+        "--destination", "postgres", "--no-models", "--progress", "off", env=env,
     )  # fmt: skip
 
 
-def finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    out, err = proc.communicate(timeout=300)
-    return proc.returncode, out, err
+def finish(proc: Popen[str]) -> tuple[int, str, str]:
+    done = finished(proc, timeout=300)
+    return done.code, done.out, done.err
 
 
 def assert_busy(code: int, out: str, err: str) -> None:

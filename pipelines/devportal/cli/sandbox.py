@@ -13,6 +13,7 @@ import sys
 import threading
 from typing import Any
 
+from devportal.api import SUBSCRIPTIONS_PATH
 from devportal.errors import ConfigError
 
 DESCRIPTION = """\
@@ -174,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
     lines = (
         f"devportal sandbox serving {url} ({banner})",
         f"export DEVPORTAL_TOKEN={sandbox.token}",
-        f'curl -s -H "Authorization: Bearer $DEVPORTAL_TOKEN" "{url}/api/v1/developer/subscriptions?page=1"',
+        f'curl -s -H "Authorization: Bearer $DEVPORTAL_TOKEN" "{url}{SUBSCRIPTIONS_PATH}?page=1"',
         "Ctrl-C stops; control endpoints under /__sandbox/ (see --help)",
     )
     print("\n".join(lines), flush=True)

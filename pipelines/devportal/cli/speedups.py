@@ -45,9 +45,10 @@ def early_client(args: argparse.Namespace) -> Any:
     if not enabled("early") or args.since or args.window or "subscriptions" not in wanted:
         return None
     from devportal.cli import early
+    from devportal.target import Target
     from devportal.warehouse import looks_busy
 
-    if args.destination in (None, "duckdb") and looks_busy(args.warehouse):
+    if Target.of(args.warehouse, args.destination).is_file and looks_busy(args.warehouse):
         return None  # the sync will stop at once: no API requests for nothing
     return early.start(args.base_url, args.workers, args.max_workers)
 
@@ -86,8 +87,10 @@ def models_in_a_fresh_process(args: argparse.Namespace) -> None:
     own program (`args.own_process`), never inside a caller's process, and on POSIX only
     (elsewhere exec starts a new process and ends this one: the shell would not wait); the
     output and exit code are `devportal models`' own, as the in-process build's would be."""
-    engines = (None, "duckdb", "postgres")
-    own = args.own_process and os.name == "posix" and args.destination in engines
+    from devportal.target import Target
+
+    engine = Target.of(args.warehouse, args.destination).engine
+    own = args.own_process and os.name == "posix" and engine is not None
     if own and enabled("fresh-models"):
         _exec_models(args)
 

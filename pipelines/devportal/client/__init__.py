@@ -7,7 +7,6 @@ a URL it sent) reaches messages only through `errors.server_text`.
 
 One job per module, imported one way (each only from those above it):
 
-    endpoints  the API's paths and the resources a sync reads
     settings   the HTTP settings the client reads; the base URL and token checks
     errors     RetryableError (worth another attempt) and NotFound (404)
     budget     one `get_json()`'s retry budget: deadlines, attempts, why the retries stopped
@@ -18,9 +17,16 @@ One job per module, imported one way (each only from those above it):
     paging     walking a list: pages in order, concurrently or by next_page_url; prefetch
     session    `ApiClient`: the session, one GET with its retries and redirects; `adopt`
 
-This package re-exports the names the rest of devportal uses.
+This package re-exports the names the rest of devportal uses (the API's paths and resources
+from `devportal.api`, the one place that names them).
 """
 
+from devportal.api import (
+    RESOURCES,
+    SUBSCRIPTIONS_PATH,
+    USER_ACCOUNTS_PATH,
+    USER_SETTINGS_PATH,
+)
 from devportal.client.body import (
     BODY_CEILING,
     BODY_FLOOR,
@@ -30,12 +36,6 @@ from devportal.client.body import (
     LARGE_BODY,
     MIB,
     READ_CHUNK,
-)
-from devportal.client.endpoints import (
-    RESOURCES,
-    SUBSCRIPTIONS_PATH,
-    USER_ACCOUNTS_PATH,
-    USER_SETTINGS_PATH,
 )
 from devportal.client.errors import NotFound, RetryableError
 from devportal.client.jsonparse import parse_json

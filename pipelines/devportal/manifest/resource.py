@@ -34,7 +34,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from devportal.errors import DevportalError, causes
 from devportal.manifest import facts
 from devportal.manifest.bundle import is_file, resolve
 from devportal.manifest.history import validate_with_history
@@ -54,15 +53,8 @@ from devportal.manifest.tables import (
     SOURCES,
     TABLES,
 )
-from devportal.pipeline import (
-    begin_writing,
-    finish_pending,
-    load_whole,
-    open_pipeline,
-    warehouse_or,
-)
-from devportal.runlock import writer_lock
-from devportal.warehouse import disk_error
+from devportal.pipeline import warehouse_or
+from devportal.transaction import writing
 
 if TYPE_CHECKING:
     from dlt.extract.resource import DltResource
@@ -395,44 +387,18 @@ def load_manifest(
     version in between. A manifest with errors is recorded too: analysts see broken releases,
     and the caller decides the exit code from `report.ok`.
     """
-    from dlt.pipeline.exceptions import PipelineStepFailed  # deferred: dlt is heavy
-
     destination = warehouse_or(destination)
 
     # Fail on unreadable input before touching the warehouse (no lock, no dlt folder).
     read_manifest(path)
-    try:
-        with writer_lock(warehouse, destination):
-            pipeline = open_pipeline(warehouse, destination)
-            # what an earlier run left (a draft, a pending package: as in sync) is settled
-            # first; given new data, dlt would load only the pending package and silently drop
-            # ours
-            finish_pending(pipeline, warehouse, destination)
-            if destination is None:
-                # the history is read from the published warehouse (read-only), up to date now
-                report = validate_with_history(path, warehouse=warehouse)
-            else:  # the history is read through the destination's own SQL client
-                report = validate_with_history(path, pipeline=pipeline)
-            begin_writing(warehouse, destination)  # DuckDB: the copy this load writes
-            pipeline.extract(resources_for_report(report))
-            pipeline.normalize()
-            load_ids = list(pipeline.list_normalized_load_packages())
-            load_whole(pipeline, warehouse, destination)
-    except OSError as err:
-        raise disk_error(err, warehouse) or DevportalError(
-            f"cannot use warehouse {warehouse}: {err.strerror or err}; "
-            "pass --warehouse a writable file path"
-        ) from err
-    except PipelineStepFailed as err:
-        cause = err.exception if err.exception is not None else err
-        disk = next(filter(None, (disk_error(e, warehouse) for e in causes(cause))), None)
-        if disk is not None:
-            raise disk from err
-        first_line = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-        raise DevportalError(
-            f"recording the manifest in {warehouse} failed at the dlt {err.step} step: "
-            f"{first_line}; nothing was recorded, rerun with --debug for the details"
-        ) from err
-    return LoadResult(
-        report=report, warehouse=Path(warehouse), load_id=load_ids[0] if load_ids else None
-    )
+    with writing(warehouse, destination) as run:
+        if destination is None:
+            # the history is read from the published warehouse (read-only): what the run
+            # settled is in it, and the draft this run writes is a copy of it
+            report = validate_with_history(path, warehouse=warehouse)
+        else:  # the history is read through the destination's own SQL client
+            report = validate_with_history(path, pipeline=run.pipeline)
+        load_id = run.load(
+            resources_for_report(report), what=f"recording the manifest in {warehouse}"
+        )
+    return LoadResult(report=report, warehouse=Path(warehouse), load_id=load_id)

@@ -31,6 +31,7 @@ from devportal.models.project import SCHEMA, SOURCE_DIALECT, Model, load_models
 from devportal.models.seeds import Seed, seeds_from_settings
 from devportal.pipeline import settle_for_writer
 from devportal.runlock import writer_lock
+from devportal.target import Target
 from devportal.warehouse import (
     OWN_MEMORY_LIMIT_MB,
     RAW_SCHEMA,
@@ -193,10 +194,8 @@ def build_after_load(warehouse: str | Path, destination: Any) -> dict[str, Any] 
     (destination None or "duckdb") or PostgreSQL ("postgres"); None for any other destination,
     including a dlt destination object (where it writes is its own business). The one place
     that rule is written."""
-    if destination is not None and not isinstance(destination, str):
-        return None
-    name = (destination or SOURCE_DIALECT).lower()
-    return build(warehouse, destination=name) if name in engines.ENGINES else None
+    engine = Target.of(warehouse, destination).engine
+    return build(warehouse, destination=engine) if engine is not None else None
 
 
 def build(

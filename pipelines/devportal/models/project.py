@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devportal import engines
 from devportal.errors import DevportalError
 from devportal.models.seeds import SEEDS
+from devportal.target import ENGINES
 from devportal.warehouse import ANALYTICS_SCHEMA, RAW_SCHEMA, sql_literal
 
 # package data (a link to the repository's sql/ in a checkout, real files in a wheel)
@@ -40,7 +40,7 @@ SCHEMA = ANALYTICS_SCHEMA
 # the SQL every model, data test and stand-in is written in
 SOURCE_DIALECT = "duckdb"
 # engines that may have their own form of a model in `<name>.<engine>.sql`
-OVERRIDE_ENGINES = tuple(e for e in engines.ENGINES if e != SOURCE_DIALECT)
+OVERRIDE_ENGINES = tuple(e for e in ENGINES if e != SOURCE_DIALECT)
 
 DIRECTIVE = re.compile(r"^--\s*@(?P<kind>\w+)\s+(?P<body>.+?)\s*$")
 _CALL = re.compile(r"^(?P<name>\w+)\s*\((?P<args>.*)\)$", re.DOTALL)

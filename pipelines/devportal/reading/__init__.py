@@ -30,7 +30,6 @@ from devportal.reading.closes import (
 )
 from devportal.reading.spool import BATCH_BYTES, Spool
 from devportal.reading.subscriptions import (
-    API_TIME_FORMAT,
     Partition,
     SubscriptionsRead,
     partitions,
@@ -40,7 +39,6 @@ from devportal.reading.subscriptions import (
 from devportal.reading.users import AccountsRead, SettingsRead, read_accounts, read_settings
 
 __all__ = [
-    "API_TIME_FORMAT",
     "BATCH_BYTES",
     "GONE",
     "LISTED",

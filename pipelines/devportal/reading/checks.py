@@ -1,19 +1,25 @@
 """What one list read saw (`SweepReport`) and the checks it must pass before anything reaches
 dlt: every page reports the same `total`, and the unique ids read plus the rows set aside for
 lacking an id add up to it (else `ListMoved`: the read is no snapshot). A read whose pages carry
-no `total` cannot be verified. Also the progress line while a list is paged."""
+no `total` cannot be verified. `read_until_it_adds_up`: a list read again until one read passes
+them. Also the progress line while a list is paged."""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from devportal.client import Page
+from devportal.errors import IntegrityError
+
+log = logging.getLogger("devportal.reading")
+T = TypeVar("T")
 
 
 @dataclass
@@ -103,3 +109,35 @@ def verify_ids(ids: np.ndarray, report: SweepReport, dropped: int = 0) -> None:
             f"read {unique} unique rows{extra} but the API reports total {report.total}"
         )
     report.verified = True
+
+
+def read_until_it_adds_up(
+    what: str, report: SweepReport, attempts: int, read_once: Callable[[int], T]
+) -> T:
+    """What `read_once(attempt)` returns for the first read of the WHAT list that adds up (raises no
+    `ListMoved`), reading it at most ATTEMPTS times; REPORT describes the read kept (its
+    attempt, its note) and is `complete`. A read that does not add up must leave nothing behind
+    (`read_once` cleans up before the error leaves it); after ATTEMPTS of them, IntegrityError.
+    """
+    last_error = ""
+    for attempt in range(1, attempts + 1):
+        report.attempts, report.note = attempt, None
+        try:
+            result = read_once(attempt)
+        except ListMoved as moved:
+            last_error = str(moved)
+            log.warning(
+                "%s list did not add up (%s); reading it again (%d/%d)",
+                what,
+                moved,
+                attempt,
+                attempts,
+            )
+            continue
+        report.complete = True
+        return result
+    raise IntegrityError(
+        f"the {what} list kept changing or did not add up in {attempts} reads "
+        f"({last_error}); nothing was loaded: run the sync again later, and if it keeps "
+        "failing the API's pages disagree with their own `total`"
+    )

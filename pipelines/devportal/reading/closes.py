@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from devportal import extras, transform
-from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, NotFound
+from devportal.api import SUBSCRIPTIONS_PATH
+from devportal.client import ApiClient, NotFound
 from devportal.config import DevportalConfig
 from devportal.errors import ApiError, IntegrityError
 from devportal.reading.checks import Progress

@@ -11,15 +11,19 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from devportal import extras, transform
-from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, Page
+from devportal.api import SUBSCRIPTIONS_PATH, TIMESTAMP_FORMAT
+from devportal.client import ApiClient, Page
 from devportal.config import DevportalConfig, history_ignore
-from devportal.errors import IntegrityError
-from devportal.reading.checks import ListMoved, Progress, SweepReport, check_pages, verify_ids
+from devportal.reading.checks import (
+    Progress,
+    SweepReport,
+    check_pages,
+    read_until_it_adds_up,
+    verify_ids,
+)
 from devportal.reading.spool import Spool, spool_pages
 
 log = logging.getLogger("devportal.reading")
-
-API_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 @dataclass
@@ -80,8 +84,8 @@ def partitions(
     for is_test in [False, True] if include_test else [False]:
         params: dict[str, str] = {"is_test": "true"} if is_test else {}
         if window is not None:
-            params.update(start=window[0].strftime(API_TIME_FORMAT))
-            params.update(end=window[1].strftime(API_TIME_FORMAT))
+            params.update(start=window[0].strftime(TIMESTAMP_FORMAT))
+            params.update(end=window[1].strftime(TIMESTAMP_FORMAT))
         found.append(Partition(is_test, params))
     return found
 
@@ -142,10 +146,9 @@ def _read_partition(
 ) -> Spool:
     """Read one partition into a spool file until it adds up (at most `sweep_attempts`)."""
     report = SweepReport(endpoint=SUBSCRIPTIONS_PATH, params=part.params)
-    last_error = ""
     ignored = extras.ignore_matcher(history_ignore(cfg))
-    for attempt in range(1, cfg.sweep_attempts + 1):
-        report.attempts, report.note = attempt, None
+
+    def read_once(attempt: int) -> tuple[Spool, set[int]]:
         dq = transform.DataQuality()
         fields, statuses = extras.FieldStats(ignored), Counter[str]()
         pages = client.iter_pages(SUBSCRIPTIONS_PATH, part.params, first if attempt == 1 else None)
@@ -161,34 +164,21 @@ def _read_partition(
                 statuses,
             )
             verify_ids(ids, report, dq.count("subscriptions", "id", transform.ID_DROPPED))
-        except ListMoved as moved:
-            spool_path.unlink(missing_ok=True)
-            last_error = str(moved)
-            log.warning(
-                "subscription list did not add up (%s); reading it again (%d/%d)",
-                moved,
-                attempt,
-                cfg.sweep_attempts,
-            )
-            continue
-        except BaseException:
+        except BaseException:  # a read that did not add up (or failed) leaves no spool file
             spool_path.unlink(missing_ok=True)
             raise
-        report.complete = True
-        user_ids.update(services)
-        if not report.verified:
-            log.warning(
-                "subscriptions%s: %s; its rows are loaded but no subscription is closed "
-                "(only a list that adds up to its total may retire history)",
-                " (is_test)" if part.is_test else "",
-                report.note,
-            )
-        return Spool(spool_path, ids, part.is_test, report, dq, fields, statuses)
-    raise IntegrityError(
-        f"the subscription list kept changing or did not add up in {cfg.sweep_attempts} reads "
-        f"({last_error}); nothing was loaded: run the sync again later, and if it keeps "
-        "failing the API's pages disagree with their own `total`"
-    )
+        return Spool(spool_path, ids, part.is_test, report, dq, fields, statuses), services
+
+    spool, services = read_until_it_adds_up("subscription", report, cfg.sweep_attempts, read_once)
+    user_ids.update(services)
+    if not report.verified:
+        log.warning(
+            "subscriptions%s: %s; its rows are loaded but no subscription is closed "
+            "(only a list that adds up to its total may retire history)",
+            " (is_test)" if part.is_test else "",
+            report.note,
+        )
+    return spool
 
 
 def window_bounds(

@@ -12,10 +12,16 @@ from typing import Any
 import numpy as np
 
 from devportal import extras, transform
-from devportal.client import USER_ACCOUNTS_PATH, USER_SETTINGS_PATH, ApiClient, NotFound, Page
+from devportal.api import USER_ACCOUNTS_PATH, USER_SETTINGS_PATH
+from devportal.client import ApiClient, NotFound, Page
 from devportal.config import DevportalConfig
-from devportal.errors import IntegrityError
-from devportal.reading.checks import ListMoved, Progress, SweepReport, check_pages, verify_ids
+from devportal.reading.checks import (
+    Progress,
+    SweepReport,
+    check_pages,
+    read_until_it_adds_up,
+    verify_ids,
+)
 
 log = logging.getLogger("devportal.reading")
 
@@ -49,35 +55,26 @@ def read_settings(
     """Read the settings list until it adds up (at most `sweep_attempts`); COLUMNS: where
     fields beyond the shown ones land (`transform.settings_columns`)."""
     report = SweepReport(endpoint=USER_SETTINGS_PATH, params={})
-    last_error = ""
     columns = columns if columns is not None else transform.settings_columns(extras.Naming())
-    for attempt in range(1, cfg.sweep_attempts + 1):
-        report.attempts = attempt
+
+    def read_once(attempt: int) -> SettingsRead:
         read = SettingsRead([], [], transform.DataQuality(), report, columns=columns)
         pages = client.iter_pages(USER_SETTINGS_PATH, None, first if attempt == 1 else None)
-        try:
-            for page in check_pages(pages, report):
-                users, values = transform.user_settings_records(
-                    page.data, read.dq, seen_at, read.fields, columns
-                )
-                read.users.extend(users)
-                read.values.extend(values)
-                progress.page("user settings", page, report, len(read.users))
-            verify_ids(
-                np.array([u["user_id"] for u in read.users], dtype=np.int64),
-                report,
-                read.dq.count("user_settings", "user_id", transform.USER_ID_DROPPED),
+        for page in check_pages(pages, report):
+            users, values = transform.user_settings_records(
+                page.data, read.dq, seen_at, read.fields, columns
             )
-        except ListMoved as moved:
-            last_error = str(moved)
-            log.warning("user settings list moved while paging (%s); reading it again", moved)
-            continue
-        report.complete = True
+            read.users.extend(users)
+            read.values.extend(values)
+            progress.page("user settings", page, report, len(read.users))
+        verify_ids(
+            np.array([u["user_id"] for u in read.users], dtype=np.int64),
+            report,
+            read.dq.count("user_settings", "user_id", transform.USER_ID_DROPPED),
+        )
         return read
-    raise IntegrityError(
-        f"the user settings list kept changing while it was read ({last_error}); "
-        "nothing was loaded: run the sync again"
-    )
+
+    return read_until_it_adds_up("user settings", report, cfg.sweep_attempts, read_once)
 
 
 # -- user accounts ----------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """The self-contained HTML page (`--html PATH`): the figures and the charts of
-`devportal.charts` (`charts.PAGE`) as inline PNG images, every text escaped; and
+`devportal.charts` on the page (`Chart.on_page`) as inline PNG images, every text escaped; and
 `print_report`, what `devportal report` (devportal.cli.report) runs."""
 
 from __future__ import annotations
@@ -60,10 +60,9 @@ def _chart_frames(reader: _Reader) -> dict[str, pd.DataFrame]:
     """The DataFrame of every chart whose models exist (e.g. no users before any model could
     build it)."""
     frames = {}
-    for name in charts.PAGE:
-        sql = charts.QUERIES[name]
-        if set(re.findall(r"analytics\.(\w+)", sql)) <= reader.tables:
-            frames[name] = reader.frame(sql)
+    for chart in charts.CHARTS:
+        if chart.on_page and set(re.findall(r"analytics\.(\w+)", chart.query)) <= reader.tables:
+            frames[chart.name] = reader.frame(chart.query)
     return frames
 
 
@@ -72,7 +71,7 @@ def _chart_images(
 ) -> list[tuple[str, bytes]]:
     """The charts drawn, as (title, PNG): drawn after the connection is closed."""
     return [
-        (charts.TITLES[name], charts.png_bytes(charts.draw(name, frame, as_of)))
+        (charts.BY_NAME[name].title, charts.png_bytes(charts.BY_NAME[name].draw(frame, as_of)))
         for name, frame in frames.items()
     ]
 

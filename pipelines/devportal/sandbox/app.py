@@ -24,22 +24,19 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from devportal.api import SUBSCRIPTIONS_PATH, USER_ACCOUNTS_PREFIX, USER_SETTINGS_PATH
 from devportal.sandbox.clock import parse_bound
 from devportal.sandbox.store import SubscriptionFilter
 from devportal.sandbox.world import World
 
-API_PREFIX = "/api/v1/developer"
-SUBSCRIPTIONS_PATH = API_PREFIX + "/subscriptions"
-SETTINGS_PATH = API_PREFIX + "/users/settings"
-USERS_PREFIX = API_PREFIX + "/users/"
 SUBSCRIPTIONS_PER_PAGE = 200
 SETTINGS_PER_PAGE = 20
 MAX_USERNAMES = 20
 
 # What page hooks and overrides receive as `endpoint`: the request path of the list.
 ENDPOINT_SUBSCRIPTIONS = SUBSCRIPTIONS_PATH
-ENDPOINT_SETTINGS = SETTINGS_PATH
-ENDPOINT_USER = USERS_PREFIX + "{id}"
+ENDPOINT_SETTINGS = USER_SETTINGS_PATH
+ENDPOINT_USER = USER_ACCOUNTS_PREFIX + "{id}"
 
 _DIGITS = re.compile(r"^[0-9]+$")
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -110,16 +107,16 @@ class Api:
         """`params` is the query, last value wins, in first-seen order (PHP semantics)."""
         if path == SUBSCRIPTIONS_PATH:
             return self.subscriptions(params, host)
-        if path == SETTINGS_PATH:
+        if path == USER_SETTINGS_PATH:
             return self.settings(params, host)
-        if path.startswith(USERS_PREFIX):
-            return self.user(path[len(USERS_PREFIX) :])
+        if path.startswith(USER_ACCOUNTS_PREFIX):
+            return self.user(path[len(USER_ACCOUNTS_PREFIX) :])
         return message(404, "Not Found")
 
     @staticmethod
     def is_route(path: str) -> bool:
-        return path in (SUBSCRIPTIONS_PATH, SETTINGS_PATH) or (
-            path.startswith(USERS_PREFIX) and "/" not in path[len(USERS_PREFIX) :]
+        return path in (SUBSCRIPTIONS_PATH, USER_SETTINGS_PATH) or (
+            path.startswith(USER_ACCOUNTS_PREFIX) and "/" not in path[len(USER_ACCOUNTS_PREFIX) :]
         )
 
     # ------------------------------------------------------------------ endpoints

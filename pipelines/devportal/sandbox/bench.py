@@ -23,9 +23,8 @@ from contextlib import ExitStack, contextmanager
 
 import requests
 
+from devportal.api import SUBSCRIPTIONS_PATH
 from devportal.sandbox.server import Sandbox
-
-PATH = "/api/v1/developer/subscriptions"
 
 
 @contextmanager
@@ -54,7 +53,7 @@ def pages_per_second(base: str, token: str, pages: int, threads: int, last_page:
             s.headers["Authorization"] = f"Bearer {token}"
             n = 0
             for i in range(k, pages, threads):
-                r = s.get(base + PATH, params={"page": i % last_page + 1}, timeout=30)
+                r = s.get(base + SUBSCRIPTIONS_PATH, params={"page": i % last_page + 1}, timeout=30)
                 if r.status_code != 200 or len(r.content) < 1000:
                     raise RuntimeError(f"unexpected answer {r.status_code}")
                 n += 1

@@ -45,9 +45,8 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from devportal.api import SUBSCRIPTIONS_PATH, USER_SETTINGS_PATH
 from devportal.sandbox.app import (
-    SETTINGS_PATH,
-    SUBSCRIPTIONS_PATH,
     Api,
     PageHook,
     PageOverride,
@@ -77,7 +76,10 @@ log = logging.getLogger("devportal.sandbox")
 CONTROL_PREFIX = "/__sandbox/"
 _HOST_RE = re.compile(r"^[A-Za-z0-9.\-]+(?::[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](?::[0-9]{1,5})?$")
 # list endpoint path -> its counter in `Sandbox.stats`
-_PAGE_COUNTERS = {SUBSCRIPTIONS_PATH: "pages_subscriptions", SETTINGS_PATH: "pages_users_settings"}
+_PAGE_COUNTERS = {
+    SUBSCRIPTIONS_PATH: "pages_subscriptions",
+    USER_SETTINGS_PATH: "pages_users_settings",
+}
 
 
 @dataclass(frozen=True)

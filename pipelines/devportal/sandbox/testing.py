@@ -16,11 +16,13 @@ from typing import Any
 
 import requests
 
+from devportal import api
 from devportal.sandbox.server import Sandbox
 
-SUBSCRIPTIONS = "/api/v1/developer/subscriptions"
-SETTINGS = "/api/v1/developer/users/settings"
-USERS = "/api/v1/developer/users/"
+# the API's paths under the short names the tests use
+SUBSCRIPTIONS = api.SUBSCRIPTIONS_PATH
+SETTINGS = api.USER_SETTINGS_PATH
+USERS = api.USER_ACCOUNTS_PREFIX
 
 
 @contextmanager

@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +91,11 @@ class Decision:
 class RateLimiter:
     """Token buckets by key (the bearer token). Thread-safe; `take` is O(1)."""
 
-    def __init__(self, config: RateLimit | None = None) -> None:
+    def __init__(
+        self, config: RateLimit | None = None, clock: Callable[[], float] | None = None
+    ) -> None:
+        # CLOCK: real monotonic time unless a test passes its own
+        self.clock = clock or time.monotonic
         self._lock = threading.Lock()
         self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, at monotonic)
         self.config: RateLimit | None = None
@@ -109,7 +113,7 @@ class RateLimiter:
             if cfg is None:
                 return None
             rate, capacity = cfg.per_second, cfg.capacity
-            now = time.monotonic()
+            now = self.clock()
             tokens, at = self._buckets.get(key, (capacity, now))
             tokens = min(capacity, tokens + (now - at) * rate)
             if tokens >= 1.0:
@@ -124,7 +128,9 @@ class RateLimiter:
 class SerialCost:
     """X ms of server time per request under one lock: a single-worker backend."""
 
-    def __init__(self, ms: float = 0.0) -> None:
+    def __init__(self, ms: float = 0.0, sleep: Callable[[float], None] | None = None) -> None:
+        # SLEEP: the real one unless a test passes its own
+        self.sleep = sleep or time.sleep
         self._lock = threading.Lock()
         self.ms = 0.0
         self.set(ms)
@@ -139,4 +145,4 @@ class SerialCost:
         ms = self.ms
         if ms > 0:
             with self._lock:
-                time.sleep(ms / 1000.0)
+                self.sleep(ms / 1000.0)

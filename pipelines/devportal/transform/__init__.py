@@ -24,7 +24,6 @@ from devportal.transform.ledger import (
     raw_text,
 )
 from devportal.transform.subscriptions import (
-    EXPIRES_FORMAT,
     KNOWN_STATUSES,
     SUBSCRIPTION_FIELDS,
     SUBSCRIPTIONS_COLUMNS,
@@ -56,7 +55,6 @@ from devportal.transform.users import (
 from devportal.transform.versions import rehash
 
 __all__ = [
-    "EXPIRES_FORMAT",
     "ID_DROPPED",
     "KNOWN_STATUSES",
     "PROFILE_ID_KEYS",

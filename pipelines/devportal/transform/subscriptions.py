@@ -19,12 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from devportal import extras
+from devportal.api import TIMESTAMP_FORMAT
 from devportal.transform.ledger import ID_DROPPED, DataQuality, raw_text
 from devportal.transform.versions import extras_hashes, row_versions
 from devportal.values import to_int
 
 KNOWN_STATUSES = ("active", "canceled")
-EXPIRES_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 SUBSCRIPTIONS_SCHEMA = pa.schema(
     [
@@ -69,7 +69,7 @@ def parse_timestamp(value: Any) -> datetime | None:
         return None
     text = value.strip()
     try:
-        parsed = datetime.strptime(text, EXPIRES_FORMAT)
+        parsed = datetime.strptime(text, TIMESTAMP_FORMAT)
     except ValueError:
         try:
             parsed = datetime.fromisoformat(text)
@@ -222,7 +222,7 @@ def _expiries(batch: _Batch) -> tuple[pa.Array, pa.Array | None]:
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         batch.saw("expires_at", raw)
         text = pa.array([None if v is None else str(v) for v in raw], type=pa.string())
-    expires = pc.strptime(text, format=EXPIRES_FORMAT, unit="us", error_is_null=True)
+    expires = pc.strptime(text, format=TIMESTAMP_FORMAT, unit="us", error_is_null=True)
     # Arrow's strptime rolls impossible dates over (02-30 -> 03-01, :60 -> next minute): a value
     # counts as parsed only if it prints back as the text it came from
     # (cast + slice, not strftime: 20x faster, and strftime prints microseconds for %S)

@@ -1,0 +1,120 @@
+"""The one whole-or-nothing run every writer of the API's data and of manifests goes through.
+
+    with writing(warehouse, destination) as run:   # lock, pipeline, settle, begin writing
+        data = ...                                  # read what the run loads
+        load_id = run.load(data, what="sync")      # one package, loaded whole or not at all
+
+`writing` holds the writer lock (`runlock`), opens the pipeline, settles what a killed run left
+(`pipeline.finish_pending`: pending packages are loaded first, so new data never makes dlt load
+only the old package, and one that cannot load is set aside while this run goes on) and, on
+DuckDB, starts the draft this run writes. `Run.load` extracts and normalizes the data into one
+package and loads it whole (`pipeline.load_whole`); a failed extract or normalize leaves
+nothing behind (`pipeline.discard_unfinished`) and ends in one line naming the step.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from devportal.errors import DevportalError, causes, devportal_cause, first_line
+from devportal.pipeline import (
+    Settled,
+    begin_writing,
+    discard_unfinished,
+    finish_pending,
+    load_whole,
+    open_pipeline,
+)
+from devportal.runlock import writer_lock
+from devportal.warehouse import disk_error
+
+log = logging.getLogger("devportal.transaction")
+
+
+@dataclass
+class Run:
+    """One writer's run on a settled pipeline: `load` what it read."""
+
+    pipeline: Any
+    warehouse: str | Path
+    destination: Any
+    settled: Settled  # what a killed run left, loaded or set aside first
+
+    def load(
+        self,
+        data: Any,
+        *,
+        what: str,
+        after_load: Callable[[str], None] | None = None,
+        refusal: Callable[[BaseException], DevportalError | None] | None = None,
+    ) -> str | None:
+        """Extract and normalize DATA (a dlt source or resources) into one package and load it
+        whole; its load id (None when DATA held nothing). AFTER_LOAD(load_id) runs once it has
+        loaded, before it is published. REFUSAL(cause) may turn a cause of a failed extract or
+        normalize into the run's one line (the sync's schema contract). WHAT names the run in
+        that line."""
+        from dlt.pipeline.exceptions import PipelineStepFailed  # deferred: dlt is heavy
+
+        try:
+            self.pipeline.extract(data)
+            self.pipeline.normalize()
+        except PipelineStepFailed as err:
+            # nothing of the run may stay behind: a later run starts from a clean extract, with
+            # the local state and schema as they were
+            try:
+                discard_unfinished(self.pipeline)
+            except Exception as cleanup:  # dlt's storages raise their own errors besides OSError
+                log.warning("could not discard what the failed run left: %s", first_line(cleanup))
+            raise self._failure(err, what, refusal) from err
+        load_ids = list(self.pipeline.list_normalized_load_packages())
+        if not load_ids:
+            return None
+        load_id = str(load_ids[0])
+        then = (lambda: after_load(load_id)) if after_load is not None else None
+        load_whole(self.pipeline, self.warehouse, self.destination, then)
+        return load_id
+
+    def _failure(
+        self,
+        err: BaseException,
+        what: str,
+        refusal: Callable[[BaseException], DevportalError | None] | None,
+    ) -> DevportalError:
+        for cause in causes(err):
+            refused = refusal(cause) if refusal is not None else None
+            if refused is not None:
+                return refused
+        ours = devportal_cause(err)
+        if ours is not None:
+            return ours
+        disk = next(filter(None, (disk_error(e, self.warehouse) for e in causes(err))), None)
+        if disk is not None:
+            return disk
+        step = getattr(err, "step", "extract")
+        return DevportalError(
+            f"{what} failed at dlt's {step} step: {first_line(err)}; nothing was loaded "
+            "(rerun with --debug for the details)"
+        )
+
+
+@contextmanager
+def writing(warehouse: str | Path, destination: Any = None, progress: Any = None) -> Iterator[Run]:
+    """Hold the writer lock for the whole run, open the pipeline, settle what a killed run left
+    and begin writing (DuckDB: the draft). A disk that fills or turns read-only under the run,
+    or a warehouse path that cannot be used, ends it in one line."""
+    try:
+        with writer_lock(warehouse, destination):
+            pipeline = open_pipeline(warehouse, destination, progress)
+            settled = finish_pending(pipeline, warehouse, destination)
+            begin_writing(warehouse, destination)
+            yield Run(pipeline, warehouse, destination, settled)
+    except OSError as err:
+        raise disk_error(err, warehouse) or DevportalError(
+            f"cannot use warehouse {warehouse}: {err.strerror or err}; "
+            "pass --warehouse a writable file path"
+        ) from err
