@@ -128,7 +128,7 @@ def test_validation_layer_imports_no_recording_module() -> None:
 
 def test_the_layers_import_downwards() -> None:
     """errors < warehouse < pipeline < features < cli: the warehouse file knows no dlt pipeline,
-    the pipeline (with loader.py, its DuckDB destination) no feature, and only the CLI (and
+    the pipeline (with duckdb_destination.py) and its load packages (packages.py) no feature, and only the CLI (and
     `python -m devportal`) imports the CLI."""
     graph = import_graph()
     assert graph["devportal.errors"] == set()
@@ -142,8 +142,10 @@ def test_the_layers_import_downwards() -> None:
     assert graph["devportal.client.settings"] <= {"devportal.errors"}
     assert graph["devportal.config"] <= {"devportal.errors", "devportal.client.settings"}
     assert graph["devportal.target"] <= {"devportal.errors"}  # one decision of where, base layer
-    allowed = {"devportal.errors", "devportal.warehouse", "devportal.loader", "devportal.config"}
-    allowed |= {"devportal.target"}
+    allowed = {"devportal.errors", "devportal.warehouse", "devportal.duckdb_destination"}
+    allowed |= {"devportal.config", "devportal.target"}
+    packages = allowed | {"devportal.pipeline"}
+    assert graph["devportal.packages"] <= packages, sorted(graph["devportal.packages"] - packages)
     assert graph["devportal.pipeline"] <= allowed, sorted(graph["devportal.pipeline"] - allowed)
     cli = {m for m in graph if m == "devportal.cli" or m.startswith("devportal.cli.")}
     for module in sorted(set(graph) - cli - {"devportal.__main__"}):

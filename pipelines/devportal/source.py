@@ -61,8 +61,8 @@ from devportal.client import (
     is_loopback,
 )
 from devportal.config import SECTION, DevportalConfig, require_endpoint, schema_contract
-from devportal.destination import Holdings
 from devportal.errors import ConfigError
+from devportal.holdings import Holdings
 from devportal.reading import (
     Progress,
     SubscriptionsRead,

@@ -33,8 +33,8 @@ from dlt.common.schema.exceptions import DataValidationError
 from devportal import config as settings
 from devportal import shape
 from devportal.client import RESOURCES, ApiClient, adopt
-from devportal.destination import Destination
 from devportal.errors import DevportalError
+from devportal.holdings import DatasetReader
 from devportal.pipeline import warehouse_or
 from devportal.runrecord import RunRecord, RunRecorder
 from devportal.source import devportal_source
@@ -214,7 +214,7 @@ def sync(
     loaded: dict[str, Any] = {}
     recorder = RunRecorder()
     with writing(warehouse, destination, _dlt_progress(progress)) as run:
-        with Destination(run.pipeline) as dest:
+        with DatasetReader(run.pipeline) as dest:
             before = dest.history_counts()
         source = devportal_source(
             resources=tuple(resources),
@@ -230,7 +230,7 @@ def sync(
             # what the load did to the history and the columns of the tables whose shape
             # changed, read before it is published (on DuckDB, from the copy)
             changed = recorder.record.schema_changes if recorder.record else ()
-            with Destination(run.pipeline) as dest:
+            with DatasetReader(run.pipeline) as dest:
                 loaded["after"] = dest.history_counts()
                 tables = {str(c.get("table")) for c in changed if isinstance(c, dict)}
                 loaded["columns"] = {t: set(dest.columns(t)) for t in tables}

@@ -22,14 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from devportal.errors import DevportalError, causes, devportal_cause, first_line
-from devportal.pipeline import (
-    Settled,
-    begin_writing,
-    discard_unfinished,
-    finish_pending,
-    load_whole,
-    open_pipeline,
-)
+from devportal.packages import Settled, discard_unfinished, finish_pending, load_whole
+from devportal.pipeline import begin_writing, open_pipeline
 from devportal.runlock import writer_lock
 from devportal.warehouse import disk_error
 

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from devportal.pipeline import set_aside_dir
+from devportal.packages import set_aside_dir
 from tests.helpers import FAST_RETRY, OnEngine, query, subscription, warehouse_of
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SETTINGS, Answer, HostileApi
@@ -410,7 +410,7 @@ def test_a_load_that_fails_leaves_the_warehouse_as_before_and_sets_the_package_a
 
 KILL_AT_LOAD = """
 import os, sys
-import devportal.pipeline as s
+import devportal.packages as s
 from devportal.cli import main
 real = s.Snapshot.take
 def take_then_die(*a, **k):

@@ -265,7 +265,7 @@ def test_a_warehouse_whose_runs_recorded_no_fields_holds_none(
 
     import duckdb
 
-    from devportal.destination import Holdings
+    from devportal.holdings import Holdings
     from devportal.pipeline import begin_writing, open_pipeline
     from devportal.warehouse import Draft
 

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from devportal.pipeline import discard_set_aside, set_aside_packages, set_aside_reason
+    from devportal.packages import discard_set_aside, set_aside_packages, set_aside_reason
 
     packages = set_aside_packages(args.warehouse)
     if args.action == "list":

@@ -29,7 +29,7 @@ from devportal.models.checks import DataTestsFailed, run_tests
 from devportal.models.engine_sql import EngineSql, for_engine, render
 from devportal.models.project import SCHEMA, SOURCE_DIALECT, Model, load_models
 from devportal.models.seeds import Seed, seeds_from_settings
-from devportal.pipeline import settle_for_writer
+from devportal.packages import settle_for_writer
 from devportal.runlock import writer_lock
 from devportal.target import Target
 from devportal.warehouse import (

@@ -47,14 +47,14 @@ _DLT_TYPES = {
 }
 
 
-class Destination:
+class DatasetReader:
     """One session on a pipeline's dataset for a few bookkeeping queries (None: no pipeline)."""
 
     def __init__(self, pipeline: Any | None) -> None:
         self._pipeline = pipeline
         self._client: Any = None
 
-    def __enter__(self) -> Destination:
+    def __enter__(self) -> DatasetReader:
         """Open the session. A destination that cannot be opened is an error, never "nothing
         held": an empty answer would let a sweep past the mass-close guard and stamp history
         before the last run's."""
@@ -249,7 +249,7 @@ class Holdings:
 
     @classmethod
     def read(cls, pipeline: Any | None) -> Holdings:
-        with Destination(pipeline) as dest:
+        with DatasetReader(pipeline) as dest:
             known_fields, last_full_fields = dest.held_fields()
             return cls(
                 last_observed=dest.last_observed(),
