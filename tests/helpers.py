@@ -8,7 +8,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,8 +98,10 @@ def warehouse_of(args: list[str]) -> Path:
     return Path(args[args.index("--warehouse") + 1])
 
 
-def rows_if_loaded(warehouse: Path, sql: str) -> list[tuple[Any, ...]]:
-    """SQL's rows, or [] when the warehouse or its `devportal.subscriptions` table was never
+def rows_if_loaded(
+    warehouse: Path, sql: str, table: str = "subscriptions"
+) -> list[tuple[Any, ...]]:
+    """SQL's rows, or [] when the warehouse or its `devportal.<table>` table was never
     created (a run refused before it loaded anything)."""
     if not warehouse.exists():
         return []
@@ -107,7 +109,8 @@ def rows_if_loaded(warehouse: Path, sql: str) -> list[tuple[Any, ...]]:
     try:
         found = con.execute(
             "SELECT count(*) FROM information_schema.tables "
-            "WHERE table_schema = 'devportal' AND table_name = 'subscriptions'"
+            "WHERE table_schema = 'devportal' AND table_name = ?",
+            [table],
         ).fetchone()
         if not found or not found[0]:
             return []
@@ -160,21 +163,27 @@ sys.stdin.read()  # open until the test closes its stdin (or kills it): no time 
 
 
 @contextmanager
-def held_open_for_writing(warehouse: Path) -> Iterator[subprocess.Popen[str]]:
-    """Another program holding WAREHOUSE open read-write (DuckDB's lock is per process) until
-    the block ends; yields once it has the file open."""
+def holding(script: str, ready: str, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """A Python process running SCRIPT with ARGS until the block ends (killed then); yields
+    once it printed READY (the script then holds what it took until its stdin closes)."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD_FOR_WRITING, str(warehouse)],
+        [sys.executable, "-c", script, *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        assert holder.stdout is not None and holder.stdout.readline().strip() == ready
         yield holder
     finally:
         holder.kill()
         holder.wait(timeout=60)
+
+
+def held_open_for_writing(warehouse: Path) -> AbstractContextManager[subprocess.Popen[str]]:
+    """Another program holding WAREHOUSE open read-write (DuckDB's lock is per process) until
+    the block ends; yields once it has the file open."""
+    return holding(_HOLD_FOR_WRITING, "open", str(warehouse))
 
 
 # -- `devportal` in a process of its own -------------------------------------------------------

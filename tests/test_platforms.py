@@ -18,13 +18,13 @@ import signal
 import struct
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
 
 from devportal import filelock
+from tests.helpers import holding
 from tests.test_import_layers import module_names
 
 # Installed first in every subprocess below: `import fcntl` fails as it does on Windows.
@@ -109,22 +109,10 @@ def duckdb_warehouse(tmp_path: Path) -> Path:
     return path
 
 
-@contextmanager
-def held_the_windows_way(warehouse: Path) -> Iterator[subprocess.Popen[str]]:
+def held_the_windows_way(warehouse: Path) -> AbstractContextManager[subprocess.Popen[str]]:
     """Another process holding the warehouse lock with the "range" lock until the block ends
     (killed then); yields once it holds it."""
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_WITH_RANGE_LOCK, str(warehouse)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        yield holder
-    finally:
-        holder.kill()
-        holder.wait(timeout=60)
+    return holding(HOLD_WITH_RANGE_LOCK, "held", str(warehouse))
 
 
 def range_byte_locked(lock_file: Path) -> bool:

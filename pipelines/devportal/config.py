@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from dlt.common.configuration import configspec
@@ -23,13 +24,29 @@ SECTION = "devportal"
 SECTIONS = ("sources", SECTION)
 
 
+@dataclass
+class LoadSettings:
+    """The DuckDB warehouse's load connection (`pipeline.open_pipeline`), fields of
+    `[sources.devportal]` defined once here: resolved on their own where only they are needed
+    (a manifest load must not fail on an unrelated HTTP setting)."""
+
+    duckdb_threads: int = 1
+    duckdb_memory_limit: str = "128MB"  # DuckDB spills beyond it: flat memory on big merges
+
+
 @configspec
-class DevportalConfig(BaseConfiguration, HttpSettings):
+class LoadConfig(BaseConfiguration, LoadSettings):
+    """`LoadSettings` as dlt resolves them, from the same section."""
+
+
+@configspec
+class DevportalConfig(BaseConfiguration, HttpSettings, LoadSettings):
     """`[sources.devportal]`; the token in secrets.toml or the environment.
 
     The HTTP settings (`base_url`, the token, workers, timeouts, retries, the body cap) are
-    `client.settings.HttpSettings`'s fields, inherited: defined there once, with their defaults
-    and meaning. The fields below say what a run reads, its guards, and where it loads.
+    `client.settings.HttpSettings`'s fields and the DuckDB load connection's are `LoadSettings`',
+    inherited: defined there once, with their defaults and meaning. The fields below say what a
+    run reads and its guards.
     """
 
     access_token: TSecretStrValue | None = None  # HttpSettings' field, marked a secret for dlt
@@ -56,9 +73,6 @@ class DevportalConfig(BaseConfiguration, HttpSettings):
     # extra fields whose change alone makes no new subscription version (glob patterns matched
     # against the dotted field path and against its last name); unset: HISTORY_IGNORE_DEFAULT
     history_ignore_fields: list[str] | None = None
-    # -- the DuckDB warehouse's load connection
-    duckdb_threads: int = 1
-    duckdb_memory_limit: str = "128MB"
     # -- `devportal sync` records this app manifest with every run when set
     manifest_path: str | None = None
 
@@ -152,7 +166,7 @@ def resolve_analytics() -> AnalyticsConfig:
         raise ConfigError(
             f"configuration [analytics] {err.field_name} cannot be read as {err.hint}: fix it "
             f"in .dlt/config.toml or ANALYTICS__{err.field_name.upper()}"
-        ) from None
+        ) from err
     for status, treated in (cfg.status_map or {}).items():
         if treated not in STATUS_TREATMENTS:
             raise ConfigError(
@@ -186,12 +200,25 @@ def resolve(*, require_api: bool = True, **explicit: Any) -> DevportalConfig:
     except ConfigFieldMissingException as err:
         raise ConfigError(
             f"missing configuration {err.fields}: see README 'Configuration'"
-        ) from None
+        ) from err  # names the keys tried, never a value
     except ConfigValueCannotBeCoercedException as err:
+        # from None: the cause carries the value given (`field_value`, and the coercion error
+        # chained to it quotes it), which may be the access token, not yet known to the scrub
         raise ConfigError(bad_value(err.field_name, err.field_value, err.hint)) from None
     check_workers(cfg)
     schema_contract(cfg)
     return require_endpoint(cfg) if require_api else cfg
+
+
+def resolve_load() -> LoadConfig:
+    """Only the DuckDB load connection's settings from env/config; a bad value is one line."""
+    from dlt.common.configuration.exceptions import ConfigValueCannotBeCoercedException
+    from dlt.common.configuration.resolve import resolve_configuration
+
+    try:
+        return resolve_configuration(LoadConfig(), sections=SECTIONS)
+    except ConfigValueCannotBeCoercedException as err:
+        raise ConfigError(bad_value(err.field_name, err.field_value, err.hint)) from err
 
 
 def check_workers(cfg: DevportalConfig) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -77,17 +78,17 @@ def local_postgres() -> Iterator[LocalPostgres]:
     by `tempfile.mkdtemp`, not under a 0700 folder of this user (as pytest's are)."""
     try:
         import pgserver
-    except ImportError:
+    except ImportError as err:
         raise ConfigError(
             f"no PostgreSQL: set {POSTGRES_ENV} to a server's URI, or install pgserver "
             "(`pip install pgserver`, in `make setup`'s venv already) for a throwaway one"
-        ) from None
+        ) from err
     folder = tempfile.mkdtemp(prefix="devportal-pg-")
     try:
         server = pgserver.get_server(folder, cleanup_mode="stop")
-    except Exception as err:
+    except (OSError, RuntimeError, subprocess.SubprocessError) as err:  # what pgserver raises
         shutil.rmtree(folder, ignore_errors=True)
-        raise DevportalError(f"cannot start a throwaway PostgreSQL with pgserver: {err}") from None
+        raise DevportalError(f"cannot start a throwaway PostgreSQL with pgserver: {err}") from err
     try:
         yield LocalPostgres(server, folder)
     finally:

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import ConfigError, DevportalError, first_line
+from devportal.errors import ConfigError, DevportalError, first_line, register_secret
 from devportal.target import Target
 from devportal.warehouse import catalog_of, quote_ident
 
@@ -160,11 +160,13 @@ def postgres_dsn() -> str:
         raise ConfigError(
             f"PostgreSQL credentials lack {missing}: set DESTINATION__POSTGRES__CREDENTIALS="
             f"{form} (or [destination.postgres.credentials] in .dlt/secrets.toml)"
-        ) from None
+        ) from None  # dlt's error may chain the URI's parse error, which quotes its password
     except ConfigurationException:  # the URI does not parse; its text may hold the password
         raise ConfigError(
             f"DESTINATION__POSTGRES__CREDENTIALS is not a connection URI: write it as {form}"
         ) from None
+    if credentials.password:  # a driver's message may quote it: every shown text is scrubbed
+        register_secret(str(credentials.password))
     return str(credentials.to_native_representation())
 
 
@@ -176,7 +178,8 @@ def postgres_connection(**options: Any) -> Any:
     try:
         return psycopg2.connect(postgres_dsn(), **options)
     except psycopg2.Error as err:
-        # the driver's text names host and user, never the password
+        # from None: a connection refused names host and user, but a DSN libpq cannot parse
+        # ("invalid dsn: ...") is quoted, password included
         raise DevportalError(
             f"cannot connect to PostgreSQL ({first_line(err)}); check "
             "DESTINATION__POSTGRES__CREDENTIALS and that the server is running"

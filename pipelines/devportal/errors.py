@@ -1,5 +1,10 @@
 """Errors meant for people: one line with the cause and the fix, and the process exit code.
 
+Every `DevportalError` a caller may see is defined here (the modules raising them re-export
+theirs). Exceptions that never leave their package stay there: `client.errors.RetryableError`
+(the client's retry signal, turned into an `ApiError` once retries end), `client.body`'s
+body-reading signals and `reading.checks.ListMoved` (the read starts over).
+
 Also the scrub every text shown or stored by devportal passes through (`scrub`, `server_text`):
 the access token (registered by the HTTP client, `register_secret`), any `Bearer <credential>`,
 and terminal control sequences are taken out. A server may echo the request's headers in an
@@ -114,6 +119,28 @@ class WarehouseBusy(DevportalError):
     """Another sync holds the warehouse lock."""
 
     exit_code = 3
+
+
+class NotFound(ApiError):
+    """404: the resource does not exist (callers decide whether that is a failure)."""
+
+
+class PackageSetAside(DevportalError):
+    """A load package failed to load; the warehouse was put back and the package kept aside."""
+
+    def __init__(self, message: str, load_id: str) -> None:
+        super().__init__(message)
+        self.load_id = load_id
+
+
+class DataTestsFailed(DevportalError):
+    """Data tests of a committed build failed (the build itself stands)."""
+
+
+class ManifestUnreadable(DevportalError):
+    """The input is not a readable JSON object; `validate` and `load` exit 2."""
+
+    exit_code = 2
 
 
 def causes(err: BaseException) -> list[BaseException]:

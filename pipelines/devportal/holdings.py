@@ -17,6 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
+from dlt.common.configuration.exceptions import ConfigurationException
+from dlt.common.destination.exceptions import DestinationException
 
 from devportal import shape
 from devportal.errors import DevportalError, WarehouseBusy, first_line
@@ -59,11 +61,17 @@ class DatasetReader:
         held": an empty answer would let a sweep past the mass-close guard and stamp history
         before the last run's."""
         if self._pipeline is not None:
+            expected: tuple[type[BaseException], ...] = (
+                DestinationException,
+                ConfigurationException,
+                *_driver_errors(),
+            )
             try:
                 self._client = self._pipeline.sql_client()
                 self._client.open_connection()
-            except Exception as err:
+            except expected as err:
                 self._client = None
+                # the cause may quote the destination's credentials (a DSN with its password)
                 raise _cannot_open(self._pipeline, err) from None
         return self
 
@@ -86,8 +94,8 @@ class DatasetReader:
             return list(self._client.execute_sql(self._qualified(sql), *params) or [])
         except DatabaseUndefinedRelation:  # a first run: the table is created by its load
             return None
-        except Exception as err:
-            raise _cannot_read(err) from None
+        except DestinationException as err:
+            raise _cannot_read(err) from err
 
     def int_column(self, sql: str, *params: Any) -> np.ndarray:
         """The first column as an int64 array (DuckDB's numpy fetch: a million ids in ms)."""
@@ -105,8 +113,8 @@ class DatasetReader:
                 return np.array([r[0] for r in cursor.fetchall()], dtype=np.int64)
         except DatabaseUndefinedRelation:  # no table yet: nothing is current
             return empty
-        except Exception as err:
-            raise _cannot_read(err) from None
+        except DestinationException as err:
+            raise _cannot_read(err) from err
 
     def _qualified(self, sql: str) -> str:
         names = ("subscriptions", "sync_runs", "user_accounts", "user_settings", "_dlt_loads")
@@ -287,6 +295,20 @@ def _dlt_type(sql_type: str) -> str:
     `timestamp with time zone`); the type itself, lowered, when none is known."""
     word = sql_type.strip().lower().replace("(", " ").split(" ", 1)[0]
     return _DLT_TYPES.get(word, word)
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    """What the engines' drivers raise when dlt does not wrap it (PostgreSQL's connect)."""
+    import duckdb
+
+    errors: list[type[BaseException]] = [duckdb.Error, OSError]
+    try:
+        import psycopg2
+
+        errors.append(psycopg2.Error)
+    except ImportError:  # pragma: no cover - declared, but a DuckDB-only install may lack it
+        pass
+    return tuple(errors)
 
 
 def _cannot_open(pipeline: Any, err: BaseException) -> DevportalError:

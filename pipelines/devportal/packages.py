@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from devportal.errors import DevportalError, causes, first_line
+from devportal.errors import PackageSetAside as PackageSetAside
 from devportal.pipeline import LOAD_WORKERS, open_pipeline, pipelines_dir
 from devportal.target import Target
 from devportal.warehouse import Draft, quote_ident
@@ -138,14 +139,6 @@ def _collect_aborted(warehouse: str | Path) -> list[str]:
     return moved
 
 
-class PackageSetAside(DevportalError):
-    """A load package failed to load; the warehouse was put back and the package kept aside."""
-
-    def __init__(self, message: str, load_id: str) -> None:
-        super().__init__(message)
-        self.load_id = load_id
-
-
 def _failure(err: BaseException) -> str:
     """Why a load failed, in one line, with the fix where one is known."""
     text = first_line(err)
@@ -194,6 +187,8 @@ def load_whole(
     (or snapshot) or settles it. A package that fails is set aside, with the command that
     discards it. Other destinations load without a snapshot (the message says so on failure).
     """
+    from dlt.pipeline.exceptions import PipelineStepFailed  # deferred: dlt is heavy
+
     load_ids = pipeline.list_normalized_load_packages()
     if not load_ids:
         return
@@ -203,13 +198,15 @@ def load_whole(
         try:
             with _said_once():
                 pipeline.load(workers=LOAD_WORKERS)
-        except Exception as err:  # dlt wraps every load failure in PipelineStepFailed
+        except PipelineStepFailed as err:  # dlt wraps every failure of the load step in it
             # the draft first, freeing its disk space (a full disk is one way a load fails);
             # killed before the package is set aside, the next run sets it aside (its jobs
-            # have started and no draft holds them: `finish_pending`)
+            # have started and no draft holds them: `finish_pending`). Any other error (a
+            # bug, a setting dlt refuses before loading) leaves draft and package as a killed
+            # run would, for the next run to settle.
             snapshot.restore()
             where = set_aside(pipeline, warehouse, load_id, _failure(err))
-            raise _set_aside_error(load_id, err, where, restored=True) from None
+            raise _set_aside_error(load_id, err, where, restored=True) from err
         _drop_ledger(pipeline, load_id)
         try:
             if after_load is not None:
@@ -225,10 +222,10 @@ def load_whole(
     try:
         with _said_once():
             pipeline.load()
-    except Exception as err:  # dlt wraps every load failure in PipelineStepFailed
+    except PipelineStepFailed as err:  # dlt wraps every failure of the load step in it
         restored = schema_snapshot.restore() if schema_snapshot is not None else False
         where = set_aside(pipeline, warehouse, load_id, _failure(err))
-        raise _set_aside_error(load_id, err, where, restored) from None
+        raise _set_aside_error(load_id, err, where, restored) from err
     if after_load is not None:
         after_load()
     if schema_snapshot is not None:
@@ -238,12 +235,14 @@ def load_whole(
 def _drop_ledger(pipeline: Any, load_id: str) -> None:
     """The package has loaded whole: the draft's ledger of loaded files goes (`loader`). If
     that fails the draft stays, whole, and the next writer publishes it (`finish_pending`)."""
+    from dlt.common.destination.exceptions import DestinationException
+
     from devportal.duckdb_destination import drop_ledger
 
     try:
         with pipeline.sql_client() as client:
             drop_ledger(client)
-    except Exception as err:  # dlt's SQL client raises its own wrappers of DuckDB's errors
+    except DestinationException as err:  # dlt's wrappers of DuckDB's errors, connecting included
         raise DevportalError(
             f"run {load_id} loaded, but its copy of the warehouse could not be finished "
             f"({first_line(err)}); the next sync, `devportal models` or manifest load publishes "
@@ -426,9 +425,11 @@ class SchemaSnapshot:
         return f"{quote_ident(self.schema)}.{quote_ident(table)}"
 
     def _marker(self, client: Any) -> str | None:
+        from dlt.destinations.exceptions import DatabaseUndefinedRelation
+
         try:
             rows = client.execute_sql(f"select load_id from {self._name(self.MARKER)}")
-        except Exception:  # no snapshot schema
+        except DatabaseUndefinedRelation:  # no snapshot schema; any other error is no answer
             return None
         return str(rows[0][0]) if rows else None
 

@@ -103,10 +103,10 @@ def _duckdb(dlt: Any, path: Path) -> Any:
     the peak went from 381 MB to 339 MB, and the load got faster on 2 cores. The jobs of a
     package load one at a time (`LOAD_WORKERS`), so the cap is never shared.
     """
-    from devportal.config import resolve
+    from devportal.config import resolve_load
     from devportal.duckdb_destination import warehouse_duckdb
 
-    cfg = resolve(require_api=False)
+    cfg = resolve_load()  # only these settings: a bad HTTP setting is the sync's to refuse
     settings = {
         **NO_EXTENSION_AUTOLOAD,
         "preserve_insertion_order": False,

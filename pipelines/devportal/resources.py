@@ -8,9 +8,11 @@ The tables they write and their keys are described in `source.py`'s docstring.
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import dlt
@@ -67,6 +69,7 @@ def subscriptions_resource(
     plan: extras.Plan,
     contract: TSchemaContract,
     stored: dict[str, Any] | None,
+    spool_dir: Path | None = None,
 ) -> Any:
     """SCD2 history of subscriptions, its scope decided by what was read.
 
@@ -75,7 +78,8 @@ def subscriptions_resource(
     existing table: a discarded row never reaches staging, so a sweep would close its
     subscription; such a run closes only the subscriptions it loaded, as a window does.
     `mode`: `sweep` or `window`; `observed_at`: the run's clock, the history boundary;
-    `stored`: the columns the destination's `subscriptions` table has (None: no table yet)."""
+    `stored`: the columns the destination's `subscriptions` table has (None: no table yet).
+    `spool_dir`: the run's own spool folder, removed once its rows are handed over."""
     staged_only = extras.can_discard_rows(contract) and bool(stored) and bool(plan.new_columns())
     if staged_only and mode == "sweep":
         log.warning(
@@ -111,6 +115,8 @@ def subscriptions_resource(
         finally:
             dlt_log.removeFilter(_json_hint_notice)
             read.discard()
+            if spool_dir is not None:
+                shutil.rmtree(spool_dir, ignore_errors=True)
 
     return dlt.resource(  # type: ignore[call-overload]
         rows(),

@@ -104,6 +104,7 @@ def devportal_source(
     config: DevportalConfig = None,  # type: ignore[assignment]
     client: ApiClient | None = None,
     recorder: RunRecorder | None = None,
+    inputs: RunInputs | None = None,
 ) -> list[Any]:
     """Every resource of one run, read and verified.
 
@@ -115,6 +116,9 @@ def devportal_source(
     `lookback_hours`). `progress_every_s` prints a line while lists are paged. `client`: an
     `ApiClient` already reading (see `client.adopt`), used and closed instead of a new one.
     `recorder`: receives the run's record (`sync_runs`' row) once the lists are read.
+    `inputs`: what the run needs of its pipeline and destination (`RunInputs.of(pipeline)`;
+    `devportal sync` passes them); when not given, they are taken from the pipeline this source
+    is created for (dlt's active pipeline), as in a user's own `pipeline.run(devportal_source())`.
     """
     cfg = require_endpoint(config)
     unknown = set(resources) - set(RESOURCES)
@@ -122,12 +126,13 @@ def devportal_source(
         raise ConfigError(
             f"unknown resources {sorted(unknown)}; choose from {', '.join(RESOURCES)}"
         )
-    pipeline = _active_pipeline()
+    if inputs is None:
+        inputs = RunInputs.of(_active_pipeline())
     # the window cursor: the clock of the last run the destination holds (its `sync_runs`),
     # else the one in this pipeline's state (kept in the same package as the data)
-    cursor = dlt.current.source_state().get("window_cursor") if pipeline is not None else None
-    held = Holdings.read(pipeline)
-    shape_of = _Shape.of(pipeline, held, cfg)
+    cursor = dlt.current.source_state().get("window_cursor") if inputs.has_state else None
+    held = inputs.holdings
+    shape_of = _Shape(inputs.naming, _api_contract(cfg), held.known_fields, inputs.stored)
     with client or ApiClient(cfg) as client:
         run = _Run.start(client, cfg, held, tuple(resources), since, window, cursor)
         return _read(
@@ -136,10 +141,40 @@ def devportal_source(
             cfg,
             held,
             Progress(progress_every_s),
-            _spool_dir(pipeline),
-            formats_for(pipeline),
+            inputs.spool_dir,
+            inputs.formats,
             shape_of,
             recorder,
+        )
+
+
+@dataclass
+class RunInputs:
+    """What a run needs of its pipeline and destination, made once and passed in: what the
+    destination holds, the folder this run spools to (its own: nothing else in it is touched),
+    the file formats for the destination, and the naming and stored columns that decide where
+    fields land. `of(None)`: no pipeline (a bare source): nothing held, dlt's formats and a
+    temporary spool folder."""
+
+    holdings: Holdings
+    spool_dir: Path
+    formats: Formats
+    naming: extras.Naming
+    stored: dict[str, dict[str, Any]]
+    has_state: bool  # a pipeline whose state holds the window cursor
+
+    @classmethod
+    def of(cls, pipeline: Any | None) -> RunInputs:
+        return cls(
+            holdings=Holdings.read(pipeline),
+            spool_dir=_spool_dir(pipeline),
+            formats=formats_for(pipeline),
+            naming=extras.naming_of(pipeline, SOURCE_NAME),
+            stored={
+                t: extras.stored_columns(pipeline, SOURCE_NAME, t)
+                for t in ("subscriptions", "user_settings", "user_accounts")
+            },
+            has_state=pipeline is not None,
         )
 
 
@@ -153,18 +188,6 @@ class _Shape:
     contract: TSchemaContract
     known: Mapping[str, Any] = field(default_factory=dict)
     stored: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, pipeline: Any | None, held: Holdings, cfg: DevportalConfig) -> _Shape:
-        return cls(
-            naming=extras.naming_of(pipeline, SOURCE_NAME),
-            contract=_api_contract(cfg),
-            known=held.known_fields,
-            stored={
-                t: extras.stored_columns(pipeline, SOURCE_NAME, t)
-                for t in ("subscriptions", "user_settings", "user_accounts")
-            },
-        )
 
 
 @dataclass
@@ -274,6 +297,7 @@ def _read(
                 plan,
                 shape_of.contract,
                 shape_of.stored.get("subscriptions"),
+                spool_dir,
             )
         )
         dq.merge(subs.dq)
@@ -410,15 +434,14 @@ def _active_pipeline() -> Any | None:
 
 
 def _spool_dir(pipeline: Any | None) -> Path:
-    """Where subscription reads are spooled: the pipeline's working folder (stale files of a
-    killed run are removed), else a temporary folder."""
+    """The folder this run spools its subscription reads to, its own: under the pipeline's
+    working folder (`spool/run-*`; what a killed run left there is removed by the next writer,
+    `transaction.writing`, under the lock), else a temporary folder."""
     if pipeline is None:
         return Path(tempfile.mkdtemp(prefix="devportal-spool-"))
-    spool = Path(pipeline.working_dir) / "spool"
-    spool.mkdir(parents=True, exist_ok=True)
-    for stale in spool.glob("*.arrow"):
-        stale.unlink(missing_ok=True)
-    return spool
+    root = Path(pipeline.working_dir) / "spool"
+    root.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="run-", dir=root))
 
 
 def _run_record(

@@ -37,7 +37,7 @@ from devportal.errors import DevportalError
 from devportal.holdings import DatasetReader
 from devportal.pipeline import warehouse_or
 from devportal.runrecord import RunRecord, RunRecorder
-from devportal.source import devportal_source
+from devportal.source import RunInputs, devportal_source
 from devportal.transaction import writing
 
 log = logging.getLogger("devportal.sync")
@@ -224,6 +224,7 @@ def sync(
             config=cfg,
             client=adopt(early, cfg),
             recorder=recorder,
+            inputs=RunInputs.of(run.pipeline),
         )
 
         def read_back(load_id: str) -> None:

@@ -15,6 +15,7 @@ nothing behind (`pipeline.discard_unfinished`) and ends in one line naming the s
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -62,7 +63,7 @@ class Run:
             # the local state and schema as they were
             try:
                 discard_unfinished(self.pipeline)
-            except Exception as cleanup:  # dlt's storages raise their own errors besides OSError
+            except Exception as cleanup:  # a cleanup: whatever it raises must not hide `err`
                 log.warning("could not discard what the failed run left: %s", first_line(cleanup))
             raise self._failure(err, what, refusal) from err
         load_ids = list(self.pipeline.list_normalized_load_packages())
@@ -96,6 +97,18 @@ class Run:
         )
 
 
+def _clear_spools(pipeline: Any) -> None:
+    """What killed runs spooled (each run its own folder under `spool/`; loose files of older
+    versions): under the writer's lock no other run of this pipeline is reading."""
+    root = Path(pipeline.working_dir) / "spool"
+    if root.is_dir():
+        for stale in root.iterdir():
+            if stale.is_dir():
+                shutil.rmtree(stale, ignore_errors=True)
+            else:
+                stale.unlink(missing_ok=True)
+
+
 @contextmanager
 def writing(warehouse: str | Path, destination: Any = None, progress: Any = None) -> Iterator[Run]:
     """Hold the writer lock for the whole run, open the pipeline, settle what a killed run left
@@ -105,6 +118,7 @@ def writing(warehouse: str | Path, destination: Any = None, progress: Any = None
         with writer_lock(warehouse, destination):
             pipeline = open_pipeline(warehouse, destination, progress)
             settled = finish_pending(pipeline, warehouse, destination)
+            _clear_spools(pipeline)
             begin_writing(warehouse, destination)
             yield Run(pipeline, warehouse, destination, settled)
     except OSError as err:

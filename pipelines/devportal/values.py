@@ -42,3 +42,18 @@ def replace_nul_escapes(content: bytes) -> tuple[bytes, int]:
 def replace_nul_escapes_text(text: str) -> tuple[str, int]:
     """`replace_nul_escapes` for JSON already decoded to text (a manifest file)."""
     return _NUL_ESCAPE_TEXT.subn(r"\1\\ufffd", text)
+
+
+def json_type(value: Any) -> str:
+    """The JSON type of a parsed VALUE: object, array, string, number, boolean or null."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"

@@ -17,7 +17,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import format_datetime
@@ -245,11 +245,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             sent = 0
             try:
-                for i in range(len(body)):
-                    self.wfile.write(body[i : i + 1])
-                    self.wfile.flush()
+                for _ in self._drip(body, answer.drip_s):
                     sent += 1
-                    time.sleep(answer.drip_s)
             finally:
                 self.api.dripped(sent, len(body))
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
@@ -265,17 +262,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         sent = 0
         try:
-            for i in range(len(head)):
-                self.wfile.write(head[i : i + 1])
-                self.wfile.flush()
+            for _ in self._drip(head, answer.drip_head_s or 0):
                 sent += 1
-                time.sleep(answer.drip_head_s or 0)
             self.wfile.write(body)
             sent += len(body)
         except (TimeoutError, BrokenPipeError, ConnectionResetError):
             pass
         finally:
             self.api.dripped(sent, len(head) + len(body))
+
+    def _drip(self, data: bytes, every_s: float) -> Iterator[None]:
+        """Send DATA one byte every EVERY_S seconds, yielding after each byte is out."""
+        for i in range(len(data)):
+            self.wfile.write(data[i : i + 1])
+            self.wfile.flush()
+            yield
+            time.sleep(every_s)
 
     # send_response writes the server's own Date; ours (possibly wrong) must be the only one
     def send_response(self, code: int, message: str | None = None) -> None:

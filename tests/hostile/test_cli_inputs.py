@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import duckdb
 import pytest
 
 from devportal import warehouse as wh
+from tests.helpers import held_open_for_writing
 from tests.hostile.conftest import CliResult
 from tests.manifest.manifest_helpers import FIXTURES, set_at
 
@@ -224,25 +223,8 @@ def test_truncated_duckdb_file_is_damaged_not_busy(
 def held_warehouse(tmp_path: Path) -> Iterator[Path]:
     """A real DuckDB warehouse another process has open for writing (DuckDB's file lock)."""
     warehouse = make_duckdb(tmp_path / "warehouse.duckdb")
-    script = (
-        "import duckdb, sys\n"
-        f"con = duckdb.connect({str(warehouse)!r})\n"
-        "print('ready', flush=True)\n"
-        "sys.stdin.read()\n"
-    )
-    holder = subprocess.Popen(
-        [sys.executable, "-c", script],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    with held_open_for_writing(warehouse):
         yield warehouse
-    finally:
-        if holder.stdin is not None:
-            holder.stdin.close()
-        holder.wait(timeout=30)
 
 
 @pytest.mark.parametrize("command", WAREHOUSE_COMMANDS)

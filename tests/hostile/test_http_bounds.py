@@ -94,12 +94,22 @@ def sync_subscriptions(
 # -- 1. a request is bounded in total, the retries by max_wait_s ---------------------------------
 
 
-def test_dripping_body_times_out_after_timeout_s_in_total(
-    api: HostileApi, sync_subscriptions: Any, warehouse: Path
+@pytest.mark.parametrize(
+    "drip",
+    [
+        # about 700 bytes at one byte per 0.2 s: minutes, though no single read ever waits long
+        pytest.param("drip_s", id="body"),
+        # the same for the status line and headers: the client hangs up before they end
+        pytest.param("drip_head_s", id="status-line-and-headers"),
+    ],
+)
+def test_a_dripping_answer_times_out_after_timeout_s_in_total(
+    api: HostileApi, sync_subscriptions: Any, warehouse: Path, drip: str
 ) -> None:
     api.subscriptions = ROWS
-    # about 700 bytes at one byte per 0.2 s: minutes, though no single read ever waits long
-    api.route(SUBSCRIPTIONS, lambda req: Answer(200, api.page(req, api.subscriptions), drip_s=0.2))
+    api.route(
+        SUBSCRIPTIONS, lambda req: Answer(200, api.page(req, api.subscriptions), **{drip: 0.2})
+    )
     r = sync_subscriptions(token_env(api, timeout_s=1, max_attempts=2, max_wait_s=60))
     line = error_line(r, api.token)
     assert "still failing after 2 attempts" in line
@@ -109,23 +119,6 @@ def test_dripping_body_times_out_after_timeout_s_in_total(
     assert 1.0 <= timed_out_after_s(line, "timeout_s") < 5
     assert api.hits(SUBSCRIPTIONS) == 2
     cut_off(api, 2)  # no hang: both answers were given up long before their end
-    assert loaded(warehouse) == 0
-
-
-def test_dripping_status_line_and_headers_time_out_after_timeout_s_in_total(
-    api: HostileApi, sync_subscriptions: Any, warehouse: Path
-) -> None:
-    api.subscriptions = ROWS
-    # about 700 bytes of head at one byte per 0.2 s: each read is quick, the whole is minutes
-    api.route(
-        SUBSCRIPTIONS, lambda req: Answer(200, api.page(req, api.subscriptions), drip_head_s=0.2)
-    )
-    r = sync_subscriptions(token_env(api, timeout_s=1, max_attempts=2, max_wait_s=60))
-    line = error_line(r, api.token)
-    assert "still failing after 2 attempts" in line
-    assert 1.0 <= timed_out_after_s(line, "timeout_s") < 5
-    assert api.hits(SUBSCRIPTIONS) == 2
-    cut_off(api, 2)  # the headers never finished arriving: the client hung up on them
     assert loaded(warehouse) == 0
 
 

@@ -53,6 +53,12 @@ def refusal(r: CliResult, code: int = 1, may_change: bool = False) -> str:
     return line
 
 
+def loads_all(api: HostileApi, result: CliResult, subs: list[str]) -> None:
+    """The run succeeded and its warehouse holds exactly the subscriptions the server sent."""
+    assert result.code == 0, result.err
+    assert loaded(warehouse_of(subs)) == sent(api.subscriptions)
+
+
 def loaded(warehouse: Path) -> list[tuple[Any, ...]]:
     """(id, service_id, status) of the subscriptions in the warehouse; [] when none were."""
     return rows_if_loaded(
@@ -142,17 +148,26 @@ def test_a_last_page_without_total_ends_at_the_first_empty_page(
     assert loaded(warehouse_of(subs)) == []
 
 
-def test_a_next_page_chain_repeating_its_rows_is_refused(
-    api: HostileApi, devportal: Cli, subs: list[str]
+@pytest.mark.parametrize(
+    ("step", "refused"),
+    [
+        pytest.param(0, "page 2: it holds the same rows as page 1", id="repeating"),
+        pytest.param(1, "page 2: 2 of its 3 rows were on page 1", id="sliding"),
+    ],
+)
+def test_a_next_page_chain_over_rows_already_read_is_refused(
+    api: HostileApi, devportal: Cli, subs: list[str], step: int, refused: str
 ) -> None:
-    """Laravel's simple paginator (no total, no last_page) whose next link never ends."""
-    api.subscriptions = [row(i) for i in range(1, 4)]
+    """Laravel's simple paginator (no total, no last_page) whose next link never ends, over
+    the same three rows on every page (step 0) or moving on by one row only (step 1: rows
+    n..n+2 on page n)."""
 
     def endless(req: Request) -> Answer:
         number = int(req.query.get("page", "1"))
+        first = 1 + step * (number - 1)
         body = {
             "current_page": number,
-            "data": api.subscriptions,
+            "data": [row(i) for i in range(first, first + 3)],
             "next_page_url": f"{req.base_url}{req.path}?page={number + 1}",
             "per_page": 3,
         }
@@ -160,29 +175,7 @@ def test_a_next_page_chain_repeating_its_rows_is_refused(
 
     api.route(SUBSCRIPTIONS, endless)
     line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
-    assert "page 2: it holds the same rows as page 1" in line
-    assert api.hits(SUBSCRIPTIONS) == 2
-    assert loaded(warehouse_of(subs)) == []
-
-
-def test_a_next_page_chain_sliding_over_the_same_rows_is_refused(
-    api: HostileApi, devportal: Cli, subs: list[str]
-) -> None:
-    """Each page moves on by one row only (rows n..n+2 on page n), with a next link forever."""
-
-    def sliding(req: Request) -> Answer:
-        number = int(req.query.get("page", "1"))
-        body = {
-            "current_page": number,
-            "data": [row(i) for i in range(number, number + 3)],
-            "next_page_url": f"{req.base_url}{req.path}?page={number + 1}",
-            "per_page": 3,
-        }
-        return Answer(200, body)
-
-    api.route(SUBSCRIPTIONS, sliding)
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
-    assert "page 2: 2 of its 3 rows were on page 1" in line
+    assert refused in line
     assert api.hits(SUBSCRIPTIONS) == 2
     assert loaded(warehouse_of(subs)) == []
 
@@ -213,9 +206,7 @@ def test_a_next_page_chain_without_a_total_still_loads_when_it_ends(
     """The guards refuse only what contradicts itself: a plain simple paginator loads."""
     api.subscriptions = [row(i) for i in range(1, 11)]
     api.simple_paginator = True
-    result = devportal(*subs, env=token_env(api))
-    assert result.code == 0, result.err
-    assert loaded(warehouse_of(subs)) == sent(api.subscriptions)
+    loads_all(api, devportal(*subs, env=token_env(api)), subs)
     assert api.hits(SUBSCRIPTIONS) == 4
 
 
@@ -232,9 +223,7 @@ def test_json_with_a_byte_order_mark_loads_without_a_retry(
             200, b"\xef\xbb\xbf" + json.dumps(api.page(req, api.subscriptions)).encode()
         ),
     )
-    result = devportal(*subs, env=token_env(api, max_attempts=8))
-    assert result.code == 0, result.err
-    assert loaded(warehouse_of(subs)) == sent(api.subscriptions)
+    loads_all(api, devportal(*subs, env=token_env(api, max_attempts=8)), subs)
     assert api.hits(SUBSCRIPTIONS) == 3  # one request per page: nothing retried
 
 
@@ -281,9 +270,7 @@ def test_data_keyed_by_position_is_read_in_position_order(
         return Answer(200, body)
 
     api.route(SUBSCRIPTIONS, as_object)
-    result = devportal(*subs, env=token_env(api, max_attempts=8))
-    assert result.code == 0, result.err
-    assert loaded(warehouse_of(subs)) == sent(api.subscriptions)
+    loads_all(api, devportal(*subs, env=token_env(api, max_attempts=8)), subs)
     assert api.hits(SUBSCRIPTIONS) == 2
 
 
@@ -334,9 +321,7 @@ def test_bodies_that_are_not_json_and_change_are_retried(
         return Answer(200, broken) if broken else Answer(200, api.page(req, api.subscriptions))
 
     api.route(SUBSCRIPTIONS, flaky)
-    result = devportal(*subs, env=token_env(api, max_attempts=8, **FAST_RETRY))
-    assert result.code == 0, result.err
-    assert loaded(warehouse_of(subs)) == sent(api.subscriptions)
+    loads_all(api, devportal(*subs, env=token_env(api, max_attempts=8, **FAST_RETRY)), subs)
     assert api.hits(SUBSCRIPTIONS) == 3
 
 
@@ -398,9 +383,7 @@ def test_compressed_pages_load_exactly(
         return Answer(200, data, {"Content-Encoding": codings})
 
     api.route(SUBSCRIPTIONS, encoded)
-    result = devportal(*subs, env=token_env(api, max_attempts=8))
-    assert result.code == 0, result.err
-    assert loaded(warehouse_of(subs)) == sent(api.subscriptions)
+    loads_all(api, devportal(*subs, env=token_env(api, max_attempts=8)), subs)
     assert api.hits(SUBSCRIPTIONS) == 4
 
 
@@ -412,9 +395,7 @@ def test_max_body_mb_sets_the_cap_and_a_declared_length_past_it_is_refused_unrea
     assert "declares 9" in line and "(Content-Length) once decoded, more than 5" in line
     assert "(max_body_mb)" in line
     assert api.hits(SUBSCRIPTIONS) == 1
-    result = devportal(*subs, env=token_env(api, max_body_mb=0.05))
-    assert result.code == 0, result.err
-    assert loaded(warehouse_of(subs)) == sent(api.subscriptions)
+    loads_all(api, devportal(*subs, env=token_env(api, max_body_mb=0.05)), subs)
 
 
 def test_an_encoding_not_asked_for_is_refused(
@@ -601,9 +582,7 @@ def test_a_netrc_entry_for_the_api_host_does_not_replace_the_token(
     netrc.write_text("machine 127.0.0.1 login alice password s3cr3t-pa55\n")
     netrc.chmod(0o600)
     api.subscriptions = [row(i) for i in range(1, 5)]
-    result = devportal(*subs, env={**token_env(api), "NETRC": str(netrc)})
-    assert result.code == 0, result.err
-    assert loaded(warehouse_of(subs)) == sent(api.subscriptions)
+    loads_all(api, devportal(*subs, env={**token_env(api), "NETRC": str(netrc)}), subs)
     assert {r.headers["authorization"] for r in api.requests} == {f"Bearer {TOKEN}"}
 
 

@@ -14,9 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
-from tests.helpers import query
+from tests.helpers import query, rows_if_loaded
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SETTINGS, Answer, HostileApi, Request
 
@@ -60,19 +58,9 @@ class MovingSettings:
 
 def settings_loaded(warehouse: Path) -> list[tuple[Any, ...]]:
     """The user ids in `devportal.user_settings`; [] when no warehouse or no such table."""
-    if not warehouse.exists():
-        return []
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        found = con.execute(
-            "SELECT count(*) FROM information_schema.tables "
-            "WHERE table_schema = 'devportal' AND table_name = 'user_settings'"
-        ).fetchone()
-        if not found or not found[0]:
-            return []
-        return con.execute("SELECT user_id FROM devportal.user_settings ORDER BY 1").fetchall()
-    finally:
-        con.close()
+    return rows_if_loaded(
+        warehouse, "SELECT user_id FROM devportal.user_settings ORDER BY 1", "user_settings"
+    )
 
 
 def settings_sweep(warehouse: Path) -> dict[str, Any]:
@@ -81,14 +69,22 @@ def settings_sweep(warehouse: Path) -> dict[str, Any]:
     return sweep
 
 
+def sync_moving_settings(
+    api: HostileApi, devportal: Cli, sync_args: Args, warehouse: Path, moving: int, attempts: int
+) -> tuple[MovingSettings, CliResult]:
+    """A `user_settings` sync into WAREHOUSE, at most ATTEMPTS reads, of a list that moves
+    during its first MOVING reads (`MovingSettings`)."""
+    settings = MovingSettings(api, moving=moving)
+    api.route(SETTINGS, settings)
+    args = sync_args("--resources", "user_settings", "--progress", "off", warehouse=warehouse)
+    return settings, devportal(*args, env=token_env(api, sweep_attempts=attempts))
+
+
 def test_a_settings_list_that_moved_is_read_again_and_recorded_as_kept(
     api: HostileApi, devportal: Cli, sync_args: Args, tmp_path: Path
 ) -> None:
-    moving = MovingSettings(api, moving=1)
-    api.route(SETTINGS, moving)
     warehouse = tmp_path / "wh" / "warehouse.duckdb"
-    args = sync_args("--resources", "user_settings", "--progress", "off", warehouse=warehouse)
-    result = devportal(*args, env=token_env(api, sweep_attempts=3))
+    moving, result = sync_moving_settings(api, devportal, sync_args, warehouse, 1, attempts=3)
     assert result.code == 0, result.err
     assert moving.reads == 2
     assert [r[0] for r in settings_loaded(warehouse)] == list(range(1001, 1008))
@@ -103,11 +99,8 @@ def test_a_settings_list_that_moved_is_read_again_and_recorded_as_kept(
 def test_a_settings_list_that_never_adds_up_fails_in_one_line_loading_nothing(
     api: HostileApi, devportal: Cli, sync_args: Args, tmp_path: Path
 ) -> None:
-    moving = MovingSettings(api, moving=10)
-    api.route(SETTINGS, moving)
     warehouse = tmp_path / "wh" / "warehouse.duckdb"
-    args = sync_args("--resources", "user_settings", "--progress", "off", warehouse=warehouse)
-    result = devportal(*args, env=token_env(api, sweep_attempts=2))
+    moving, result = sync_moving_settings(api, devportal, sync_args, warehouse, 10, attempts=2)
     assert result.code == 1, result.err  # IntegrityError
     assert moving.reads == 2
     line = result.err.strip().splitlines()[-1]

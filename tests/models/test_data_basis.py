@@ -14,7 +14,7 @@ import csv
 import html
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,12 +30,6 @@ from tests.hostile.server import HostileApi
 Cli = Callable[..., str]
 BASED = "Based on the full subscription list read and verified at "
 PARTIAL = "Partial: no complete, verified read of the subscription list yet"
-
-
-@pytest.fixture
-def api() -> Iterator[HostileApi]:
-    with HostileApi() as server:
-        yield server
 
 
 @pytest.fixture

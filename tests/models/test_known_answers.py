@@ -32,21 +32,14 @@ import io
 import json
 from datetime import date, datetime, time, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from devportal import report
-from tests.helpers import query
+from tests.helpers import query as rows
 from tests.models.conftest import T1, T2, T3
 
-
-def d(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
-def rows(warehouse: Path, sql: str) -> list[tuple[Any, ...]]:
-    return query(warehouse, sql)
+d = datetime.fromisoformat
 
 
 def test_as_of_is_the_latest_successful_sync(story_warehouse: Path) -> None:

@@ -49,12 +49,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from devportal import engines, models
-from tests.helpers import query
+from tests.helpers import query as rows
 from tests.models.retention_story import S1, S2, S3, S4, build_retention_story
 from tests.models.test_postgres_models import model_rows
 from tests.models.test_runner import raw_warehouse, write_models
@@ -83,12 +82,7 @@ def retention_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
     yield warehouse
 
 
-def d(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
-def rows(warehouse: Path, sql: str) -> list[tuple[Any, ...]]:
-    return query(warehouse, sql)
+d = datetime.fromisoformat
 
 
 def test_the_story_reaches_the_expected_as_of(retention_warehouse: Path) -> None:

@@ -48,6 +48,15 @@ JUNE_15 = datetime(2026, 6, 15, tzinfo=UTC)
 UNMAPPED = "not a cancellation; set [analytics] status_map"
 MAP_PAST_DUE = {"ANALYTICS__STATUS_MAP": json.dumps({"past_due": "canceled"})}
 MAP_BOTH = {"ANALYTICS__STATUS_MAP": json.dumps({"trialing": "active", "past_due": "canceled"})}
+# the events with past_due mapped to canceled: 2 and 3 went from active to past_due (canceled
+# June 15), 2 (June 10) and 6 (June 5) expired as canceled; 5 renewed
+PAST_DUE_EVENTS = [
+    (2, "canceled", date(2026, 6, 15)),
+    (2, "expired", date(2026, 6, 10)),
+    (3, "canceled", date(2026, 6, 15)),
+    (5, "renewed", date(2026, 6, 15)),
+    (6, "expired", date(2026, 6, 5)),
+]
 
 
 def row(i: int, status: str, expires: str) -> dict[str, Any]:
@@ -243,13 +252,7 @@ def test_status_map_makes_past_due_a_cancellation_and_churn(history: Path, devpo
     assert (got["expiring_30d_renewing"], got["expiring_30d_churning"]) == (1, 3)
     assert got["expiring_30d_other"] == 3
     assert_adds_up(got)
-    assert events(history) == [
-        (2, "canceled", date(2026, 6, 15)),
-        (2, "expired", date(2026, 6, 10)),
-        (3, "canceled", date(2026, 6, 15)),
-        (5, "renewed", date(2026, 6, 15)),
-        (6, "expired", date(2026, 6, 5)),
-    ]
+    assert events(history) == PAST_DUE_EVENTS
     assert query(
         history,
         "select churned, cancellations from analytics.monthly_churn where month = ?",
@@ -288,11 +291,7 @@ def test_a_mapped_status_acts_as_its_treatment_in_every_event(
     # 10 went from canceled to trialing (= active): a reactivation, its expiry moved on: a
     # renewal; 5 from trialing to active is no event but its renewal (one treatment)
     assert events(history) == [
-        (2, "canceled", date(2026, 6, 15)),
-        (2, "expired", date(2026, 6, 10)),
-        (3, "canceled", date(2026, 6, 15)),
-        (5, "renewed", date(2026, 6, 15)),
-        (6, "expired", date(2026, 6, 5)),
+        *PAST_DUE_EVENTS,
         (10, "reactivated", date(2026, 6, 15)),
         (10, "renewed", date(2026, 6, 15)),
     ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from devportal.pipeline import begin_writing, open_pipeline
+from devportal.pipeline import begin_writing, open_pipeline, publish
 from devportal.source import devportal_source
 from devportal.warehouse import warehouse_lock
 from tests.helpers import query, sync_from
@@ -43,3 +43,53 @@ def test_a_pending_sync_package_survives_a_manifest_load(
     assert [r[0] for r in current] == live  # the history as of the pending run
     assert query(warehouse, "select count(*) from devportal.app_manifests") == [(1,)]
     assert not open_pipeline(warehouse).has_pending_data
+
+
+def test_a_second_source_leaves_the_first_ones_reads_alone(
+    sandbox_factory: Any, warehouse: Path
+) -> None:
+    """A source spools its reads into a folder of its own: making a second source for the same
+    pipeline deletes nothing of the first's, which still loads every subscription."""
+    sb = sandbox_factory(subscriptions=300, users=30, seed=79)
+    sync_from(sb, warehouse)
+    sb.advance(days=10)
+    with warehouse_lock(warehouse):
+        pipeline = open_pipeline(warehouse)
+        begin_writing(warehouse, None)
+        first = devportal_source(
+            base_url=sb.base_url, access_token=sb.token, resources=["subscriptions"]
+        )
+        spool = Path(pipeline.working_dir) / "spool"
+        held = sorted(spool.rglob("*.arrow"))
+        assert held  # the first source's reads, spooled
+        devportal_source(base_url=sb.base_url, access_token=sb.token, resources=["subscriptions"])
+        assert all(path.exists() for path in held)
+        pipeline.extract(first)
+        pipeline.normalize()
+        pipeline.load()
+        publish(warehouse, None)
+    live = sorted(r["id"] for r in sb.truth() if not r.get("is_test"))
+    current = query(
+        warehouse,
+        "select id from devportal.subscriptions where _dlt_valid_to is null and not is_test "
+        "order by id",
+    )
+    assert [r[0] for r in current] == live
+
+
+def test_a_manifest_load_ignores_an_unrelated_bad_sync_setting(
+    warehouse: Path, devportal: Any
+) -> None:
+    """`manifest load` reads only the settings it uses (the DuckDB load connection's): a
+    misspelt HTTP setting is the sync's to refuse, not the manifest's."""
+    done = devportal(
+        "manifest", "load", str(DEMO_APP), "--warehouse", str(warehouse),
+        env={"SOURCES__DEVPORTAL__MAX_WORKERS": "many"},
+    )  # fmt: skip
+    assert done.code == 0, done.err
+    assert query(warehouse, "select count(*) from devportal.app_manifests") == [(1,)]
+    bad = devportal(
+        "manifest", "load", str(DEMO_APP), "--warehouse", str(warehouse),
+        env={"SOURCES__DEVPORTAL__DUCKDB_THREADS": "many"},
+    )  # fmt: skip
+    assert bad.code == 2 and "duckdb_threads = 'many' is not a whole number" in bad.err

@@ -6,8 +6,8 @@ its handler, which parses nothing more, calls the feature, prints, and returns t
 sandbox server) are imported by the handlers only, so `devportal --help` stays fast. Expected
 failures (`DevportalError`) print one line, without a traceback unless `--debug`.
 
-Last line of defence for secrets: the one-line error and every log record (devportal's, dlt's,
-any library's) pass through `errors.scrub`, which takes out the access token, any
+Last line of defence for secrets: the one-line error, the traceback (`--debug`, or a bug's) and
+every log record (devportal's, dlt's, any library's) pass through `errors.scrub`, which takes out the access token, any
 `Bearer <credential>` and terminal control sequences, whatever text quoted them.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from devportal import __version__
@@ -94,9 +95,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except DevportalError as err:
         if args.debug:
-            raise
+            _print_traceback(err)
         print(f"devportal: error: {scrub(str(err))}", file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("devportal: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:  # a bug: its traceback as Python prints it, but scrubbed
+        if not args.own_process:
+            raise  # a caller's process (a test, a notebook) sees the bug itself
+        _print_traceback(err)
+        return 1
+
+
+def _print_traceback(err: BaseException) -> None:
+    """ERR's traceback, its causes included, scrubbed: a cause kept (`raise ... from err`) may
+    quote what a server echoed, the token among it."""
+    print(scrub("".join(traceback.format_exception(err))), end="", file=sys.stderr)

@@ -55,7 +55,7 @@ def positive_int(text: str) -> int:
     """A whole number >= 1 (argparse type)."""
     try:
         value = int(text)
-    except ValueError:
+    except ValueError:  # from None: argparse prints only this message, a usage error
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} must be at least 1")

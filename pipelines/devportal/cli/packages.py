@@ -61,6 +61,6 @@ def run(args: argparse.Namespace) -> int:
             raise DevportalError(
                 f"cannot delete {package}: {err.strerror or err}; check that folder's "
                 "permissions (and that its file system is writable) and run again"
-            ) from None
+            ) from err
         print(f"discarded {package.name}")
     return 0

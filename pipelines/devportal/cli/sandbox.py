@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"sandbox: cannot listen on {args.host}:{args.port} ({err.strerror}); "
             "pick another --port or use --port 0"
-        ) from None
+        ) from err
 
     stop = threading.Event()
 
@@ -225,7 +225,7 @@ def _sandbox(args: argparse.Namespace) -> tuple[Any, str]:
             server_ms=args.server_ms,
         )
     except ValueError as err:
-        raise ConfigError(f"sandbox: {err}; see `devportal sandbox --help`") from None
+        raise ConfigError(f"sandbox: {err}; see `devportal sandbox --help`") from err
     notes = f", faults {args.fault_rate:g} of {fault_kinds}" if faults else ""
     if sandbox.rate_limit is not None:
         limit = sandbox.rate_limit

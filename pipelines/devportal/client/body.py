@@ -94,8 +94,8 @@ def read_body(
                 sock.settimeout(left)
             try:
                 chunk = raw.read1(READ_CHUNK, decode_content=False)
-            except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
-                raise DeadlinePassed from None
+            except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as err:
+                raise DeadlinePassed from err
             pieces = decode(chunk) if decode is not None else ([chunk] if chunk else [])
             for piece in pieces:
                 size += len(piece)
@@ -220,12 +220,12 @@ class _Inflater:
                 self._obj, self._ended = self._new(), False
             try:
                 out = self._obj.decompress(data, READ_CHUNK)
-            except zlib.error:
+            except zlib.error as err:
                 if self.gzip and self._members:  # no further member: trailing bytes, ignored
                     self._ignore = True
                     break
                 if self.gzip or self._out or self._raw or len(self._head) > self.HEAD:
-                    raise Undecodable(self._what("does not decompress"), self._crc) from None
+                    raise Undecodable(self._what("does not decompress"), self._crc) from err
                 self._raw = True  # raw deflate: read what came so far again
                 self._obj, data, self._head = self._new(), self._head, b""
                 continue

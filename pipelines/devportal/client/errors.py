@@ -1,9 +1,10 @@
-"""The client's own exceptions: `RetryableError`, a failure another attempt may fix, and
-`NotFound`; every other failure is a `devportal.errors.ApiError` with its one-line cause."""
+"""The client's own exception `RetryableError`, a failure another attempt may fix (it never
+leaves the client); `NotFound` (404) and every other failure are `devportal.errors` classes
+(`NotFound` is re-exported here)."""
 
 from __future__ import annotations
 
-from devportal.errors import ApiError
+from devportal.errors import NotFound as NotFound
 
 
 class RetryableError(Exception):
@@ -24,7 +25,3 @@ class RetryableError(Exception):
         self.retry_after = retry_after
         self.timed_out = timed_out
         self.body = body
-
-
-class NotFound(ApiError):
-    """404: the resource does not exist (callers decide whether that is a failure)."""

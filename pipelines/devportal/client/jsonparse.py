@@ -54,12 +54,11 @@ def parse_json(content: bytes, status: int) -> tuple[Any, int, int]:
             return body, surrogates, nul
     try:
         return orjson.loads(content), 0, nul
-    except orjson.JSONDecodeError:
-        pass
-    kind = "truncated JSON" if content[:1] in (b"{", b"[") else "a body that is not JSON"
-    raise RetryableError(
-        f"{status} with {kind} ({len(content)} bytes)", body=hash(content)
-    ) from None
+    except orjson.JSONDecodeError as err:
+        kind = "truncated JSON" if content[:1] in (b"{", b"[") else "a body that is not JSON"
+        raise RetryableError(
+            f"{status} with {kind} ({len(content)} bytes)", body=hash(content)
+        ) from err
 
 
 def _not_json(constant: str) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from devportal.errors import ApiError, server_text
-from devportal.values import to_int
+from devportal.values import json_type, to_int
 
 # the client's one logger, whichever module of it logs: log settings and tests name it
 log = logging.getLogger("devportal.client")
@@ -178,17 +178,17 @@ def _positional_rows(data: dict[str, Any], where: str, total: int | None) -> lis
 
 def _kind(value: Any) -> str:
     """A JSON value's kind, for messages (never the value: it may be large)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true/false"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a JSON array"
-    return "a JSON object"
+    return _KIND_NAMES[json_type(value)]
+
+
+_KIND_NAMES = {
+    "null": "null",
+    "boolean": "true/false",
+    "number": "a number",
+    "string": "a string",
+    "array": "a JSON array",
+    "object": "a JSON object",
+}
 
 
 def _row_key(row: Any) -> bytes:

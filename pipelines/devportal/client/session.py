@@ -177,7 +177,7 @@ class ApiClient(Paging):
                 f"GET {_display(url, params)} still failing after {attempts} "
                 f"attempt{'s' if attempts != 1 else ''} in {spent:.1f}s, last: "
                 f"{budget.why_stopped or err} (nothing partial was loaded)"
-            ) from None
+            ) from err
 
     def body_cap(self, per_page: int | None = None) -> int:
         """The most bytes one decoded body may have: `max_body_mb`, else sized from PER_PAGE."""
@@ -310,16 +310,18 @@ class ApiClient(Paging):
                     stream=True,
                     allow_redirects=False,
                 )
-        except requests.Timeout:
-            raise _timeout(bound) from None
+        except requests.Timeout as err:
+            raise _timeout(bound) from err
         except requests.RequestException as err:
+            # from None: requests quotes a header value it refuses (InvalidHeader), and the
+            # Authorization header holds the token; the type name below says what failed
             if time.monotonic() >= deadline:  # the watchdog cut a request dripping its headers
                 raise _timeout(bound) from None
             raise RetryableError(f"connection error ({type(err).__name__})") from None
         try:
             content = read_body(resp, deadline, cap, self._large_bodies)
-        except DeadlinePassed:
-            raise _timeout(bound) from None
+        except DeadlinePassed as err:
+            raise _timeout(bound) from err
         except TooLarge as err:
             limit = (
                 "max_body_mb"
@@ -330,17 +332,17 @@ class ApiClient(Paging):
                 f"GET {_display(url, params)}: the answer {err} once decoded, more than "
                 f"{format_size(cap)} ({limit}): refused, nothing partial was loaded; if the API's "
                 "answers really are this large, raise max_body_mb"
-            ) from None
+            ) from err
         except BadEncoding as err:
-            raise ApiError(f"GET {_display(url, params)}: {err}; nothing was loaded") from None
+            raise ApiError(f"GET {_display(url, params)}: {err}; nothing was loaded") from err
         except Undecodable as err:  # like a body that is not JSON: the same twice ends it
-            raise RetryableError(f"{resp.status_code} with {err}", body=err.body) from None
+            raise RetryableError(f"{resp.status_code} with {err}", body=err.body) from err
         except (
             urllib3.exceptions.HTTPError,
             http.client.HTTPException,
             OSError,
-        ) as err:
-            raise RetryableError(f"connection error ({type(err).__name__})") from None
+        ) as err:  # the response's failure: no request header in its text
+            raise RetryableError(f"connection error ({type(err).__name__})") from err
         finally:
             resp.close()  # after a whole body: back to the pool; otherwise the socket is closed
         self.stats.count_request(len(content))

@@ -58,9 +58,12 @@ def dotted(path: Path) -> str:
     return ".".join(path)
 
 
-def flatten(obj: Mapping[str, Any], prefix: Path = ()) -> Iterator[tuple[Path, Any]]:
-    """(path, value) of each leaf of OBJ: nested objects descended (an empty one adds nothing),
-    lists and scalars are leaves. Iterative: any depth the page parser accepted."""
+def flatten(
+    obj: Mapping[str, Any], prefix: Path = (), *, empty_leaves: bool = False
+) -> Iterator[tuple[Path, Any]]:
+    """(path, value) of each leaf of OBJ: nested objects descended (an empty one adds nothing,
+    or with EMPTY_LEAVES is a leaf `{}`), lists and scalars are leaves. Iterative: any depth
+    the page parser accepted."""
     stack: list[tuple[Path, Iterator[tuple[str, Any]]]] = [(prefix, iter(obj.items()))]
     while stack:
         base, items = stack[-1]
@@ -70,7 +73,7 @@ def flatten(obj: Mapping[str, Any], prefix: Path = ()) -> Iterator[tuple[Path, A
             continue
         key, value = step
         path = (*base, str(key))
-        if type(value) is dict:
+        if type(value) is dict and (value or not empty_leaves):
             stack.append((path, iter(value.items())))
             continue
         yield path, value

@@ -65,7 +65,7 @@ def recorded_platforms(
             raise DevportalError(
                 f"cannot read the recorded manifests in warehouse {path}: {first}; "
                 "check that --warehouse is a warehouse written by devportal"
-            ) from None
+            ) from err
     finally:
         conn.close()
     return {row[0] for row in rows}

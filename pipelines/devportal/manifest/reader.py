@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import DevportalError
+from devportal.errors import ManifestUnreadable as ManifestUnreadable
 from devportal.manifest.report import TYPE_NAMES, WARNING, Finding, json_type, pointer
 from devportal.values import replace_nul_escapes_text
 
@@ -32,12 +32,6 @@ _OTHER_BOMS = (
     (codecs.BOM_UTF16_LE, "UTF-16"),
     (codecs.BOM_UTF16_BE, "UTF-16"),
 )
-
-
-class ManifestUnreadable(DevportalError):
-    """The input is not a readable JSON object; `validate` and `load` exit 2."""
-
-    exit_code = 2
 
 
 @dataclass
@@ -59,12 +53,12 @@ def locate(path: str | Path) -> Path:
     given = Path(path)
     try:
         mode = given.stat().st_mode
-    except FileNotFoundError:
+    except FileNotFoundError as err:
         raise ManifestUnreadable(
             f"{given} does not exist; pass a manifest.json file or the app bundle folder holding it"
-        ) from None
+        ) from err
     except OSError as err:
-        raise ManifestUnreadable(f"cannot read {given}: {err.strerror}; check the path") from None
+        raise ManifestUnreadable(f"cannot read {given}: {err.strerror}; check the path") from err
     if stat.S_ISDIR(mode):
         candidate = given / MANIFEST_NAME
         if not candidate.is_file():
@@ -86,7 +80,7 @@ def read_bytes(manifest_path: Path) -> bytes:
     except OSError as err:
         raise ManifestUnreadable(
             f"cannot read {manifest_path}: {err.strerror}; check its permissions"
-        ) from None
+        ) from err
     if len(raw) > MAX_MANIFEST_BYTES:
         raise ManifestUnreadable(
             f"{manifest_path} is over the 1 MiB limit for a manifest; "
@@ -127,7 +121,7 @@ def decode(raw: bytes, manifest_path: Path) -> tuple[str, list[Finding]]:
         raise ManifestUnreadable(
             f"{manifest_path} is not UTF-8 text (byte 0x{raw[err.start]:02x} at line {line}, "
             f"byte offset {err.start}); save it as UTF-8"
-        ) from None
+        ) from err
     return text, findings
 
 
@@ -170,16 +164,16 @@ def parse(text: str, manifest_path: Path) -> tuple[dict[str, Any], list[Finding]
         raise ManifestUnreadable(
             f"{manifest_path} is not valid JSON: {err.msg} at line {err.lineno}, "
             f"column {err.colno}; fix the syntax there"
-        ) from None
-    except RecursionError:
+        ) from err
+    except RecursionError as err:
         raise ManifestUnreadable(
             f"{manifest_path} nests arrays or objects too deeply to parse; flatten it"
-        ) from None
+        ) from err
     except ValueError as err:
         # NaN/Infinity, or an integer too long for Python's int conversion limit.
         raise ManifestUnreadable(
             f"{manifest_path} is not valid JSON: {err}; use a plain JSON number"
-        ) from None
+        ) from err
     if not isinstance(document, dict):
         # "a boolean" here, where the schema's "true or false" would read oddly.
         kind = "a boolean" if isinstance(document, bool) else TYPE_NAMES[json_type(document)]

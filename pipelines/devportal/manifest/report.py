@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from devportal.values import json_type as json_type  # re-exported: the checks import it here
+
 Severity = Literal["error", "warning"]
 ERROR: Severity = "error"
 WARNING: Severity = "warning"
@@ -45,21 +47,6 @@ def pointer(parts: Iterable[str | int]) -> str:
 def quoted(text: str, limit: int) -> str:
     """TEXT in quotes for a message, cut to LIMIT characters (ending "...") when longer."""
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
-
-
-def json_type(value: Any) -> str:
-    """The JSON type of a parsed VALUE: object, array, string, number, boolean or null."""
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
 
 
 # How messages name a JSON type (schema type names; `integer` is a schema type, not a value's).

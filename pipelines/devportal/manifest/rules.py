@@ -95,24 +95,21 @@ def one_page_per_slot(document: dict[str, Any]) -> Iterator[Finding]:
 
 
 def known_values(document: dict[str, Any]) -> Iterator[Finding]:
-    for index, kind in _string_fields(document, "sources", "type"):
-        if kind and kind not in facts.KNOWN_SOURCE_TYPES:
-            yield Finding(
-                WARNING,
-                pointer(["sources", index, "type"]),
-                "unknown-source-type",
-                f"source type {kind!r} is not known to the desktop client; "
-                f"known types: {_known(facts.KNOWN_SOURCE_TYPES)}",
-            )
-    for index, slot in _string_fields(document, "pages", "slot"):
-        if slot and slot not in facts.KNOWN_SLOTS:
-            yield Finding(
-                WARNING,
-                pointer(["pages", index, "slot"]),
-                "unknown-slot",
-                f"slot {slot!r} is not known to the desktop client; "
-                f"known slots: {_known(facts.KNOWN_SLOTS)}",
-            )
+    # (array, field, the client's values, rule, what a value is); "known <field>s: ..."
+    fields = (
+        ("sources", "type", facts.KNOWN_SOURCE_TYPES, "unknown-source-type", "source type"),
+        ("pages", "slot", facts.KNOWN_SLOTS, "unknown-slot", "slot"),
+    )
+    for key, name, known, rule, noun in fields:
+        for index, value in _string_fields(document, key, name):
+            if value and value not in known:
+                yield Finding(
+                    WARNING,
+                    pointer([key, index, name]),
+                    rule,
+                    f"{noun} {value!r} is not known to the desktop client; "
+                    f"known {name}s: {_known(known)}",
+                )
     for index, permission in _strings(document, "permissions"):
         # A malformed name is already a schema error; only well-formed unknown names warn here.
         if _PERMISSION_FORM.match(permission) and permission not in facts.KNOWN_PERMISSIONS:

@@ -81,7 +81,7 @@ def _build_model(
     except engine.errors as err:
         raise DevportalError(
             f"model {SCHEMA}.{model.name} ({code.where}) failed: {first_line(err)}"
-        ) from None
+        ) from err
 
 
 def _write_seed(engine: engines.Engine, seed: Seed, existing: Mapping[str, str]) -> None:

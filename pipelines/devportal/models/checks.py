@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from devportal import engines
+from devportal.errors import DataTestsFailed as DataTestsFailed
 from devportal.errors import DevportalError, first_line
 from devportal.models.engine_sql import render
 from devportal.models.portability import translate
 from devportal.models.project import (
-    DIRECTIVE,
     NAME,
     SCHEMA,
     SOURCE_DIALECT,
@@ -30,8 +30,8 @@ from devportal.models.project import (
     DataTest,
     Model,
     generic_tests,
-    header,
     table_references,
+    undirected_sql,
 )
 from devportal.models.seeds import SEED_TESTS
 
@@ -40,10 +40,6 @@ log = logging.getLogger("devportal.models")
 SAMPLE_ROWS = 3
 # the folder of sql/ holding the reconciliations
 TESTS_DIR = "tests"
-
-
-class DataTestsFailed(DevportalError):
-    """Data tests of a committed build failed (the build itself stands)."""
 
 
 def reconciliations(sql_dir: Path | None = None) -> list[DataTest]:
@@ -62,14 +58,12 @@ def reconciliations(sql_dir: Path | None = None) -> list[DataTest]:
                 f"{where}: a reconciliation's name must be a plain SQL identifier "
                 "(one file serves every engine)"
             )
-        text = path.read_text(encoding="utf-8")
-        lines = header(text)
-        if not lines:
-            raise DevportalError(
-                f"{where}: open the file with a comment saying what it ties together"
-            )
-        if any(DIRECTIVE.match(line) for line in lines):
-            raise DevportalError(f"{where}: @ directives belong in a model's header, not a test's")
+        text = undirected_sql(
+            path,
+            where,
+            header_says="what it ties together",
+            directives_belong="in a model's header, not a test's",
+        )
         sql = text.strip().rstrip(";").strip()
         refs = table_references(sql, where)
         tests.append(DataTest(path.stem, sql, frozenset(t for s, t in refs if s == SCHEMA)))
@@ -97,7 +91,7 @@ def data_test_sql(test: DataTest, dialect: str) -> str:
     try:
         return translate(test.sql, dialect)
     except DevportalError as err:
-        raise DevportalError(f"data test {test.name}: {err}") from None
+        raise DevportalError(f"data test {test.name}: {err}") from err
 
 
 def _run_test(engine: engines.Engine, test: DataTest) -> str | None:

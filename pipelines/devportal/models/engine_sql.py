@@ -46,7 +46,7 @@ def for_engine(model: Model, dialect: str) -> EngineSql:
     try:
         stubs = {table: translate(stub, dialect) for table, stub in stubs.items()}
     except DevportalError as err:
-        raise DevportalError(f"{model.relative_path}: @optional: {err}") from None
+        raise DevportalError(f"{model.relative_path}: @optional: {err}") from err
     where = model.file_for(dialect)
     override = model.overrides.get(dialect)
     if override is not None:
@@ -59,7 +59,7 @@ def for_engine(model: Model, dialect: str) -> EngineSql:
             f"{where}: cannot run on {dialect}: {err}. Rewrite it in the portable subset "
             f"(README: Analytics) or give {dialect} its own form in "
             f"sql/{model.layer}/{model.name}.{dialect}.sql"
-        ) from None
+        ) from err
     return EngineSql(sql, where, stubs)
 
 

@@ -167,8 +167,10 @@ def translate(sql: str, dialect: str) -> str:
                 s.sql(dialect=dialect, pretty=True, unsupported_level=sqlglot.ErrorLevel.RAISE)
                 for s in statements
             )
-    except Exception as err:  # sqlglot's own errors, and its bugs (an AttributeError) alike
-        problem = first_line(err)
+    except sqlglot.errors.SqlglotError as err:  # a bug (an AttributeError) is no advice: it goes
+        raise DevportalError(
+            f"sqlglot cannot translate it to {dialect}: {first_line(err)}"
+        ) from err
     raise DevportalError(f"sqlglot cannot translate it to {dialect}: {problem}")
 
 
@@ -187,7 +189,7 @@ def check_as_written(sql: str, where: str) -> None:
     try:
         statements = [s for s in sqlglot.parse(sql, read=SOURCE_DIALECT) if s is not None]
     except sqlglot.errors.ParseError as err:
-        raise DevportalError(f"{where}: sqlglot cannot parse it: {first_line(err)}") from None
+        raise DevportalError(f"{where}: sqlglot cannot parse it: {first_line(err)}") from err
     split_ok = _DUCKDB_SPLIT.search(sql) is None
     problem = next((p for s in statements if (p := _unportable(s, split_ok))), None)
     if problem is not None:

@@ -98,6 +98,18 @@ def header(text: str) -> list[str]:
     return lines
 
 
+def undirected_sql(path: Path, where: str, *, header_says: str, directives_belong: str) -> str:
+    """The text of PATH (WHERE in messages), a SQL file that must open with a comment saying
+    HEADER_SAYS and carry no @ directives (they belong DIRECTIVES_BELONG)."""
+    text = path.read_text(encoding="utf-8")
+    lines = header(text)
+    if not lines:
+        raise DevportalError(f"{where}: open the file with a comment saying {header_says}")
+    if any(DIRECTIVE.match(line) for line in lines):
+        raise DevportalError(f"{where}: @ directives belong {directives_belong}")
+    return text
+
+
 def _split_args(args: str) -> list[str]:
     return [a.strip() for a in args.split(",") if a.strip()]
 
@@ -167,7 +179,7 @@ def table_references(sql: str, where: str, dialect: str = SOURCE_DIALECT) -> set
     except sqlglot.errors.ParseError as err:
         raise DevportalError(
             f"{where}: sqlglot cannot parse it: {str(err).splitlines()[0]}"
-        ) from None
+        ) from err
     refs: set[tuple[str, str]] = set()
     for statement in statements:
         if statement is None:
@@ -224,16 +236,12 @@ def _read_model(path: Path, layer: str, where: str) -> Model:
 def _check_override(model: Model, engine: str, path: Path) -> None:
     """An override file of MODEL for ENGINE: a header, no directives, no table MODEL does not read."""
     where = f"sql/{model.layer}/{path.name}"
-    text = path.read_text(encoding="utf-8")
-    lines = header(text)
-    if not lines:
-        raise DevportalError(
-            f"{where}: open the file with a comment saying why {engine} needs its own form"
-        )
-    if any(DIRECTIVE.match(line) for line in lines):
-        raise DevportalError(
-            f"{where}: @ directives belong in {model.relative_path}, which the override follows"
-        )
+    text = undirected_sql(
+        path,
+        where,
+        header_says=f"why {engine} needs its own form",
+        directives_belong=f"in {model.relative_path}, which the override follows",
+    )
     reads = {(SCHEMA, t) for t in model.depends_on | model.seeds}
     reads |= {(RAW_SCHEMA, t) for t in model.sources}
     extra = sorted(table_references(text, where, dialect=engine) - reads)
@@ -304,7 +312,7 @@ def order_models(models: Sequence[Model]) -> list[Model]:
     try:
         sorter.prepare()
     except graphlib.CycleError as err:
-        raise DevportalError(f"the models read each other in a cycle: {_cycle(err)}") from None
+        raise DevportalError(f"the models read each other in a cycle: {_cycle(err)}") from err
     ready: list[tuple[tuple[int, str], str]] = []
     ordered: list[Model] = []
     while sorter.is_active():

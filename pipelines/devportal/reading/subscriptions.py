@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 from devportal import extras, transform
 from devportal.api import SUBSCRIPTIONS_PATH, TIMESTAMP_FORMAT
@@ -25,6 +26,15 @@ from devportal.reading.spool import Spool, spool_pages
 
 log = logging.getLogger("devportal.reading")
 
+_Merged = TypeVar("_Merged", transform.DataQuality, extras.FieldStats)
+
+
+def _merged(into: _Merged, parts: Iterable[_Merged]) -> _Merged:
+    """INTO with each of PARTS merged into it, in order."""
+    for part in parts:
+        into.merge(part)
+    return into
+
 
 @dataclass
 class SubscriptionsRead:
@@ -38,10 +48,7 @@ class SubscriptionsRead:
 
     @property
     def dq(self) -> transform.DataQuality:
-        merged = transform.DataQuality()
-        for spool in self.spools:
-            merged.merge(spool.dq)
-        return merged
+        return _merged(transform.DataQuality(), (spool.dq for spool in self.spools))
 
     @property
     def rows(self) -> int:
@@ -50,10 +57,7 @@ class SubscriptionsRead:
     @property
     def fields(self) -> extras.FieldStats:
         """The paths of every row handed to dlt, first seen first (live before test)."""
-        merged = extras.FieldStats()
-        for spool in self.spools:
-            merged.merge(spool.fields)
-        return merged
+        return _merged(extras.FieldStats(), (spool.fields for spool in self.spools))
 
     @property
     def statuses(self) -> dict[str, int]:

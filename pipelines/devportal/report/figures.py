@@ -105,7 +105,7 @@ class _Reader:
             raise DevportalError(
                 f"{self.where}'s analytics tables do not answer the report ({first_line(err)}); "
                 f"run `{self.models}` to rebuild them"
-            ) from None
+            ) from err
 
     def records(self, sql: str) -> list[dict[str, Any]]:
         """Every row of SQL as {column: value}."""
@@ -162,23 +162,17 @@ _LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
             ("last_full_month_is_estimate", "base is an estimate", "flag"),
         ),
     ),
-    (
-        "Expiring within 7 days",
+    *(
         (
-            ("expiring_7d", "expiring", "count"),
-            ("expiring_7d_renewing", "renewing (active)", "count"),
-            ("expiring_7d_churning", "churning (canceled)", "count"),
-            ("expiring_7d_other", "other (status not mapped)", "count"),
-        ),
-    ),
-    (
-        "Expiring within 30 days",
-        (
-            ("expiring_30d", "expiring", "count"),
-            ("expiring_30d_renewing", "renewing (active)", "count"),
-            ("expiring_30d_churning", "churning (canceled)", "count"),
-            ("expiring_30d_other", "other (status not mapped)", "count"),
-        ),
+            f"Expiring within {days} days",
+            (
+                (f"expiring_{days}d", "expiring", "count"),
+                (f"expiring_{days}d_renewing", "renewing (active)", "count"),
+                (f"expiring_{days}d_churning", "churning (canceled)", "count"),
+                (f"expiring_{days}d_other", "other (status not mapped)", "count"),
+            ),
+        )
+        for days in (7, 30)
     ),
     (
         "Last 30 days",

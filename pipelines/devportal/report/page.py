@@ -117,7 +117,7 @@ def _write(path: str | Path, text: str) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     except OSError as err:
-        raise DevportalError(f"cannot write {target}: {err.strerror or err}") from None
+        raise DevportalError(f"cannot write {target}: {err.strerror or err}") from err
     return target
 
 

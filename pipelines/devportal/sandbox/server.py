@@ -652,39 +652,45 @@ class Sandbox:
             self.queue_faults(*queue)
         if "rate" in args or "kinds" in args:
             self.set_faults(FaultConfig.from_mapping(args))
-        cfg = self.faults
-        return {"faults": cfg.to_dict() if cfg else None}
+        return {"faults": _as_dict(self.faults)}
 
     def _control_latency(self, args: dict[str, Any]) -> dict[str, Any]:
-        self.set_latency(float(args.get("ms", args.get("latency_ms", 0))))
+        self.set_latency(_ms(args, "latency_ms"))
         return {"latency_ms": self.latency_ms}
 
     def _control_rate_limit(self, args: dict[str, Any]) -> dict[str, Any]:
         # {"per_second": R, "burst": B}; {} / no body / per_second null or 0 clear.
         self.set_rate_limit(RateLimit.from_mapping(args))
-        cfg = self.rate_limit
-        return {"rate_limit": cfg.to_dict() if cfg else None}
+        return {"rate_limit": _as_dict(self.rate_limit)}
 
     def _control_server_ms(self, args: dict[str, Any]) -> dict[str, Any]:
-        self.set_server_ms(float(args.get("ms", args.get("server_ms", 0))))
+        self.set_server_ms(_ms(args, "server_ms"))
         return {"server_ms": self.server_ms}
 
     def state(self) -> dict[str, Any]:
         """Clock, counts, fault/latency/limit settings, counters: what /__sandbox/state shows."""
-        cfg = self.faults
-        limit = self.rate_limit
         return {
             "now": fmt(self.world.now_ts),
             "seed": self.world.seed,
             "version": self.world.version,
             "counts": self.world.counts(),
             "rates": self.world.rates.to_dict(),
-            "faults": cfg.to_dict() if cfg else None,
+            "faults": _as_dict(self.faults),
             "latency_ms": self.latency_ms,
-            "rate_limit": limit.to_dict() if limit else None,
+            "rate_limit": _as_dict(self.rate_limit),
             "server_ms": self.server_ms,
             "stats": self.stats,
         }
+
+
+def _as_dict(cfg: FaultConfig | RateLimit | None) -> dict[str, Any] | None:
+    """A setting as the control endpoints and the state show it (null when off)."""
+    return cfg.to_dict() if cfg else None
+
+
+def _ms(args: dict[str, Any], name: str) -> float:
+    """The milliseconds a control request sets: `ms`, or the setting's own NAME; 0 without."""
+    return float(args.get("ms", args.get(name, 0)))
 
 
 def _checked_tokens(tokens: Iterable[str]) -> tuple[str, ...]:

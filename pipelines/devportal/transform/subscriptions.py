@@ -10,7 +10,7 @@ one spooled column per leaf path (`extras.encode_leaf`); every field seen is rec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -109,6 +109,18 @@ class _Batch:
         null) when they all made the Arrow array TYPED at once, else each value's."""
         self.spec_nulls = self.spec_nulls or see_spec(self.stats, name, raw, typed, kind)
 
+    def text(self, name: str, to_text: Callable[[Any], str]) -> tuple[list[Any], pa.Array]:
+        """Spec field NAME's values and their Arrow string array: at once when they are all
+        strings (or null), else each non-null value through TO_TEXT; the kinds recorded."""
+        raw = self.column(name)
+        try:
+            text = pa.array(raw, type=pa.string())
+            self.saw(name, raw, text, "text")
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            self.saw(name, raw)
+            text = pa.array([None if v is None else to_text(v) for v in raw], type=pa.string())
+        return raw, text
+
     def flag(self, i: int, column: str, problem: str, raw: Any) -> None:
         """Count row `i`'s problem in the ledger and name it in the row's `dq_flags`."""
         if self._id_list is None:
@@ -194,13 +206,7 @@ def _service_ids(batch: _Batch) -> pa.Array:
 
 def _statuses(batch: _Batch) -> pa.Array:
     """`status` kept verbatim (JSON for a non-string); unknown or missing values are flagged."""
-    raw = batch.column("status")
-    try:
-        status = pa.array(raw, type=pa.string())
-        batch.saw("status", raw, status, "text")
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        batch.saw("status", raw)
-        status = pa.array([None if v is None else raw_text(v) for v in raw], type=pa.string())
+    raw, status = batch.text("status", raw_text)
     known = pc.is_in(status, value_set=pa.array(KNOWN_STATUSES))
     if not pc.all(known).as_py():
         for i, ok in enumerate(known.to_pylist()):
@@ -215,13 +221,7 @@ def _expiries(batch: _Batch) -> tuple[pa.Array, pa.Array | None]:
     The spec format first (vectorised), a strict second chance per value (`parse_timestamp`),
     else NULL with the raw value kept and flagged.
     """
-    raw = batch.column("expires_at")
-    try:
-        text = pa.array(raw, type=pa.string())
-        batch.saw("expires_at", raw, text, "text")
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        batch.saw("expires_at", raw)
-        text = pa.array([None if v is None else str(v) for v in raw], type=pa.string())
+    raw, text = batch.text("expires_at", str)
     expires = pc.strptime(text, format=TIMESTAMP_FORMAT, unit="us", error_is_null=True)
     # Arrow's strptime rolls impossible dates over (02-30 -> 03-01, :60 -> next minute): a value
     # counts as parsed only if it prints back as the text it came from

@@ -12,7 +12,7 @@ from typing import Any
 
 from devportal import extras
 from devportal.transform.ledger import USER_ID_DROPPED, DataQuality, json_text, raw_text
-from devportal.values import to_int
+from devportal.values import json_type, to_int
 
 TWITCH_FIELDS = (
     "twitch_id",
@@ -34,18 +34,6 @@ def pointer_token(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def flatten_settings(settings: Any) -> Iterable[tuple[str, str | None, str]]:
     """(JSON Pointer, text value, JSON type) for each leaf of a settings object, in order.
 
@@ -55,18 +43,8 @@ def flatten_settings(settings: Any) -> Iterable[tuple[str, str | None, str]]:
     """
     if not isinstance(settings, dict):
         return
-    stack: list[tuple[str, Iterator[tuple[str, Any]]]] = [("", iter(settings.items()))]
-    while stack:
-        prefix, items = stack[-1]
-        step = next(items, None)
-        if step is None:
-            stack.pop()
-            continue
-        key, value = step
-        path = f"{prefix}/{pointer_token(str(key))}"
-        if isinstance(value, dict) and value:
-            stack.append((path, iter(value.items())))
-            continue
+    for keys, value in extras.flatten(settings, empty_leaves=True):
+        path = "".join(f"/{pointer_token(key)}" for key in keys)
         if isinstance(value, bool):
             text: str | None = "true" if value else "false"
         elif isinstance(value, str):
@@ -75,7 +53,7 @@ def flatten_settings(settings: Any) -> Iterable[tuple[str, str | None, str]]:
             text = None
         else:
             text = json_text(value)
-        yield path, text, _json_kind(value)
+        yield path, text, json_type(value)
 
 
 def settings_columns(

@@ -105,7 +105,7 @@ def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
     try:
         return duckdb.connect(str(path), read_only=read_only, config=dict(OWN_CONNECTION))
     except duckdb.Error as err:
-        raise open_error(path, err) from None
+        raise open_error(path, err) from err
 
 
 @contextmanager

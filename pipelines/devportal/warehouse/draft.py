@@ -56,12 +56,12 @@ def _guard(warehouse: Path, fd: int | None = None) -> None:
             raise ConfigError(
                 f"cannot read warehouse {shown(warehouse)}: {err.strerror or err}; check the "
                 "file's permissions"
-            ) from None
+            ) from err
         try:
             filelock.lock_shared(fd)
-        except OSError:
+        except OSError as err:
             os.close(fd)
-            raise written_elsewhere(warehouse, writer_of(warehouse)) from None
+            raise written_elsewhere(warehouse, writer_of(warehouse)) from err
     with _guards_lock:
         old = _guards.pop(warehouse, None)
         _guards[warehouse] = fd
@@ -182,13 +182,13 @@ class Draft:
             _fsync(self.folder.parent, folder=True)
         except OSError as err:
             _remove_tree(self.partial)
-            raise unwritable(self.folder.parent, err) from None
+            raise unwritable(self.folder.parent, err) from err
 
     def mark_loading(self, load_id: str) -> None:
         try:
             _write_synced(self.folder / "LOADING", load_id)
         except OSError as err:
-            raise unwritable(self.folder, err) from None
+            raise unwritable(self.folder, err) from err
 
     def loading(self) -> str | None:
         """The load id of the package being loaded into this copy, if any."""
@@ -241,14 +241,16 @@ class Draft:
                 "program's version: run again"
             )
         if _wal(self.path).exists():
+            import duckdb  # loaded already: open_duckdb imported it
+
             con = open_duckdb(self.path)
             try:
                 con.execute("checkpoint")
-            except Exception as err:  # duckdb.Error, imported where DuckDB is opened
+            except duckdb.Error as err:
                 raise DevportalError(
                     f"cannot checkpoint the copy of warehouse {shown(self.warehouse)} "
                     f"({first_line(err)}); nothing was published: free disk space and run again"
-                ) from None
+                ) from err
             finally:
                 con.close()
         fd = os.open(self.path, os.O_RDONLY)
@@ -260,11 +262,11 @@ class Draft:
                 )
             try:
                 filelock.lock_shared(fd)
-            except OSError:
+            except OSError as err:
                 raise DevportalError(
                     f"cannot publish {shown(self.path)}: it is still open for writing; nothing "
                     "was published: run again"
-                ) from None
+                ) from err
             os.fsync(fd)
             # a log a killed writer left beside the old file: the copy has its transactions
             _wal(self.warehouse).unlink(missing_ok=True)
@@ -272,7 +274,7 @@ class Draft:
             _fsync(self.warehouse.parent, folder=True)
         except OSError as err:
             os.close(fd)
-            raise unwritable(self.warehouse.parent, err) from None
+            raise unwritable(self.warehouse.parent, err) from err
         except BaseException:
             os.close(fd)
             raise

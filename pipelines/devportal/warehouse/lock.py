@@ -30,19 +30,19 @@ def warehouse_lock(warehouse: str | Path) -> Iterator[None]:
     try:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as err:
-        raise unwritable(path.parent, err) from None
+        raise unwritable(path.parent, err) from err
     try:
         if not filelock.try_exclusive(fd):
             holder = filelock.read_holder(fd) or "another process"
             raise WarehouseBusy(
                 f"warehouse {path} is busy: a sync (pid {holder}) is running; "
                 "wait for it to finish or stop it"
-            ) from None
+            )
         try:
             try:
                 filelock.write_holder(fd)
             except OSError as err:
-                raise unwritable(path.parent, err) from None
+                raise unwritable(path.parent, err) from err
             try:
                 yield
             finally:

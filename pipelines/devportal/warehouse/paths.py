@@ -117,7 +117,7 @@ def locate_warehouse(
         raise ConfigError(
             f"cannot use warehouse path {shown(warehouse)}: {reason}; "
             "pass --warehouse the path of a .duckdb file"
-        ) from None
+        ) from err
     if reserved:
         raise ConfigError(
             f"warehouse file {path.name!r} would make DuckDB's catalog {path.stem!r} clash with the "
@@ -139,7 +139,7 @@ def locate_warehouse(
         raise ConfigError(
             f"cannot read warehouse {shown(path)}: {err.strerror or err}; "
             "check the file's permissions"
-        ) from None
+        ) from err
     what = not_duckdb(header) if header or not writer else None
     if what is not None:
         raise not_duckdb_error(path, what)
@@ -190,7 +190,7 @@ def make_parent(path: Path) -> None:
         raise ConfigError(
             f"cannot create the warehouse folder {shown(path.parent)}: {err.strerror or err}; "
             "choose a writable --warehouse path"
-        ) from None
+        ) from err
 
 
 # what an OSError from writing files says about the disk under them (`disk_error`)
