@@ -54,4 +54,3 @@ final as (
 )
 
 select * from final
-order by month_start, subscription_id
