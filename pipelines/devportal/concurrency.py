@@ -42,7 +42,7 @@ CONGESTION_CUT = 0.5  # the factor of a 429/503/timeout cut
 EWMA = 0.2  # weight of the newest latency in the smoothed latency
 
 
-class Outcome:
+class RequestOutcome:
     """What one attempt's answer says about the load on the server."""
 
     OK = "ok"  # an answer (any status that is not congestion, 4xx included)
@@ -114,7 +114,7 @@ class Concurrency:
             yield slot
         finally:
             if not slot.reported:
-                self.release(slot, Outcome.FAILED)
+                self.release(slot, RequestOutcome.FAILED)
 
     def acquire(self) -> Slot:
         with self._cond:
@@ -148,9 +148,9 @@ class Concurrency:
             if retry_after is not None and retry_after > 0:
                 self._pause(now, retry_after)
             if not self.pinned:
-                if outcome == Outcome.CONGESTED:
+                if outcome == RequestOutcome.CONGESTED:
                     self._cut(slot.sent_at, now, CONGESTION_CUT)
-                elif outcome == Outcome.OK:
+                elif outcome == RequestOutcome.OK:
                     self._answered(slot.sent_at, now, remaining)
             self._cond.notify_all()
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from devportal.errors import ConfigError, DevportalError
 
 if TYPE_CHECKING:
-    from devportal.manifest.report import Report
+    from devportal.manifest.report import ManifestReport
 
 # package data (a link to examples/demo-app in a checkout, real files in a wheel)
 DEMO_APP = Path(__file__).parent / "demo_app"
@@ -35,9 +35,11 @@ def clock_start(advance_days: float, syncs: int) -> datetime:
     return start.replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
 
 
-def record_release(warehouse: str | Path, *, first: bool, destination: str | None = None) -> Report:
+def record_release(
+    warehouse: str | Path, *, first: bool, destination: str | None = None
+) -> ManifestReport:
     """Record the example app's manifest in WAREHOUSE; FIRST records the older release (v1.3.0:
-    the same bundle before facebook and mixer were added). Returns the manifest's Report."""
+    the same bundle before facebook and mixer were added). Returns the manifest's ManifestReport."""
     from devportal.manifest import load_manifest
 
     bundle = DEMO_APP

@@ -272,9 +272,9 @@ class Holdings:
     def current_ids(self, is_test: bool) -> np.ndarray:
         return self.current.get(is_test, np.zeros(0, dtype=np.int64))
 
-    def accounts_due(self, seen: set[int], as_of: datetime, ttl_days: float) -> list[int]:
+    def accounts_due(self, seen: set[int], observed_at: datetime, ttl_days: float) -> list[int]:
         """Users seen now or before whose accounts are missing or older than the TTL."""
-        fresh_after = as_of - timedelta(days=ttl_days)
+        fresh_after = observed_at - timedelta(days=ttl_days)
         return sorted(
             user
             for user in seen | self.known_users

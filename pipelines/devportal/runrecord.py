@@ -37,7 +37,7 @@ class RunRecord:
     window_start: datetime | None = _column("timestamp")
     window_end: datetime | None = _column("timestamp")
     rows_read: dict[str, int] = _column("json", {})  # {table: rows}
-    sweeps: list[dict[str, Any]] = _column("json", [])  # one `SweepReport` per list read
+    sweeps: list[dict[str, Any]] = _column("json", [])  # one `ListRead` per list read
     data_quality_problems: int = _column("bigint", 0)
     # whose clock stamped the run: `server` (its Date header) or `machine` (it was too far off)
     clock_source: str = _column("text", "server")

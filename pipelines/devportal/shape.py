@@ -67,12 +67,12 @@ SUMMARY_MAX = 8
 _NAME_MAX = 80  # characters of one name from the API in the summary
 
 
-def full_tables(mode: str, sweeps: Iterable[Mapping[str, Any]]) -> set[str]:
+def full_tables(mode: str, list_reads: Iterable[Mapping[str, Any]]) -> set[str]:
     """The tables a run read in full, from its `sync_runs` record (`mode`, `sweeps`): the
     subscription list on a sweep whose every read was verified, the user settings list when its
     read was; user accounts never (only the accounts due are read)."""
     reports: dict[str, list[bool]] = {}
-    for report in sweeps:
+    for report in list_reads:
         endpoint = str(report.get("endpoint", ""))
         for table, path in _LISTS.items():
             if endpoint.endswith(path):

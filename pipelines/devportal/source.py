@@ -267,7 +267,7 @@ def _read(
     data: list[Any] = []
     dq = transform.DataQuality()
     rows: dict[str, int] = {}
-    sweeps: list[dict[str, Any]] = []
+    list_reads: list[dict[str, Any]] = []
     seen: set[int] = set()
     fields: extras.Fields = {}
     statuses: dict[str, int] = {}
@@ -302,7 +302,7 @@ def _read(
         )
         dq.merge(subs.dq)
         rows["subscriptions"] = subs.rows
-        sweeps.extend(vars(spool.report) for spool in subs.spools)
+        list_reads.extend(vars(spool.report) for spool in subs.spools)
         seen.update(subs.user_ids)
         fields["subscriptions"] = seen_fields.record(columns)
         statuses = subs.statuses
@@ -319,7 +319,7 @@ def _read(
         data.extend(settings_tables(settings, formats.rows, shape_of.contract))
         dq.merge(settings.dq)
         rows.update(user_settings=len(settings.users), user_setting_values=len(settings.values))
-        sweeps.append(vars(settings.report))
+        list_reads.append(vars(settings.report))
         seen.update(user["user_id"] for user in settings.users)
         fields["user_settings"] = settings.fields.record(settings.columns)
     if "user_accounts" in run.resources:
@@ -337,9 +337,9 @@ def _read(
         )
     if client.stats.replaced_nul:  # PostgreSQL text cannot hold U+0000
         dq.add_count("api", "text", "nul_replaced", client.stats.replaced_nul, "U+FFFD")
-    record = _run_record(run, rows, sweeps, dq, client)
+    record = _run_record(run, rows, list_reads, dq, client)
     record.fields, record.statuses = fields, statuses
-    record.schema_changes = _schema_changes(run, held, fields, sweeps)
+    record.schema_changes = _schema_changes(run, held, fields, list_reads)
     if recorder is not None:
         recorder.record = record
     problems = dq.records(run.run_id)
@@ -362,10 +362,10 @@ def _api_contract(cfg: DevportalConfig) -> TSchemaContract:
 
 
 def _schema_changes(
-    run: _Run, held: Holdings, fields: extras.Fields, sweeps: list[dict[str, Any]]
+    run: _Run, held: Holdings, fields: extras.Fields, list_reads: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """What changed in the shape of the data since the runs the destination holds."""
-    full = shape.full_tables(run.mode, sweeps)
+    full = shape.full_tables(run.mode, list_reads)
     return shape.changes(held.known_fields, held.last_full_fields, fields, full)
 
 
@@ -447,7 +447,7 @@ def _spool_dir(pipeline: Any | None) -> Path:
 def _run_record(
     run: _Run,
     rows: dict[str, int],
-    sweeps: list[dict[str, Any]],
+    list_reads: list[dict[str, Any]],
     dq: transform.DataQuality,
     client: ApiClient,
 ) -> RunRecord:
@@ -463,7 +463,7 @@ def _run_record(
         window_start=run.window[0] if run.window else None,
         window_end=run.window[1] if run.window else None,
         rows_read=rows,
-        sweeps=sweeps,
+        sweeps=list_reads,
         data_quality_problems=dq.total(),
         clock_source=run.clock_source,
         requests=client.stats.requests,

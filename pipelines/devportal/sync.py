@@ -273,8 +273,8 @@ def _dlt_progress(progress: str) -> Any:
 def _result(record: RunRecord, before: tuple[int, int], after: tuple[int, int]) -> SyncResult:
     """The summary of a loaded run, from its record and the history counts."""
     new_versions = after[0] - before[0]
-    sweeps = record.sweeps
-    reads = [s for s in sweeps if str(s.get("endpoint", "")).endswith("/subscriptions")]
+    list_reads = record.sweeps
+    reads = [s for s in list_reads if str(s.get("endpoint", "")).endswith("/subscriptions")]
     if record.mode != "sweep":
         reads = []
     unverified = [
@@ -283,8 +283,8 @@ def _result(record: RunRecord, before: tuple[int, int], after: tuple[int, int]) 
         if not s.get("verified")
     ]
     partly = len(unverified) < len(reads)
-    # how each sweep settled the current subscriptions it did not list (reading.Settling)
-    closing = [s["closing"] for s in sweeps if isinstance(s.get("closing"), dict)]
+    # how each list read settled the current subscriptions it did not list (reading.Settling)
+    closing = [s["closing"] for s in list_reads if isinstance(s.get("closing"), dict)]
     return SyncResult(
         record=record,
         new_versions=new_versions,

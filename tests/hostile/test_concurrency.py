@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from devportal.concurrency import Concurrency, Outcome
+from devportal.concurrency import Concurrency, RequestOutcome
 from tests.helpers import FakeClock, query
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
@@ -75,7 +75,7 @@ def hammer(
                     cond.notify_all()
                     assert cond.wait_for(filled, HOLD_S), "the limit was never filled"
                     state["now"] -= 1
-                slot.done(outcome(n) if outcome else Outcome.OK)
+                slot.done(outcome(n) if outcome else RequestOutcome.OK)
                 with cond:  # the limit may have grown: waiters re-check
                     cond.notify_all()
 
@@ -100,7 +100,9 @@ def test_it_grows_to_max_workers_and_never_beyond(clock: FakeClock) -> None:
 
 def test_pinned_stays_at_n_whatever_the_answers() -> None:
     limit = Concurrency(min_workers=1, max_workers=32, pinned=3)
-    most = hammer(limit, 300, 12, lambda n: Outcome.CONGESTED if n % 10 == 0 else Outcome.OK)
+    most = hammer(
+        limit, 300, 12, lambda n: RequestOutcome.CONGESTED if n % 10 == 0 else RequestOutcome.OK
+    )
     assert most == 3
     stats = limit.stats()
     assert (stats.mode, stats.settled, stats.peak, stats.final, stats.cuts) == (
@@ -116,18 +118,18 @@ def test_a_429_halves_the_limit_once_per_burst(clock: FakeClock) -> None:
     limit = Concurrency(min_workers=2, max_workers=32, start=16, clock=clock.monotonic)
     early = [limit.acquire() for _ in range(10)]  # ten requests out at 16
     clock.now += 1
-    early[0].done(Outcome.CONGESTED, throttled=True)
+    early[0].done(RequestOutcome.CONGESTED, throttled=True)
     assert limit.slots == 8
     for slot in early[1:]:  # the rest of the burst, sent before the cut: no further cut
-        slot.done(Outcome.CONGESTED, throttled=True)
+        slot.done(RequestOutcome.CONGESTED, throttled=True)
     assert limit.slots == 8
     clock.now += 1
     later = limit.acquire()  # sent after the cut
-    later.done(Outcome.CONGESTED, throttled=True)
+    later.done(RequestOutcome.CONGESTED, throttled=True)
     assert limit.slots == 4
     for _ in range(3):
         clock.now += 1
-        limit.acquire().done(Outcome.CONGESTED)
+        limit.acquire().done(RequestOutcome.CONGESTED)
     assert limit.slots == 2  # never below min_workers
     stats = limit.stats()
     assert (stats.cuts, stats.throttled) == (5, 11)
@@ -135,10 +137,10 @@ def test_a_429_halves_the_limit_once_per_burst(clock: FakeClock) -> None:
 
 def test_a_server_with_few_requests_left_caps_the_limit(clock: FakeClock) -> None:
     limit = Concurrency(min_workers=1, max_workers=32, start=16, clock=clock.monotonic)
-    limit.acquire().done(Outcome.OK, remaining=3)
+    limit.acquire().done(RequestOutcome.OK, remaining=3)
     assert limit.slots == 3
     clock.now += 1
-    limit.acquire().done(Outcome.OK, remaining=0)
+    limit.acquire().done(RequestOutcome.OK, remaining=0)
     assert limit.slots == 1
 
 
@@ -154,7 +156,7 @@ def waiting_for_a_slot(limit: Concurrency, clock: FakeClock, n: int) -> tuple[li
         start.wait(HOLD_S)
         with limit.slot() as slot:
             got.append(clock.now)
-            slot.done(Outcome.OK)
+            slot.done(RequestOutcome.OK)
 
     pool = [threading.Thread(target=take) for _ in range(n)]
     for t in pool:
@@ -174,7 +176,7 @@ def waiting_for_a_slot(limit: Concurrency, clock: FakeClock, n: int) -> tuple[li
 def test_retry_after_holds_every_worker(clock: FakeClock) -> None:
     limit = Concurrency(min_workers=1, max_workers=8, start=8, clock=clock.monotonic)
     paused_at = clock.now
-    limit.acquire().done(Outcome.CONGESTED, retry_after=0.6, throttled=True)
+    limit.acquire().done(RequestOutcome.CONGESTED, retry_after=0.6, throttled=True)
     sent, joined = waiting_for_a_slot(limit, clock, 5)
     clock.advance(0.6)  # the first moment the server allows
     joined()
@@ -189,7 +191,7 @@ def test_retry_after_holds_every_worker(clock: FakeClock) -> None:
 def test_retry_after_is_capped(clock: FakeClock) -> None:
     limit = Concurrency(pause_cap_s=0.2, clock=clock.monotonic)
     started = clock.now
-    limit.acquire().done(Outcome.CONGESTED, retry_after=3600)
+    limit.acquire().done(RequestOutcome.CONGESTED, retry_after=3600)
     went, joined = waiting_for_a_slot(limit, clock, 1)
     clock.advance(0.2)  # the cap, not the hour
     joined()

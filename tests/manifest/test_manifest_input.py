@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from devportal.cli import main
-from devportal.manifest import Report, validate_document
+from devportal.manifest import ManifestReport, validate_document
 from devportal.manifest.resource import build_rows
 from tests.manifest.manifest_helpers import Bundle
 
@@ -170,7 +170,7 @@ def test_validation_never_crashes(document: dict[str, Any]) -> None:
         assert finding.pointer == "" or finding.pointer.startswith("/")
         assert finding.rule and finding.message
     # The warehouse rows of any such document are built without error, too.
-    report = Report(bundle / "manifest.json", bundle, b"{}", document, "0" * 64, findings)
+    report = ManifestReport(bundle / "manifest.json", bundle, b"{}", document, "0" * 64, findings)
     rows = build_rows(report)
     assert rows["app_manifests"][0]["error_count"] == len(report.errors)
 

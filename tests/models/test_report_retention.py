@@ -199,7 +199,7 @@ def test_days_and_a_platform_read_well() -> None:
     assert text("top_churn_platform", None, "text") == "n/a"
     section = report.Section(TITLE, [report.Metric("top_churn_platform", "p", "a|b", "text")])
     as_of = report.Section("As of", [report.Metric("as_of", "as of", None, "time")])
-    markdown = report.format_markdown(report.Report(None, [as_of, section]))
+    markdown = report.format_markdown(report.ReportFigures(None, [as_of, section]))
     assert markdown.splitlines()[-1] == "| p | a\\|b |"
 
 

@@ -61,10 +61,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 def run_validate(args: argparse.Namespace) -> int:
     from devportal.manifest.history import validate_with_history
-    from devportal.manifest.output import print_report
+    from devportal.manifest.output import print_findings
 
     report = validate_with_history(args.path, warehouse=args.warehouse)
-    print_report(report, as_json=args.json)
+    print_findings(report, as_json=args.json)
     return 0 if report.ok else 1
 
 

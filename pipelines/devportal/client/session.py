@@ -46,7 +46,7 @@ from devportal.client.pages import Page
 from devportal.client.paging import Paging, Prefetch
 from devportal.client.settings import TOKEN_HINT, HttpSettings, check_base_url, clean_token
 from devportal.client.watchdog import WATCHDOG, WatchedAdapter
-from devportal.concurrency import Concurrency, Outcome, Slot
+from devportal.concurrency import Concurrency, RequestOutcome, Slot
 from devportal.errors import ApiError, ConfigError, register_secret, server_text
 from devportal.values import to_int
 
@@ -218,7 +218,7 @@ class ApiClient(Paging):
             try:
                 resp, content = self._exchange(url, params, deadline, bound, started, budget)
             except RetryableError as err:
-                slot.done(Outcome.CONGESTED if err.timed_out else Outcome.FAILED)
+                slot.done(RequestOutcome.CONGESTED if err.timed_out else RequestOutcome.FAILED)
                 raise
             status = resp.status_code
             retry_after = None
@@ -443,11 +443,11 @@ def _report(slot: Slot, resp: requests.Response, retry_after: float | None) -> N
     server's load."""
     status = resp.status_code
     if status in (429, 503):
-        slot.done(Outcome.CONGESTED, retry_after, throttled=status == 429)
+        slot.done(RequestOutcome.CONGESTED, retry_after, throttled=status == 429)
     elif status >= 500:
-        slot.done(Outcome.FAILED, retry_after)
+        slot.done(RequestOutcome.FAILED, retry_after)
     else:
-        slot.done(Outcome.OK, remaining=to_int(resp.headers.get("X-RateLimit-Remaining")))
+        slot.done(RequestOutcome.OK, remaining=to_int(resp.headers.get("X-RateLimit-Remaining")))
 
 
 def _display(url: str, params: Mapping[str, Any] | None = None) -> str:

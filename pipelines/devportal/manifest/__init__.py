@@ -15,7 +15,7 @@ Two layers, imports running one way (recording -> validation, never back):
                 as text or JSON, load_and_report)
 
 Public entry points:
-    validate_path(path, previous_platforms=None) -> Report
+    validate_path(path, previous_platforms=None) -> ManifestReport
     validate_document(document, bundle, *, previous_platforms=None) -> list[Finding]
     validate_with_history(path, previous_platforms=None, *, warehouse=None, pipeline=None)
     manifest_resources(path, previous_platforms=None, *, pipeline=None) -> list[DltResource]
@@ -35,7 +35,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from devportal.manifest.reader import ManifestUnreadable
-from devportal.manifest.report import Finding, Report
+from devportal.manifest.report import Finding, ManifestReport
 from devportal.manifest.validate import validate_document, validate_path
 
 if TYPE_CHECKING:
@@ -59,8 +59,8 @@ _RECORDING = {
 __all__ = [
     "Finding",
     "LoadResult",
+    "ManifestReport",
     "ManifestUnreadable",
-    "Report",
     "load_manifest",
     "manifest_resources",
     "recorded_platforms",

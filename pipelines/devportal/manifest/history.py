@@ -20,7 +20,7 @@ from typing import Any
 
 from devportal.errors import DevportalError
 from devportal.manifest.reader import ManifestInput, read_manifest
-from devportal.manifest.report import Report
+from devportal.manifest.report import ManifestReport
 from devportal.manifest.tables import MANIFESTS, PLATFORMS
 from devportal.manifest.validate import validate_manifest
 from devportal.pipeline import DATASET
@@ -116,7 +116,7 @@ def validate_with_history(
     *,
     warehouse: str | Path | None = None,
     pipeline: Any = None,
-) -> Report:
+) -> ManifestReport:
     """Validate the manifest at PATH; unless PREVIOUS_PLATFORMS is given, check platform
     removal against the versions recorded through PIPELINE or in WAREHOUSE.
 

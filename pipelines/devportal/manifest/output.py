@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from devportal.display import json_document, terminal
-from devportal.manifest.report import Finding, Report
+from devportal.manifest.report import Finding, ManifestReport
 
 
 def load_and_report(
@@ -34,7 +34,7 @@ def load_and_report(
 
     result = load_manifest(path, warehouse, destination)
     report = result.report
-    print_report(report, as_json=as_json)
+    print_findings(report, as_json=as_json)
     # The summary goes to stderr under --json so stdout stays one JSON document.
     out = sys.stderr if as_json else sys.stdout
     print(
@@ -47,7 +47,7 @@ def load_and_report(
     return 0 if report.ok else 1
 
 
-def _title(report: Report) -> str:
+def _title(report: ManifestReport) -> str:
     name = report.name if report.name is not None else "(no name)"
     version = report.version if report.version is not None else "(no version)"
     return f"{name} {version}"
@@ -62,7 +62,7 @@ def _line(finding: Finding) -> str:
     return f"  {where}: {finding.message} [{finding.rule}]"
 
 
-def format_report(report: Report) -> str:
+def format_report(report: ManifestReport) -> str:
     """Human-readable findings grouped by severity, errors first."""
     lines = [f"{report.manifest_path}: {_title(report)}"]
     for heading, group in (("errors", report.errors), ("warnings", report.warnings)):
@@ -75,7 +75,7 @@ def format_report(report: Report) -> str:
     return "\n".join(terminal(line) for line in lines)
 
 
-def print_report(report: Report, *, as_json: bool, out: TextIO | None = None) -> None:
+def print_findings(report: ManifestReport, *, as_json: bool, out: TextIO | None = None) -> None:
     stream = out or sys.stdout
     if as_json:
         stream.write(json_document(json.dumps(report.as_list(), indent=2, ensure_ascii=False)))

@@ -76,7 +76,7 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 
 @dataclass
-class Report:
+class ManifestReport:
     """The outcome of validating one manifest file (readable input only; see reader.py)."""
 
     manifest_path: Path

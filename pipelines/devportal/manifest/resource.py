@@ -39,7 +39,7 @@ from devportal.manifest.bundle import is_file, resolve
 from devportal.manifest.history import validate_with_history
 from devportal.manifest.images import image_size
 from devportal.manifest.reader import read_manifest
-from devportal.manifest.report import ERROR, WARNING, Report, count
+from devportal.manifest.report import ERROR, WARNING, ManifestReport, count
 from devportal.manifest.rules import build_path_of, normalise_authorization_url
 from devportal.manifest.tables import (
     AUTHORIZATION_URLS,
@@ -160,7 +160,7 @@ def _list(value: Any) -> list[Any]:
 # --- rows -------------------------------------------------------------------------------------
 
 
-def build_rows(report: Report, loaded_at: datetime | None = None) -> dict[str, list[Row]]:
+def build_rows(report: ManifestReport, loaded_at: datetime | None = None) -> dict[str, list[Row]]:
     """Rows for every table, keyed by table name (pure: no warehouse access)."""
     doc = report.document
     key = report.content_hash
@@ -238,14 +238,14 @@ def _string_rows(key: str, elements: Any, /, **columns: Callable[[str], Any]) ->
     ]
 
 
-def _finding_rows(report: Report) -> list[Row]:
+def _finding_rows(report: ManifestReport) -> list[Row]:
     key = report.content_hash
     # The tombstone: ordinal -1 never collides with a real finding.
     tombstone = _child_row(key, -1, {CLEAR_MARKER: True})
     return [tombstone] + [_child_row(key, i, f.to_dict()) for i, f in enumerate(report.findings)]
 
 
-def _manifest_row(report: Report, loaded_at: datetime) -> Row:
+def _manifest_row(report: ManifestReport, loaded_at: datetime) -> Row:
     doc = report.document
     icon = _str(doc.get("icon"))
     icon_size = _icon_size(report, icon)
@@ -266,7 +266,7 @@ def _manifest_row(report: Report, loaded_at: datetime) -> Row:
     }
 
 
-def _icon_size(report: Report, icon: str | None) -> tuple[int, int] | None:
+def _icon_size(report: ManifestReport, icon: str | None) -> tuple[int, int] | None:
     build_path = build_path_of(report.document)
     if icon is None or build_path is None:
         return None
@@ -326,7 +326,9 @@ def _page_row(page: dict[str, Any]) -> Row:
 # --- dlt --------------------------------------------------------------------------------------
 
 
-def resources_for_report(report: Report, loaded_at: datetime | None = None) -> list[DltResource]:
+def resources_for_report(
+    report: ManifestReport, loaded_at: datetime | None = None
+) -> list[DltResource]:
     """One dlt resource per table for an already validated manifest."""
     import dlt  # deferred: keeps `devportal --help` and plain validation fast
 
@@ -370,7 +372,7 @@ def manifest_resources(
 
 @dataclass
 class LoadResult:
-    report: Report
+    report: ManifestReport
     warehouse: Path
     load_id: str | None
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from devportal.manifest.reader import ManifestInput, read_manifest
-from devportal.manifest.report import Finding, Report, sort_findings
+from devportal.manifest.report import Finding, ManifestReport, sort_findings
 from devportal.manifest.rules import rule_findings
 from devportal.manifest.schema import schema_findings
 
@@ -30,7 +30,9 @@ def validate_document(
     return sort_findings(findings)
 
 
-def validate_path(path: str | Path, previous_platforms: Collection[str] | None = None) -> Report:
+def validate_path(
+    path: str | Path, previous_platforms: Collection[str] | None = None
+) -> ManifestReport:
     """Validate the manifest at PATH (a `manifest.json` or the bundle folder holding it).
 
     Raises `ManifestUnreadable` (exit code 2) when PATH is not a readable JSON object.
@@ -41,12 +43,12 @@ def validate_path(path: str | Path, previous_platforms: Collection[str] | None =
 
 def validate_manifest(
     manifest: ManifestInput, previous_platforms: Collection[str] | None = None
-) -> Report:
+) -> ManifestReport:
     """The report for an already read MANIFEST (see `reader.read_manifest`)."""
     findings = validate_document(
         manifest.document, manifest.bundle, previous_platforms=previous_platforms
     )
-    return Report(
+    return ManifestReport(
         manifest_path=manifest.manifest_path,
         bundle=manifest.bundle,
         raw=manifest.raw,

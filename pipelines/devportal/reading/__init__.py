@@ -9,7 +9,7 @@ turns the results into dlt resources.
 One job per module, imports running one way (checks <- spool <- subscriptions <- closes;
 checks <- users):
 
-    checks         `SweepReport`, the page and id checks a read must pass, the progress line
+    checks         `ListRead`, the page and id checks a read must pass, the progress line
     spool          a subscription read spooled to a local Arrow file, batch by batch
     subscriptions  the partitions of the subscription list, each read until it adds up
     closes         settling what a sweep would close (`settle_closes`); the mass-close guard
@@ -18,7 +18,7 @@ checks <- users):
 Callers use the names below (`from devportal.reading import read_subscriptions`).
 """
 
-from devportal.reading.checks import ListMoved, Progress, SweepReport, check_pages, verify_ids
+from devportal.reading.checks import ListMoved, ListRead, Progress, check_pages, verify_ids
 from devportal.reading.closes import (
     GONE,
     LISTED,
@@ -45,13 +45,13 @@ __all__ = [
     "UNCLEAR",
     "AccountsRead",
     "ListMoved",
+    "ListRead",
     "Partition",
     "Progress",
     "SettingsRead",
     "Settling",
     "Spool",
     "SubscriptionsRead",
-    "SweepReport",
     "check_mass_close",
     "check_pages",
     "judge_answer",

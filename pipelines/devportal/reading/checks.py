@@ -1,4 +1,4 @@
-"""What one list read saw (`SweepReport`) and the checks it must pass before anything reaches
+"""What one list read saw (`ListRead`) and the checks it must pass before anything reaches
 dlt: every page reports the same `total`, and the unique ids read plus the rows set aside for
 lacking an id add up to it (else `ListMoved`: the read is no snapshot). A read whose pages carry
 no `total` cannot be verified. `read_until_it_adds_up`: a list read again until one read passes
@@ -23,7 +23,7 @@ T = TypeVar("T")
 
 
 @dataclass
-class SweepReport:
+class ListRead:
     """What one list read saw; goes into `sync_runs.sweeps`.
 
     `verified`: the pages reported a `total` and the rows read add up to it (unique ids plus
@@ -57,7 +57,7 @@ class Progress:
     every_s: float | None = None
     _last: float = 0.0
 
-    def page(self, what: str, page: Page, report: SweepReport, rows: int) -> None:
+    def page(self, what: str, page: Page, report: ListRead, rows: int) -> None:
         if self.every_s is None:
             return
         now = time.monotonic()
@@ -72,7 +72,7 @@ class Progress:
         )
 
 
-def check_pages(pages: Iterator[Page], report: SweepReport) -> Iterator[Page]:
+def check_pages(pages: Iterator[Page], report: ListRead) -> Iterator[Page]:
     """Pass pages through, failing as soon as they disagree about the list's size."""
     first_total: int | None = None
     first_last: int | None = None
@@ -89,7 +89,7 @@ def check_pages(pages: Iterator[Page], report: SweepReport) -> Iterator[Page]:
         yield page
 
 
-def verify_ids(ids: np.ndarray, report: SweepReport, dropped: int = 0) -> None:
+def verify_ids(ids: np.ndarray, report: ListRead, dropped: int = 0) -> None:
     """Check the ids of one read against the wrapper's `total`.
 
     Rows set aside for lacking a usable id (`dropped`, counted as data quality) are part of the
@@ -112,7 +112,7 @@ def verify_ids(ids: np.ndarray, report: SweepReport, dropped: int = 0) -> None:
 
 
 def read_until_it_adds_up(
-    what: str, report: SweepReport, attempts: int, read_once: Callable[[int], T]
+    what: str, report: ListRead, attempts: int, read_once: Callable[[int], T]
 ) -> T:
     """What `read_once(attempt)` returns for the first read of the WHAT list that adds up (raises no
     `ListMoved`), reading it at most ATTEMPTS times; REPORT describes the read kept (its

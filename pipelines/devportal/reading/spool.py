@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from devportal import extras, transform
 from devportal.client import Page
-from devportal.reading.checks import SweepReport
+from devportal.reading.checks import ListRead
 
 # decoded page bytes a spooled batch holds at most (about): the rows of a batch are Python
 # objects until it is typed, so rows that carry many fields make smaller batches (20,000 rows of
@@ -37,7 +37,7 @@ class Spool:
         path: Path,
         ids: np.ndarray,
         is_test: bool,
-        report: SweepReport,
+        report: ListRead,
         dq: transform.DataQuality,
         fields: extras.FieldStats | None = None,
         statuses: Counter[str] | None = None,

@@ -16,8 +16,8 @@ from devportal.api import SUBSCRIPTIONS_PATH, TIMESTAMP_FORMAT
 from devportal.client import ApiClient, Page
 from devportal.config import DevportalConfig, history_ignore
 from devportal.reading.checks import (
+    ListRead,
     Progress,
-    SweepReport,
     check_pages,
     read_until_it_adds_up,
     verify_ids,
@@ -149,7 +149,7 @@ def _read_partition(
     first: Page | None,
 ) -> Spool:
     """Read one partition into a spool file until it adds up (at most `sweep_attempts`)."""
-    report = SweepReport(endpoint=SUBSCRIPTIONS_PATH, params=part.params)
+    report = ListRead(endpoint=SUBSCRIPTIONS_PATH, params=part.params)
     ignored = extras.ignore_matcher(history_ignore(cfg))
 
     def read_once(attempt: int) -> tuple[Spool, set[int]]:
@@ -186,7 +186,7 @@ def _read_partition(
 
 
 def window_bounds(
-    since: datetime | None, cursor: datetime | None, now: datetime, cfg: DevportalConfig
+    since: datetime | None, cursor: datetime | None, observed_at: datetime, cfg: DevportalConfig
 ) -> tuple[datetime, datetime]:
     """`start`/`end` for window mode: `--since`, else the last run's clock minus the lookback.
 
@@ -198,5 +198,5 @@ def window_bounds(
     elif cursor is not None:
         start = cursor - timedelta(hours=cfg.lookback_hours)
     else:
-        start = now - timedelta(hours=cfg.lookback_hours)
-    return start, now + timedelta(days=cfg.window_horizon_days)
+        start = observed_at - timedelta(hours=cfg.lookback_hours)
+    return start, observed_at + timedelta(days=cfg.window_horizon_days)

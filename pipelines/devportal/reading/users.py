@@ -16,8 +16,8 @@ from devportal.api import USER_ACCOUNTS_PATH, USER_SETTINGS_PATH
 from devportal.client import ApiClient, NotFound, Page
 from devportal.config import DevportalConfig
 from devportal.reading.checks import (
+    ListRead,
     Progress,
-    SweepReport,
     check_pages,
     read_until_it_adds_up,
     verify_ids,
@@ -37,7 +37,7 @@ class SettingsRead:
     users: list[dict[str, Any]]
     values: list[dict[str, Any]]
     dq: transform.DataQuality
-    report: SweepReport
+    report: ListRead
     fields: extras.FieldStats = field(default_factory=extras.FieldStats)
     columns: extras.Columns = field(
         default_factory=lambda: transform.settings_columns(extras.Naming())
@@ -47,14 +47,14 @@ class SettingsRead:
 def read_settings(
     client: ApiClient,
     cfg: DevportalConfig,
-    seen_at: datetime,
+    observed_at: datetime,
     progress: Progress,
     first: Page | None = None,
     columns: extras.Columns | None = None,
 ) -> SettingsRead:
     """Read the settings list until it adds up (at most `sweep_attempts`); COLUMNS: where
     fields beyond the shown ones land (`transform.settings_columns`)."""
-    report = SweepReport(endpoint=USER_SETTINGS_PATH, params={})
+    report = ListRead(endpoint=USER_SETTINGS_PATH, params={})
     columns = columns if columns is not None else transform.settings_columns(extras.Naming())
 
     def read_once(attempt: int) -> SettingsRead:
@@ -62,7 +62,7 @@ def read_settings(
         pages = client.iter_pages(USER_SETTINGS_PATH, None, first if attempt == 1 else None)
         for page in check_pages(pages, report):
             users, values = transform.user_settings_records(
-                page.data, read.dq, seen_at, read.fields, columns
+                page.data, read.dq, observed_at, read.fields, columns
             )
             read.users.extend(users)
             read.values.extend(values)
@@ -97,10 +97,10 @@ class AccountsRead:
 def read_accounts(
     client: ApiClient,
     user_ids: Sequence[int],
-    fetched_at: datetime,
+    observed_at: datetime,
     columns: extras.Columns | None = None,
 ) -> AccountsRead:
-    """Fetch each user's account, `workers` at a time; a 404 is recorded, not raised."""
+    """Fetch each user's account, up to the in-flight limit at a time; a 404 is recorded, not raised."""
 
     def fetch(user_id: int) -> Any:
         try:
@@ -114,7 +114,7 @@ def read_accounts(
         read.columns = columns
     for user_id, body in client.map_concurrent(fetch, list(user_ids)):
         account, profiles = transform.account_records(
-            user_id, body, fetched_at, read.dq, read.fields, read.columns
+            user_id, body, observed_at, read.dq, read.fields, read.columns
         )
         read.accounts.append(account)
         read.profiles.extend(profiles)

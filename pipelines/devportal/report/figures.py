@@ -44,7 +44,7 @@ class Section:
 
 
 @dataclass
-class Report:
+class ReportFigures:
     """The figures, grouped as printed; `values()` is the flat {key: value} view. `basis` is
     the line saying what the subscription figures rest on; `partial` when no verified sweep
     does (the line is then a warning)."""
@@ -316,7 +316,7 @@ def _basis(figures: Mapping[str, Any]) -> str:
     )
 
 
-def _report(row: Mapping[str, Any]) -> Report:
+def _report(row: Mapping[str, Any]) -> ReportFigures:
     """The report of one row of analytics.report_figures (with `other_statuses`)."""
     figures = {key: _figure(row[key], kind) for key, kind in _KINDS.items()}
     hidden = frozenset() if figures["other_statuses"] else _OTHER_KEYS
@@ -337,7 +337,7 @@ def _report(row: Mapping[str, Any]) -> Report:
     ]
     basis = _basis(figures)
     sections[0].metrics.insert(1, Metric(BASIS_KEY, BASIS_LABEL, basis, "text"))
-    return Report(
+    return ReportFigures(
         as_of=figures["as_of"],
         sections=sections,
         basis=basis,
@@ -345,7 +345,7 @@ def _report(row: Mapping[str, Any]) -> Report:
     )
 
 
-def collect(warehouse: str | Path, destination: str | None = None) -> Report:
+def collect(warehouse: str | Path, destination: str | None = None) -> ReportFigures:
     """The report's figures, read read-only from the warehouse, or with DESTINATION
     ("postgres") from that database, through `devportal.engines.connect`: one-line errors
     (no warehouse, not a DuckDB database, busy, damaged, no server, models not built)."""

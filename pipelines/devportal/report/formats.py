@@ -13,7 +13,7 @@ from typing import Any
 
 from devportal import display
 from devportal.errors import DevportalError
-from devportal.report.figures import Metric, Report, Section
+from devportal.report.figures import Metric, ReportFigures, Section
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -68,7 +68,7 @@ def _json_value(metric: Metric) -> Any:
     return value
 
 
-def _as_of(report: Report) -> str:
+def _as_of(report: ReportFigures) -> str:
     return _text(report.sections[0].metrics[0])
 
 
@@ -77,7 +77,7 @@ def _shown(section: Section) -> list[Metric]:
     return [m for m in section.metrics if m.kind not in ("month", "flag")]
 
 
-def format_table(report: Report) -> str:
+def format_table(report: ReportFigures) -> str:
     """Aligned text for a terminal: every cell `display.terminal` (one line, no controls). A
     list of statuses is a line of its own under its count, outside the alignment."""
     safe = display.terminal
@@ -104,11 +104,11 @@ def format_table(report: Report) -> str:
     return "\n".join(lines)
 
 
-def format_json(report: Report) -> str:
+def format_json(report: ReportFigures) -> str:
     return json.dumps({m.key: _json_value(m) for m in report.metrics()}, indent=2)
 
 
-def format_csv(report: Report) -> str:
+def format_csv(report: ReportFigures) -> str:
     """metric,label,value rows; text cells `display.csv_cell` (no formula for a spreadsheet,
     no control characters), numbers as they are."""
     buffer = io.StringIO()
@@ -123,7 +123,7 @@ def format_csv(report: Report) -> str:
     return buffer.getvalue().rstrip("\n")
 
 
-def format_markdown(report: Report) -> str:
+def format_markdown(report: ReportFigures) -> str:
     """A Markdown table; every cell `display.markdown_cell` (shown literally, one line). The
     basis line is a quote under the heading, bold when the list is partial."""
     cell = display.markdown_cell
@@ -139,7 +139,7 @@ def format_markdown(report: Report) -> str:
     return "\n".join(lines)
 
 
-def render(report: Report, fmt: str = "table") -> str:
+def render(report: ReportFigures, fmt: str = "table") -> str:
     """REPORT in format FMT (one of FORMATS)."""
     formatters = {
         "table": format_table,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from devportal import charts, display
 from devportal.errors import DevportalError
-from devportal.report.figures import Report, _figures, _Reader, _reading, _report
+from devportal.report.figures import ReportFigures, _figures, _Reader, _reading, _report
 from devportal.report.formats import FORMATS, _as_of, _shown, _text, render
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def _chart_images(
     ]
 
 
-def format_html(report: Report, images: Sequence[tuple[str, bytes]]) -> str:
+def format_html(report: ReportFigures, images: Sequence[tuple[str, bytes]]) -> str:
     """The page; every text `html.escape`d, and one line without control characters
     (`display.terminal`: a right-to-left override would reorder what the page shows)."""
 
@@ -121,7 +121,9 @@ def _write(path: str | Path, text: str) -> Path:
     return target
 
 
-def _read_page(reader: _Reader, with_charts: bool = True) -> tuple[Report, dict[str, pd.DataFrame]]:
+def _read_page(
+    reader: _Reader, with_charts: bool = True
+) -> tuple[ReportFigures, dict[str, pd.DataFrame]]:
     """The figures and (WITH_CHARTS) the charts' data, read in one go on one connection."""
     report = _report(_figures(reader))
     return report, _chart_frames(reader) if with_charts else {}

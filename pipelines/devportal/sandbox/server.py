@@ -83,7 +83,7 @@ _PAGE_COUNTERS = {
 
 
 @dataclass(frozen=True)
-class Outcome:
+class Delivery:
     """What the socket layer does: send a response, cut it halfway, or reset with nothing."""
 
     response: Response | None
@@ -514,7 +514,7 @@ class Sandbox:
 
     def respond(
         self, method: str, target: str, authorization: str | None, host: str, body: bytes
-    ) -> Outcome:
+    ) -> Delivery:
         """Everything between the parsed request and the bytes on the wire."""
         stats = self._stats
         split = urlsplit(target)
@@ -533,19 +533,19 @@ class Sandbox:
         token = self._authorized(authorization)
         if token is None:
             stats.add(unauthorized=1)
-            return Outcome(message(401, "Unauthenticated."))
+            return Delivery(message(401, "Unauthenticated."))
         if control:
-            return Outcome(self._control(method, path, params, body))
+            return Delivery(self._control(method, path, params, body))
         return self._api(method, path, params, host, token)
 
     def _api(
         self, method: str, path: str, params: dict[str, str], host: str, token: str
-    ) -> Outcome:
+    ) -> Delivery:
         """An authorised request outside /__sandbox/: route, limit, cost, faults, handler."""
         if not Api.is_route(path):
-            return Outcome(message(404, "Not Found"))
+            return Delivery(message(404, "Not Found"))
         if method != "GET":
-            return Outcome(
+            return Delivery(
                 json_response(
                     405,
                     {
@@ -557,7 +557,7 @@ class Sandbox:
         decision = self._limiter.take(token)
         if decision is not None and not decision.allowed:
             self._stats.add(rate_limited=1)
-            return Outcome(_throttled(decision, self.world.now_ts))
+            return Delivery(_throttled(decision, self.world.now_ts))
         self._cost.spend()
         return self._serve(path, params, host, decision.headers() if decision else ())
 
@@ -567,7 +567,7 @@ class Sandbox:
         params: dict[str, str],
         host: str,
         limit_headers: tuple[tuple[str, str], ...],
-    ) -> Outcome:
+    ) -> Delivery:
         """An admitted request: the fault draw, then the handler (its answer gets LIMIT_HEADERS)."""
         stats = self._stats
         fault = self._faults.draw()
@@ -583,7 +583,7 @@ class Sandbox:
             # instead of a dropped connection that looks like an injected fault.
             log.exception("sandbox: request handler failed")
             response = message(500, f"sandbox handler error: {type(err).__name__}: {err}")
-            return Outcome(replace(response, headers=response.headers + limit_headers))
+            return Delivery(replace(response, headers=response.headers + limit_headers))
         if limit_headers:
             response = replace(response, headers=response.headers + limit_headers)
         if fault is not None:
@@ -591,7 +591,7 @@ class Sandbox:
         counter = _PAGE_COUNTERS.get(response.endpoint or "")
         if counter is not None and response.status == 200:
             stats.count("pages", counter)
-        return Outcome(response)
+        return Delivery(response)
 
     # ------------------------------------------------------------------ /__sandbox/
 
@@ -715,11 +715,11 @@ def _throttled(decision: Decision, now_ts: int) -> Response:
     )
 
 
-def _early_fault(fault: Fault) -> Outcome | None:
+def _early_fault(fault: Fault) -> Delivery | None:
     """Faults that replace the response outright (no page is built)."""
     kind = fault.kind
     if kind == "429":
-        return Outcome(
+        return Delivery(
             json_response(
                 429,
                 {"message": "Too Many Attempts."},
@@ -732,20 +732,20 @@ def _early_fault(fault: Fault) -> Outcome | None:
         )
     if kind in ("500", "502", "503"):
         status = int(kind)
-        return Outcome(Response(status, HTML_BODIES[status], "text/html; charset=UTF-8"))
+        return Delivery(Response(status, HTML_BODIES[status], "text/html; charset=UTF-8"))
     if kind == "reset":
-        return Outcome(None, "reset")
+        return Delivery(None, "reset")
     if kind == "malformed":
         body, ctype = MALFORMED_BODIES[int(fault.variant * len(MALFORMED_BODIES))]
-        return Outcome(Response(200, body, ctype))
+        return Delivery(Response(200, body, ctype))
     return None
 
 
-def _late_fault(fault: Fault, response: Response) -> Outcome:
+def _late_fault(fault: Fault, response: Response) -> Delivery:
     """Faults that damage the real response: truncated body, or cut mid-body."""
     if fault.kind == "cut":
-        return Outcome(response, "cut")
-    return Outcome(
+        return Delivery(response, "cut")
+    return Delivery(
         Response(
             response.status,
             truncate(response.body, fault.variant),

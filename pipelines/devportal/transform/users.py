@@ -99,7 +99,7 @@ def _entry_extras(
 def user_settings_records(
     rows: Sequence[dict[str, Any]],
     dq: DataQuality,
-    seen_at: datetime,
+    observed_at: datetime,
     stats: extras.FieldStats | None = None,
     columns: extras.Columns | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -132,7 +132,7 @@ def user_settings_records(
             # exactly the object the API sent (JSON text): absent keys stay absent
             "settings": None if settings is None else json_text(settings),
             "settings_count": len(settings) if isinstance(settings, dict) else 0,
-            "last_seen_at": seen_at,
+            "last_seen_at": observed_at,
         }
         for name in TWITCH_FIELDS:
             raw = twitch.get(name) if twitch else None
@@ -220,7 +220,7 @@ def account_columns(
 def account_records(
     user_id: int,
     profiles: Any,
-    fetched_at: datetime,
+    observed_at: datetime,
     dq: DataQuality,
     stats: extras.FieldStats | None = None,
     columns: extras.Columns | None = None,
@@ -236,7 +236,7 @@ def account_records(
                 "status": "missing",
                 "primary_platform": None,
                 "platforms": None,
-                "fetched_at": fetched_at,
+                "fetched_at": observed_at,
             },
             [],
         )
@@ -273,7 +273,7 @@ def account_records(
             "status": "found",
             "primary_platform": primary if isinstance(primary, str) else None,
             "platforms": ",".join(sorted(linked)) or None,
-            "fetched_at": fetched_at,
+            "fetched_at": observed_at,
             **account_extras,
         },
         rows,
