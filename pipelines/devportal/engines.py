@@ -22,11 +22,6 @@ from devportal.target import Target
 from devportal.warehouse import catalog_of, quote_ident
 
 
-def engine_of(destination: str | None) -> str:
-    """The engine of a `--destination`; a destination the models cannot run on is refused."""
-    return Target.of(Path(), destination).require_engine()
-
-
 class Engine:
     """One open connection. `dialect` is sqlglot's name for the engine's SQL."""
 
@@ -191,7 +186,7 @@ def connect(
     warehouse: str | Path, destination: str | None = None, *, read_only: bool = False
 ) -> Iterator[Engine]:
     """An engine on the warehouse: DuckDB at `warehouse`, or the `destination`'s server."""
-    if engine_of(destination) == "duckdb":
+    if Target.of(warehouse, destination).require_engine() == "duckdb":
         from devportal.warehouse import connect as connect_duckdb
 
         with connect_duckdb(warehouse, read_only=read_only) as con:

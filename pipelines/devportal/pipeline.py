@@ -31,12 +31,6 @@ log = logging.getLogger("devportal.pipeline")
 DATASET = RAW_SCHEMA  # dlt's dataset is the warehouse's raw schema
 
 
-def warehouse_or(destination: Any) -> Any:
-    """None, meaning the DuckDB warehouse file at --warehouse, for None and `duckdb`; any other
-    destination as given (`Target`)."""
-    return Target.of(Path(), destination).destination
-
-
 def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any = None) -> Any:
     """The `devportal` dlt pipeline writing dataset `devportal`.
 
@@ -57,7 +51,7 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
     if progress is not None:
         kwargs["progress"] = progress
     return dlt.pipeline(
-        pipeline_name=pipeline_name(destination),
+        pipeline_name=Target.of(warehouse, destination).pipeline_name,
         pipelines_dir=str(pipelines_dir(path)),
         destination=dest,
         dataset_name=DATASET,
@@ -65,9 +59,9 @@ def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any 
     )
 
 
-def pipeline_name(destination: Any = None) -> str:
-    """`devportal` for the DuckDB warehouse, `devportal_<name>` for another destination."""
-    return Target.of(Path(), destination).pipeline_name
+def spool_root(pipeline: Any) -> Path:
+    """Where the runs of PIPELINE spool their reads, each in a folder of its own."""
+    return Path(pipeline.working_dir) / "spool"
 
 
 def _percent_safe_job_files() -> None:

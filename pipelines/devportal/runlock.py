@@ -35,17 +35,12 @@ def advisory_key(dataset: str = RAW_SCHEMA) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def is_postgres(destination: Any) -> bool:
-    """Whether DESTINATION (a name or a dlt destination object) is PostgreSQL."""
-    return Target.of(Path(), destination).is_postgres
-
-
 @contextmanager
 def writer_lock(warehouse: str | Path, destination: Any = None) -> Iterator[None]:
     """Hold the run's locks: the warehouse lock file, and on PostgreSQL the database's advisory
     lock too. WarehouseBusy (exit 3) when another writer holds either."""
     with warehouse_lock(warehouse):
-        if is_postgres(destination):
+        if Target.of(warehouse, destination).is_postgres:
             with postgres_lock():
                 yield
         else:

@@ -63,6 +63,7 @@ from devportal.client import (
 from devportal.config import SECTION, DevportalConfig, require_endpoint, schema_contract
 from devportal.errors import ConfigError
 from devportal.holdings import Holdings
+from devportal.pipeline import spool_root
 from devportal.reading import (
     Progress,
     SubscriptionsRead,
@@ -439,7 +440,7 @@ def _spool_dir(pipeline: Any | None) -> Path:
     `transaction.writing`, under the lock), else a temporary folder."""
     if pipeline is None:
         return Path(tempfile.mkdtemp(prefix="devportal-spool-"))
-    root = Path(pipeline.working_dir) / "spool"
+    root = spool_root(pipeline)
     root.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix="run-", dir=root))
 

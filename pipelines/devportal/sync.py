@@ -35,9 +35,9 @@ from devportal import shape
 from devportal.client import RESOURCES, ApiClient, adopt
 from devportal.errors import DevportalError
 from devportal.holdings import DatasetReader
-from devportal.pipeline import warehouse_or
 from devportal.runrecord import RunRecord, RunRecorder
 from devportal.source import RunInputs, devportal_source
+from devportal.target import Target
 from devportal.transaction import writing
 
 log = logging.getLogger("devportal.sync")
@@ -205,7 +205,7 @@ def sync(
     first list before the settings were resolved (`devportal sync` does); used if it reads
     the same API with the same token (`client.adopt`), else closed.
     """
-    destination = warehouse_or(destination)
+    destination = Target.of(warehouse, destination).destination
     cfg = settings.resolve(
         base_url=base_url, access_token=access_token, include_test=include_test, **overrides
     )

@@ -24,7 +24,7 @@ from typing import Any
 
 from devportal.errors import DevportalError, causes, devportal_cause, first_line
 from devportal.packages import Settled, discard_unfinished, finish_pending, load_whole
-from devportal.pipeline import begin_writing, open_pipeline
+from devportal.pipeline import begin_writing, open_pipeline, spool_root
 from devportal.runlock import writer_lock
 from devportal.warehouse import disk_error
 
@@ -100,7 +100,7 @@ class Run:
 def _clear_spools(pipeline: Any) -> None:
     """What killed runs spooled (each run its own folder under `spool/`; loose files of older
     versions): under the writer's lock no other run of this pipeline is reading."""
-    root = Path(pipeline.working_dir) / "spool"
+    root = spool_root(pipeline)
     if root.is_dir():
         for stale in root.iterdir():
             if stale.is_dir():

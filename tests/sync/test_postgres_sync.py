@@ -103,11 +103,12 @@ def on_postgres_commit(sql: str) -> None:
 
 def loaded_formats(warehouse: Path, destination: str | None = None) -> dict[str, set[str]]:
     """Table -> the file formats of its completed load jobs (e.g. `parquet`, `jsonl`)."""
-    from devportal.pipeline import pipeline_name
+    from devportal.target import Target
     from devportal.warehouse import pipelines_dir
 
     found: dict[str, set[str]] = {}
-    loaded = pipelines_dir(warehouse) / pipeline_name(destination) / "load" / "loaded"
+    name = Target.of(warehouse, destination).pipeline_name
+    loaded = pipelines_dir(warehouse) / name / "load" / "loaded"
     for job in loaded.glob("*/completed_jobs/*"):
         table, _, _, file_format = job.name.removesuffix(".gz").split(".")[:4]
         if file_format != "sql":  # merge statements

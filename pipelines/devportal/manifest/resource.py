@@ -53,7 +53,7 @@ from devportal.manifest.tables import (
     SOURCES,
     TABLES,
 )
-from devportal.pipeline import warehouse_or
+from devportal.target import Target
 from devportal.transaction import writing
 
 if TYPE_CHECKING:
@@ -389,7 +389,7 @@ def load_manifest(
     version in between. A manifest with errors is recorded too: analysts see broken releases,
     and the caller decides the exit code from `report.ok`.
     """
-    destination = warehouse_or(destination)
+    destination = Target.of(warehouse, destination).destination
 
     # Fail on unreadable input before touching the warehouse (no lock, no dlt folder).
     read_manifest(path)

@@ -220,7 +220,7 @@ def build(
     caller already holds it.
     """
     started = time.monotonic()
-    engine_name = engines.engine_of(destination)
+    engine_name = Target.of(warehouse, destination).require_engine()
     models = load_models(sql_dir)
     code = {model.name: for_engine(model, engine_name) for model in models}
     read = {name for model in models for name in model.seeds}
