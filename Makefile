@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-WAREHOUSE ?= warehouse/warehouse.duckdb
 DEMO_WAREHOUSE ?= warehouse/demo.duckdb
+# `make models` and `make report` read the synced warehouse; before any sync, the demo's (so
+# `make report` after `make demo` reads what the demo made). `make sync` always writes this one.
+SYNC_WAREHOUSE := warehouse/warehouse.duckdb
+WAREHOUSE ?= $(if $(wildcard $(SYNC_WAREHOUSE)),$(SYNC_WAREHOUSE),$(if $(wildcard $(DEMO_WAREHOUSE)),$(DEMO_WAREHOUSE),$(SYNC_WAREHOUSE)))
 ARGS ?=
 # the browser of the HTML report's browser test and the WebDriver that drives it (selenium;
 # tests/models/browser.py reads $CHROMIUM and $CHROMEDRIVER): Debian's, of one version
@@ -18,30 +21,31 @@ help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 $(STAMP): requirements.lock pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	@echo "setting up $(VENV) from requirements.lock (once)" >&2
+	@$(PYTHON) -m venv $(VENV) >&2
+	@$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.lock >&2
+	@$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e . >&2
 	@touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install the locked dependencies
 
 demo: $(STAMP)  ## sandbox -> sync -> clock advance -> sync -> models -> report
-	$(BIN)/devportal demo --warehouse $(DEMO_WAREHOUSE) $(ARGS)
+	@$(BIN)/devportal demo --warehouse $(DEMO_WAREHOUSE) $(ARGS)
 
 demo-postgres: $(STAMP)  ## the demo on PostgreSQL (a throwaway local server unless DESTINATION__POSTGRES__CREDENTIALS is set)
-	$(BIN)/devportal demo --destination postgres --warehouse warehouse/demo-postgres.duckdb $(ARGS)
+	@$(BIN)/devportal demo --destination postgres --warehouse warehouse/demo-postgres.duckdb $(ARGS)
 
 sync: $(STAMP)  ## sync the configured API (.dlt/config.toml, secrets) into the warehouse
-	$(BIN)/devportal sync --warehouse $(WAREHOUSE) $(ARGS)
+	@$(BIN)/devportal sync --warehouse $(if $(filter command line environment,$(origin WAREHOUSE)),$(WAREHOUSE),$(SYNC_WAREHOUSE)) $(ARGS)
 
 models: $(STAMP)  ## build the SQL models (analytics schema) and run their data tests
-	$(BIN)/devportal models --warehouse $(WAREHOUSE) --check $(ARGS)
+	@$(BIN)/devportal models --warehouse $(WAREHOUSE) --check $(ARGS)
 
 report: $(STAMP)  ## print the business report from the warehouse
-	$(BIN)/devportal report --warehouse $(WAREHOUSE) $(ARGS)
+	@$(BIN)/devportal report --warehouse $(WAREHOUSE) $(ARGS)
 
 sandbox: $(STAMP)  ## run the Developer API sandbox in the foreground
-	$(BIN)/devportal sandbox $(ARGS)
+	@$(BIN)/devportal sandbox $(ARGS)
 
 chromium:  ## Debian's chromium and chromium-driver for the browser test (apt-get, as root, when missing)
 	@if command -v "$(CHROMIUM)" >/dev/null 2>&1 && command -v "$(CHROMEDRIVER)" >/dev/null 2>&1; then :; \

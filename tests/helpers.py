@@ -37,13 +37,29 @@ WRAPPER_FIELDS = [
 FAST_RETRY: dict[str, float] = {"backoff_initial_s": 0.001, "backoff_max_s": 0.01}
 
 
-def sync_from(sb: Any, warehouse: Path, **kwargs: Any) -> Any:
-    """`devportal.sync.sync` from sandbox SB into WAREHOUSE, its token and URL; the models are
-    not built unless `build_models=True`. Other keywords go to `sync` (settings, destination)."""
+def sync_from(sb: Any, warehouse: Path, destination: Any = None, **kwargs: Any) -> Any:
+    """`devportal.sync.sync` from sandbox SB into WAREHOUSE (on DESTINATION, as `--destination`
+    takes it), its token and URL; the models are not built unless `build_models=True`. Other
+    keywords go to `sync` (settings)."""
     from devportal.sync import sync
+    from devportal.target import Target
 
     kwargs.setdefault("build_models", False)
-    return sync(warehouse, base_url=sb.base_url, access_token=sb.token, **kwargs)
+    target = Target.of(warehouse, destination)
+    return sync(target, base_url=sb.base_url, access_token=sb.token, **kwargs)
+
+
+class StorySyncs:
+    """A scripted story's syncs: `syncs(sb)` syncs sandbox SB into WAREHOUSE (on DESTINATION)
+    and keeps the sandbox's clock of each sync in `clock`."""
+
+    def __init__(self, warehouse: Path, destination: Any = None) -> None:
+        self.warehouse, self.destination = warehouse, destination
+        self.clock: list[Any] = []
+
+    def __call__(self, sb: Any) -> None:
+        self.clock.append(sb.now)
+        sync_from(sb, self.warehouse, destination=self.destination)
 
 
 def query(warehouse: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -52,6 +68,12 @@ def query(warehouse: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         return con.execute(sql, list(params)).fetchall()
     finally:
         con.close()
+
+
+def one_row(warehouse: Path, table: str, names: list[str]) -> dict[str, Any]:
+    """The one row of TABLE (e.g. `analytics.report_figures`) in WAREHOUSE, as {name: value}."""
+    (got,) = query(warehouse, f"select {', '.join(names)} from {table}")
+    return dict(zip(names, got, strict=True))
 
 
 def current_rows(warehouse: Path, is_test: bool | None = None) -> list[dict[str, Any]]:
@@ -303,8 +325,15 @@ class OnEngine:
 
     @property
     def destination(self) -> str | None:
-        """`--destination` (and `destination=` of `sync`, `models.build`, `report`)."""
+        """`--destination`."""
         return None if self.name == "duckdb" else self.name
+
+    @property
+    def target(self) -> Any:
+        """The `Target` of `sync`, `models.build`, `report`, `engines.connect`."""
+        from devportal.target import Target
+
+        return Target.of(self.warehouse, self.destination)
 
     @property
     def env(self) -> dict[str, str]:
@@ -322,7 +351,7 @@ class OnEngine:
 
         with (
             _environ(self.env),
-            engines.connect(self.warehouse, self.destination, read_only=True) as engine,
+            engines.connect(self.target, read_only=True) as engine,
         ):
             return engine.execute(sql, params)
 
@@ -332,7 +361,7 @@ class OnEngine:
 
         with (
             _environ(self.env),
-            engines.connect(self.warehouse, self.destination, read_only=True) as engine,
+            engines.connect(self.target, read_only=True) as engine,
         ):
             return {
                 table: sorted(map(repr, engine.execute(f"SELECT * FROM devportal.{table}")))
@@ -348,7 +377,7 @@ class OnEngine:
             duckdb.connect(str(self.warehouse)).close()
         with (
             _environ(self.env),
-            engines.connect(self.warehouse, self.destination) as engine,
+            engines.connect(self.target) as engine,
             engine.transaction(),
         ):
             for sql in statements:

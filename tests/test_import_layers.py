@@ -173,7 +173,16 @@ def test_the_cli_parser_imports_no_heavy_library() -> None:
 
 # Packages whose `__init__` docstring lists its modules in import order ("One job per module,
 # imports running one way"): a line `    <module>  <what it owns>` per module.
-MAPPED_PACKAGES = ("client", "models", "transform", "reading", "extras", "warehouse", "report")
+MAPPED_PACKAGES = (
+    "client",
+    "models",
+    "transform",
+    "reading",
+    "extras",
+    "warehouse",
+    "report",
+    "charts",
+)
 MAP_LINE = re.compile(r"^    ([a-z_]+)\s{2,}\S")
 MAX_LINES = 600  # issue 19: no module over 600 lines (the sandbox aside)
 

@@ -141,6 +141,8 @@ def history_ignore(cfg: DevportalConfig) -> tuple[str, ...]:
 
 ANALYTICS_SECTIONS = ("analytics",)
 STATUS_TREATMENTS = ("active", "canceled")
+# the [analytics] keys that take a number (the price book's)
+ANALYTICS_NUMBERS = ("price_monthly", "price_yearly", "price_unknown", "revenue_share")
 
 
 @configspec
@@ -150,9 +152,22 @@ class AnalyticsConfig(BaseConfiguration):
     `status_map`: how churn and renewal figures treat a status beyond `active` / `canceled`
     (e.g. `trialing = "active"`, `past_due = "canceled"`). A status not in the map is "other":
     usable until `expires_at` like any subscription, never a cancellation, shown on its own line.
+
+    The price book (the API sends no prices; `devportal.prices` validates these into the seed
+    `analytics.prices`): `currency` (ISO 4217), `price_monthly`, `price_yearly`, `price_unknown`
+    (a subscription whose period is not known yet; unset: `price_monthly`), `revenue_share`
+    (the developer's share after the platform's cut: 1.0 is gross), `prices_file` (CSV or TOML
+    rows `period, amount, valid_from[, valid_to]`, relative to the current folder; overrides
+    the three flat prices). No price set: every money figure is NULL, not an error.
     """
 
     status_map: dict[str, str] | None = None
+    currency: str | None = None
+    price_monthly: float | None = None
+    price_yearly: float | None = None
+    price_unknown: float | None = None
+    revenue_share: float = 1.0
+    prices_file: str | None = None
 
 
 def resolve_analytics() -> AnalyticsConfig:
@@ -163,9 +178,14 @@ def resolve_analytics() -> AnalyticsConfig:
     try:
         cfg = resolve_configuration(AnalyticsConfig(), sections=ANALYTICS_SECTIONS)
     except ConfigValueCannotBeCoercedException as err:
+        fix = f"fix it in .dlt/config.toml or ANALYTICS__{err.field_name.upper()}"
+        if err.field_name in ANALYTICS_NUMBERS:
+            raise ConfigError(
+                f"configuration [analytics] {err.field_name} = {err.field_value!r} is not a "
+                f"number: {fix}"
+            ) from err
         raise ConfigError(
-            f"configuration [analytics] {err.field_name} cannot be read as {err.hint}: fix it "
-            f"in .dlt/config.toml or ANALYTICS__{err.field_name.upper()}"
+            f"configuration [analytics] {err.field_name} cannot be read as {err.hint}: {fix}"
         ) from err
     for status, treated in (cfg.status_map or {}).items():
         if treated not in STATUS_TREATMENTS:

@@ -23,6 +23,7 @@ from devportal.errors import ConfigError, DevportalError
 
 if TYPE_CHECKING:
     from devportal.manifest.report import ManifestReport
+    from devportal.target import Target
 
 # package data (a link to examples/demo-app in a checkout, real files in a wheel)
 DEMO_APP = Path(__file__).parent / "demo_app"
@@ -35,10 +36,8 @@ def clock_start(advance_days: float, syncs: int) -> datetime:
     return start.replace(tzinfo=None, hour=0, minute=0, second=0, microsecond=0)
 
 
-def record_release(
-    warehouse: str | Path, *, first: bool, destination: str | None = None
-) -> ManifestReport:
-    """Record the example app's manifest in WAREHOUSE; FIRST records the older release (v1.3.0:
+def record_release(target: Target, *, first: bool) -> ManifestReport:
+    """Record the example app's manifest in TARGET; FIRST records the older release (v1.3.0:
     the same bundle before facebook and mixer were added). Returns the manifest's ManifestReport."""
     from devportal.manifest import load_manifest
 
@@ -51,8 +50,39 @@ def record_release(
             manifest["version"] = "1.3.0"
             manifest["supportedPlatforms"] = ["twitch", "youtube"]
             (bundle / "manifest.json").write_text(json.dumps(manifest, indent=2))
-        result = load_manifest(bundle, warehouse, destination)
+        result = load_manifest(bundle, target)
     return result.report
+
+
+# The demo's price book: the sandbox world sells monthly and yearly subscriptions (15% of new
+# ones yearly), priced as an app store might, the year at ten months' price.
+DEMO_PRICES = {"currency": "EUR", "price_monthly": "4.99", "price_yearly": "49.99"}
+USER_PRICE_KEYS = ("price_monthly", "price_yearly", "price_unknown", "prices_file")
+
+
+@contextmanager
+def demo_prices() -> Iterator[None]:
+    """The demo's price book (DEMO_PRICES) for the block, as the `ANALYTICS__<KEY>` variables dlt
+    reads, filling only what the user left unset: a price of the user's own (any flat price, or
+    a prices_file) wins whole, and the user's currency is kept with the demo's prices. The
+    user's .dlt/config.toml is never touched; the variables set are removed afterwards. A bad
+    setting is left for the models' build to refuse in its one line."""
+    from devportal.config import resolve_analytics
+
+    try:
+        cfg = resolve_analytics()
+    except DevportalError:
+        cfg = None
+    keys = []
+    if cfg is not None and all(getattr(cfg, key) in (None, "") for key in USER_PRICE_KEYS):
+        keys = ["price_monthly", "price_yearly"] + (["currency"] if cfg.currency is None else [])
+    names = {key: f"ANALYTICS__{key.upper()}" for key in keys}
+    os.environ.update({names[key]: DEMO_PRICES[key] for key in keys})
+    try:
+        yield
+    finally:
+        for name in names.values():
+            os.environ.pop(name, None)
 
 
 POSTGRES_ENV = "DESTINATION__POSTGRES__CREDENTIALS"
@@ -114,11 +144,11 @@ def throwaway_postgres() -> Iterator[str]:
                 os.environ[POSTGRES_ENV] = previous
 
 
-def require_empty_postgres() -> None:
+def require_empty_postgres(target: Target) -> None:
     """The demo writes the datasets `devportal` and `analytics`: refuse a server that has them."""
     from devportal.engines import connect
 
-    with connect("unused.duckdb", "postgres", read_only=True) as engine:
+    with connect(target, read_only=True) as engine:
         taken = engine.execute(
             "select schema_name from information_schema.schemata "
             "where schema_name in ('devportal', 'analytics') order by 1"

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from devportal.errors import ConfigError, DevportalError, first_line, register_secret
-from devportal.target import Target
+from devportal.target import Target, Where
 from devportal.warehouse import catalog_of, quote_ident
 
 
@@ -182,14 +181,14 @@ def postgres_connection(**options: Any) -> Any:
 
 
 @contextmanager
-def connect(
-    warehouse: str | Path, destination: str | None = None, *, read_only: bool = False
-) -> Iterator[Engine]:
-    """An engine on the warehouse: DuckDB at `warehouse`, or the `destination`'s server."""
-    if Target.of(warehouse, destination).require_engine() == "duckdb":
+def connect(target: Where, *, read_only: bool = False) -> Iterator[Engine]:
+    """An engine on TARGET (a `Target`, or the DuckDB warehouse file's path): DuckDB at its
+    warehouse, or its destination's server."""
+    target = Target.of(target)
+    if target.require_engine() == "duckdb":
         from devportal.warehouse import connect as connect_duckdb
 
-        with connect_duckdb(warehouse, read_only=read_only) as con:
+        with connect_duckdb(target.warehouse, read_only=read_only) as con:
             yield DuckDbEngine(con)
         return
     con = postgres_connection()

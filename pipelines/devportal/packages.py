@@ -169,12 +169,7 @@ def _set_aside_error(load_id: str, err: BaseException, where: Path, restored: bo
     )
 
 
-def load_whole(
-    pipeline: Any,
-    warehouse: str | Path,
-    destination: Any,
-    after_load: Callable[[], None] | None = None,
-) -> None:
+def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | None = None) -> None:
     """Load the pending package whole or not at all.
 
     dlt commits each table's job on its own, so a job failing halfway (a value the warehouse
@@ -193,7 +188,8 @@ def load_whole(
     if not load_ids:
         return
     load_id = load_ids[0]
-    if destination is None:
+    warehouse = target.warehouse
+    if target.snapshot == "draft":
         snapshot = Snapshot.take(warehouse, load_id)
         try:
             with _said_once():
@@ -215,9 +211,7 @@ def load_whole(
             snapshot.publish()
         return
     schema_snapshot = (
-        SchemaSnapshot.take(pipeline, load_id)
-        if Target.of(warehouse, destination).snapshot == "schema"
-        else None
+        SchemaSnapshot.take(pipeline, load_id) if target.snapshot == "schema" else None
     )
     try:
         with _said_once():
@@ -272,7 +266,7 @@ class Settled:
     ids: list[str] = field(default_factory=list)  # of those, the ones set aside
 
 
-def finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> Settled:
+def finish_pending(pipeline: Any, target: Target) -> Settled:
     """Settle what a killed run left, before a writer reads or writes anything new.
 
     On DuckDB the draft a killed writer left is settled first (`Draft.settle`): removed, or,
@@ -287,8 +281,9 @@ def finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> Se
     restores the local state it had started from) and its data is simply read again.
     """
     settled = Settled()
+    warehouse = target.warehouse
     normalized = list(pipeline.list_normalized_load_packages())
-    if destination is None:
+    if target.snapshot == "draft":
         draft = Draft(warehouse)
         loading = draft.settle()
         if loading is not None and loading not in normalized:
@@ -326,7 +321,7 @@ def finish_pending(pipeline: Any, warehouse: str | Path, destination: Any) -> Se
         log.warning("finishing %d load package(s) left by an interrupted run", len(normalized))
         settled.resumed.extend(normalized)
         try:
-            load_whole(pipeline, warehouse, destination)
+            load_whole(pipeline, target)
         except PackageSetAside as aside:
             log.warning("%s; this run goes on", aside)
             settled.ids.append(aside.load_id)
@@ -380,7 +375,8 @@ def settle_for_writer(warehouse: str | Path) -> None:
     left. One with a package half loaded into it needs dlt: the package's load is finished
     (or set aside) first, as the next sync would."""
     if Draft(warehouse).settle() is not None:
-        finish_pending(open_pipeline(warehouse), warehouse, None)
+        target = Target.of(warehouse)
+        finish_pending(open_pipeline(target), target)
 
 
 class SchemaSnapshot:

@@ -31,27 +31,26 @@ log = logging.getLogger("devportal.pipeline")
 DATASET = RAW_SCHEMA  # dlt's dataset is the warehouse's raw schema
 
 
-def open_pipeline(warehouse: str | Path, destination: Any = None, progress: Any = None) -> Any:
-    """The `devportal` dlt pipeline writing dataset `devportal`.
+def open_pipeline(target: Target, progress: Any = None) -> Any:
+    """The dlt pipeline of TARGET writing dataset `devportal`.
 
-    `destination` None means DuckDB at `warehouse`: the pipeline writes its `Draft` (see
-    `begin_writing`, `load_whole`), never the warehouse file. Any other dlt destination (name or
-    object) is taken as configured in `.dlt/config.toml` / secrets, `warehouse` then only places
-    the dlt working folder. Each destination has a pipeline (state, pending packages) of its
-    own, `devportal_<destination>`: syncing DuckDB and PostgreSQL from one folder never mixes
-    them.
+    The DuckDB warehouse file: the pipeline writes its `Draft` (see `begin_writing`,
+    `load_whole`), never the warehouse file. Any other dlt destination (name or object) is taken
+    as configured in `.dlt/config.toml` / secrets, the warehouse path then only places the dlt
+    working folder. Each destination has a pipeline (state, pending packages) of its own
+    (`Target.pipeline_name`): syncing DuckDB and PostgreSQL from one folder never mixes them.
     """
     import dlt  # here, not at import: the CLI's other commands need no dlt
 
-    path = check_warehouse_path(warehouse, duckdb=destination is None)
+    path = check_warehouse_path(target.warehouse, duckdb=target.is_file)
     make_parent(path)
     _percent_safe_job_files()
-    dest = destination if destination is not None else _duckdb(dlt, Draft(path).path)
+    dest = _duckdb(dlt, Draft(path).path) if target.is_file else target.destination
     kwargs: dict[str, Any] = {}
     if progress is not None:
         kwargs["progress"] = progress
     return dlt.pipeline(
-        pipeline_name=Target.of(warehouse, destination).pipeline_name,
+        pipeline_name=target.pipeline_name,
         pipelines_dir=str(pipelines_dir(path)),
         destination=dest,
         dataset_name=DATASET,
@@ -119,16 +118,16 @@ def _duckdb(dlt: Any, path: Path) -> Any:
 LOAD_WORKERS = 1
 
 
-def begin_writing(warehouse: str | Path, destination: Any) -> None:
+def begin_writing(target: Target) -> None:
     """Before a writer reads or writes the destination through its pipeline: on DuckDB, the
     draft it writes (the warehouse copied, unless a package is already loading into it). For
     other destinations nothing."""
-    if destination is None:
-        Draft(warehouse).ensure()
+    if target.snapshot == "draft":
+        Draft(target.warehouse).ensure()
 
 
-def publish(warehouse: str | Path, destination: Any) -> None:
+def publish(target: Target) -> None:
     """For a caller that runs the pipeline itself (`pipeline.run`) between `begin_writing` and
     this: on DuckDB, publish the draft it wrote. For other destinations nothing."""
-    if destination is None:
-        Draft(warehouse).publish()
+    if target.snapshot == "draft":
+        Draft(target.warehouse).publish()

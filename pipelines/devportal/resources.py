@@ -2,7 +2,11 @@
 subscriptions, the per-user tables, and the run's own records (`sync_runs`, `data_quality`);
 and the file formats they are written in for the destination.
 
-The tables they write and their keys are described in `source.py`'s docstring.
+Each resource is made before anything is read, with a function that returns its part of the
+run's read (`source.py` reads once, on the first resource dlt extracts): a resource's rows, and
+what only the read decides of its hints (the subscriptions' write disposition and columns,
+applied with the first batch through dlt's `with_hints`), come when dlt extracts it. The
+tables they write and their keys are described in `source.py`'s docstring.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ import dlt
 from dlt.common.schema.typing import TFileFormat, TSchemaContract
 
 from devportal import extras, transform
-from devportal.reading import AccountsRead, SettingsRead, SubscriptionsRead
-from devportal.runrecord import RunRecord
+from devportal.reading import SubscriptionsRead
+from devportal.runrecord import ProblemRecord, RunRecord
 
 log = logging.getLogger("devportal.source")
 
@@ -58,30 +62,82 @@ def formats_for(pipeline: Any | None) -> Formats:
     return Formats(rows=None, arrow=None)
 
 
-# -- resources: each hands over one read result -------------------------------------------------
+# -- resources: each hands over its part of the run's read --------------------------------------
+
+
+@dataclass
+class SubscriptionsHandover:
+    """What the subscriptions resource hands over, known once the run has read: the read, its
+    `mode` (`sweep` or `window`), the run's clock (`observed_at`, the history boundary), how its
+    extra fields are typed (`plan`), the columns the destination's `subscriptions` table has
+    (`stored`, None: no table yet) and the run's own spool folder (`spool_dir`, removed once the
+    rows are handed over)."""
+
+    read: SubscriptionsRead
+    mode: str
+    observed_at: datetime
+    plan: extras.Plan
+    stored: dict[str, Any] | None
+    spool_dir: Path | None = None
 
 
 def subscriptions_resource(
-    read: SubscriptionsRead,
-    mode: str,
-    observed_at: datetime,
+    handover: Callable[[], SubscriptionsHandover],
     file_format: TFileFormat | None,
-    plan: extras.Plan,
     contract: TSchemaContract,
-    stored: dict[str, Any] | None,
-    spool_dir: Path | None = None,
 ) -> Any:
-    """SCD2 history of subscriptions, its scope decided by what was read.
+    """SCD2 history of subscriptions, its scope decided by what was read (`handover()`, asked
+    when dlt extracts the resource): the write disposition and the columns go to dlt with the
+    first batch (`_read_hints`), before dlt computes the table from any row.
 
     Each spooled batch gets every extra column of the run (`plan`), NULL where a row has none.
+    A contract that drops a new column's values (`discard_value`): those fields version
+    nothing, or a row would get a version that differs from its last in nothing stored."""
+
+    def rows() -> Iterator[Any]:
+        got = handover()
+        plan, stored = got.plan, got.stored
+        hints: Any = _read_hints(got, contract)
+        dropped = plan.new_paths() if extras.discards_values(contract) and stored else set()
+        dlt_log = logging.getLogger("dlt")
+        dlt_log.addFilter(_json_hint_notice)
+        try:
+            for spool in got.read.spools:
+                ignored = spool.fields.ignored
+                for batch in spool.batches():
+                    if dropped:
+                        batch = transform.rehash(batch, _ignoring(ignored, dropped))
+                    item = plan.expand(batch)
+                    if hints is not None:  # the first batch brings what the read decided
+                        item, hints = dlt.mark.with_hints(item, hints), None
+                    yield item
+        finally:
+            dlt_log.removeFilter(_json_hint_notice)
+            got.read.discard()
+            if got.spool_dir is not None:
+                shutil.rmtree(got.spool_dir, ignore_errors=True)
+
+    return dlt.resource(
+        rows(),
+        name="subscriptions",
+        primary_key=["id", "is_test"],  # live and test ids may overlap: two histories
+        schema_contract=contract,
+        **Formats.hint(file_format),
+    )
+
+
+def _read_hints(got: SubscriptionsHandover, contract: TSchemaContract) -> Any:
+    """The hints of `subscriptions` that only the read decides (dlt's `make_hints`): SCD2 with
+    the run's clock as its boundary and the run's scope, and the columns of its extra fields.
+
     A contract that may discard rows (`discard_row`) while this run brings a new column to an
     existing table: a discarded row never reaches staging, so a sweep would close its
-    subscription; such a run closes only the subscriptions it loaded, as a window does.
-    `mode`: `sweep` or `window`; `observed_at`: the run's clock, the history boundary;
-    `stored`: the columns the destination's `subscriptions` table has (None: no table yet).
-    `spool_dir`: the run's own spool folder, removed once its rows are handed over."""
-    staged_only = extras.can_discard_rows(contract) and bool(stored) and bool(plan.new_columns())
-    if staged_only and mode == "sweep":
+    subscription; such a run closes only the subscriptions it loaded, as a window does."""
+    plan = got.plan
+    staged_only = (
+        extras.can_discard_rows(contract) and bool(got.stored) and bool(plan.new_columns())
+    )
+    if staged_only and got.mode == "sweep":
         log.warning(
             "schema_contract discards rows with new fields (%s): this sweep closes only the "
             "subscriptions it loaded, so that a discarded row does not close its subscription",
@@ -91,41 +147,15 @@ def subscriptions_resource(
         "disposition": "merge",
         "strategy": "scd2",
         "row_version_column_name": "_row_version",
-        "boundary_timestamp": observed_at,  # history follows the server's clock
+        "boundary_timestamp": got.observed_at,  # history follows the server's clock
         # Always set: dlt keeps a hint absent from a later run's resource, so a scope left
         # unset would be the previous run's (a window's scope would then stop every later
         # sweep from retiring anything).
-        "destination_scope": _scope(read, mode, staged_only),
+        "destination_scope": _scope(got.read, got.mode, staged_only),
     }
-
-    # a contract that drops a new column's values: those fields version nothing, or a row
-    # would get a version that differs from its last in nothing stored
-    dropped = plan.new_paths() if extras.discards_values(contract) and stored else set()
-
-    def rows() -> Iterator[Any]:
-        dlt_log = logging.getLogger("dlt")
-        dlt_log.addFilter(_json_hint_notice)
-        try:
-            for spool in read.spools:
-                ignored = spool.fields.ignored
-                for batch in spool.batches():
-                    if dropped:
-                        batch = transform.rehash(batch, _ignoring(ignored, dropped))
-                    yield plan.expand(batch)
-        finally:
-            dlt_log.removeFilter(_json_hint_notice)
-            read.discard()
-            if spool_dir is not None:
-                shutil.rmtree(spool_dir, ignore_errors=True)
-
-    return dlt.resource(  # type: ignore[call-overload]
-        rows(),
-        name="subscriptions",
-        write_disposition=disposition,
+    return dlt.mark.make_hints(
+        write_disposition=disposition,  # type: ignore[arg-type]
         columns={**transform.SUBSCRIPTIONS_COLUMNS, **plan.hints()},
-        primary_key=["id", "is_test"],  # live and test ids may overlap: two histories
-        schema_contract=contract,
-        **Formats.hint(file_format),
     )
 
 
@@ -164,102 +194,96 @@ def _scope(read: SubscriptionsRead, mode: str, staged_only: bool = False) -> str
     return f"({' OR '.join(clauses)})" if clauses else "1 = 0"
 
 
-def settings_tables(
-    read: SettingsRead, file_format: TFileFormat | None, contract: TSchemaContract
-) -> list[Any]:
-    """`user_settings` (one row per user) and `user_setting_values` (one row per leaf key)."""
-    return _per_user_tables(
-        read.users,
-        "user_settings",
-        transform.USER_SETTINGS_COLUMNS,
-        read.values,
-        "user_setting_values",
-        transform.USER_SETTING_VALUES_COLUMNS,
-        file_format,
-        contract,
-    )
+Rows = list[dict[str, Any]]
 
 
-def accounts_tables(
-    read: AccountsRead, file_format: TFileFormat | None, contract: TSchemaContract
-) -> list[Any]:
-    """`user_accounts` (one row per user due) and `user_account_profiles` (linked platforms)."""
-    return _per_user_tables(
-        read.accounts,
-        "user_accounts",
-        transform.USER_ACCOUNTS_COLUMNS,
-        read.profiles,
-        "user_account_profiles",
-        transform.USER_ACCOUNT_PROFILES_COLUMNS,
-        file_format,
-        contract,
-    )
+@dataclass(frozen=True)
+class UserTables:
+    """A table with one row per `user_id` and its child rows (`per_user_tables`)."""
+
+    name: str
+    columns: dict[str, Any]
+    child_name: str
+    child_columns: dict[str, Any]
 
 
-def _per_user_tables(
-    rows: list[dict[str, Any]],
-    name: str,
-    columns: dict[str, Any],
-    child_rows: list[dict[str, Any]],
-    child_name: str,
-    child_columns: dict[str, Any],
+# `user_settings` (one row per user) and `user_setting_values` (one row per leaf key)
+SETTINGS_TABLES = UserTables(
+    "user_settings",
+    transform.USER_SETTINGS_COLUMNS,
+    "user_setting_values",
+    transform.USER_SETTING_VALUES_COLUMNS,
+)
+# `user_accounts` (one row per user due) and `user_account_profiles` (linked platforms)
+ACCOUNTS_TABLES = UserTables(
+    "user_accounts",
+    transform.USER_ACCOUNTS_COLUMNS,
+    "user_account_profiles",
+    transform.USER_ACCOUNT_PROFILES_COLUMNS,
+)
+
+
+def per_user_tables(
+    tables: UserTables,
+    read: Callable[[], tuple[Rows, Rows]],
     file_format: TFileFormat | None,
     contract: TSchemaContract = "evolve",
 ) -> list[Any]:
-    """A table with one row per `user_id` (upserted) and its child rows, replaced per user.
+    """TABLES' two resources: the rows and the child rows of `read()` (asked when dlt extracts).
 
-    delete-insert on merge_key `user_id` replaces a user's children as a whole, so a settings
-    key or a linked platform that went away disappears here too. A user read with no child rows
-    at all (settings `{}`, an account that now answers 404) would leave no `user_id` in the
-    load to delete by: such a user gets one tombstone row (`transform.TOMBSTONE`, dlt's
-    `hard_delete` hint), which deletes their old rows and is itself never stored.
+    The table is upserted on `user_id`. Its child table is delete-insert on merge_key `user_id`,
+    which replaces a user's children as a whole, so a settings key or a linked platform that
+    went away disappears here too. A user read with no child rows at all (settings `{}`, an
+    account that now answers 404) would leave no `user_id` in the load to delete by: such a
+    user gets one tombstone row (`transform.TOMBSTONE`, dlt's `hard_delete` hint), which deletes
+    their old rows and is itself never stored.
     """
-    child_rows = child_rows + transform.tombstones(
-        (row["user_id"] for row in rows), child_rows, child_columns
-    )
-    return [
-        dlt.resource(
-            [rows],
+
+    def rows() -> Iterator[Rows]:
+        yield read()[0]
+
+    def child_rows() -> Iterator[Rows]:
+        users, children = read()
+        ids = (row["user_id"] for row in users)
+        yield children + transform.tombstones(ids, children, tables.child_columns)
+
+    def table(data: Iterator[Rows], name: str, columns: Any, strategy: str, **key: str) -> Any:
+        return dlt.resource(  # type: ignore[call-overload]
+            data,
             name=name,
-            **Formats.hint(file_format),
-            write_disposition={"disposition": "merge", "strategy": "upsert"},
+            write_disposition={"disposition": "merge", "strategy": strategy},
             columns=columns,
-            primary_key="user_id",
             schema_contract=contract,
-        ),
-        dlt.resource(
-            [child_rows],
-            name=child_name,
+            **key,
             **Formats.hint(file_format),
-            write_disposition={"disposition": "merge", "strategy": "delete-insert"},
-            columns=child_columns,
+        )
+
+    return [
+        table(rows(), tables.name, tables.columns, "upsert", primary_key="user_id"),
+        table(
+            child_rows(),
+            tables.child_name,
+            tables.child_columns,
+            "delete-insert",
             merge_key="user_id",
-            schema_contract=contract,
         ),
     ]
 
 
 # -- the run's own records --------------------------------------------------------------------
 
-DATA_QUALITY_COLUMNS: dict[str, dict[str, Any]] = {
-    "run_id": {"data_type": "text", "nullable": False},
-    "table_name": {"data_type": "text"},
-    "column_name": {"data_type": "text"},
-    "problem": {"data_type": "text"},
-    "row_count": {"data_type": "bigint"},
-    "sample_ids": {"data_type": "text"},
-    "sample_values": {"data_type": "text"},
-}
-
 
 def run_tables(
-    record: RunRecord,
-    problems: list[dict[str, Any]],
-    file_format: TFileFormat | None,
+    read: Callable[[], tuple[RunRecord, Rows]], file_format: TFileFormat | None
 ) -> list[Any]:
-    """`sync_runs` and `data_quality`, in the same package as the data they describe."""
+    """`sync_runs` and `data_quality`, in the same package as the data they describe: the run's
+    record and its problems (`read()`, complete once every list is read)."""
+
+    def problem_rows() -> Iterator[Rows]:
+        yield read()[1]
 
     def run_rows() -> Iterator[dict[str, Any]]:
+        record = read()[0]
         # the window cursor travels in the same package as the data it describes
         if record.observed_at is not None:
             dlt.current.source_state()["window_cursor"] = record.observed_at.isoformat()
@@ -268,11 +292,11 @@ def run_tables(
 
     return [
         dlt.resource(
-            [problems],
+            problem_rows(),
             name="data_quality",
             **Formats.hint(file_format),
             write_disposition="append",
-            columns=DATA_QUALITY_COLUMNS,
+            columns=ProblemRecord.columns(),
         ),
         dlt.resource(
             run_rows(),

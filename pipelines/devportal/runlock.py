@@ -17,7 +17,6 @@ import os
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from devportal.errors import WarehouseBusy
@@ -36,11 +35,11 @@ def advisory_key(dataset: str = RAW_SCHEMA) -> int:
 
 
 @contextmanager
-def writer_lock(warehouse: str | Path, destination: Any = None) -> Iterator[None]:
+def writer_lock(target: Target) -> Iterator[None]:
     """Hold the run's locks: the warehouse lock file, and on PostgreSQL the database's advisory
     lock too. WarehouseBusy (exit 3) when another writer holds either."""
-    with warehouse_lock(warehouse):
-        if Target.of(warehouse, destination).is_postgres:
+    with warehouse_lock(target.warehouse):
+        if target.is_postgres:
             with postgres_lock():
                 yield
         else:

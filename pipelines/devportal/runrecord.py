@@ -1,13 +1,15 @@
 """One run's record, the row of `sync_runs`, defined once: its fields, their dlt column hints,
 and what a run fills in. The source builds it from what the run read, the `sync_runs` resource
 hands it to dlt (with dlt's `load_id` of the package it travels in), and `devportal sync`
-summarises the run from the same object in memory."""
+summarises the run from the same object in memory. `ProblemRecord`, a row of `data_quality`,
+is defined the same way."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 
 def _column(data_type: str, default: Any = None, **hints: Any) -> Any:
@@ -21,8 +23,20 @@ def _column(data_type: str, default: Any = None, **hints: Any) -> Any:
     return field(default=default, metadata=metadata)
 
 
+class _Record:
+    """A row of one of the run's own tables: its fields, each with its dlt column hint."""
+
+    @classmethod
+    def columns(cls) -> dict[str, dict[str, Any]]:
+        """The dlt column hints of the table, in the record's order."""
+        return {f.name: dict(f.metadata["dlt"]) for f in fields(cast(Any, cls))}
+
+    def row(self) -> dict[str, Any]:
+        return asdict(cast(Any, self))
+
+
 @dataclass
-class RunRecord:
+class RunRecord(_Record):
     """`sync_runs`: one row per run, in the same load package as the data it describes."""
 
     run_id: str = _column("text", "", nullable=False, primary_key=True)
@@ -59,14 +73,6 @@ class RunRecord:
     # dlt's id of the load package the run travelled in (`loading run ...`, `_dlt_loads`)
     load_id: str | None = _column("text")
 
-    @classmethod
-    def columns(cls) -> dict[str, dict[str, Any]]:
-        """The dlt column hints of `sync_runs`, in the record's order."""
-        return {f.name: dict(f.metadata["dlt"]) for f in fields(cls)}
-
-    def row(self) -> dict[str, Any]:
-        return asdict(self)
-
     @property
     def concurrency(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in CONCURRENCY_FIELDS}
@@ -84,8 +90,36 @@ CONCURRENCY_FIELDS = (
 
 
 @dataclass
+class ProblemRecord(_Record):
+    """`data_quality`: one row per kind of problem (table, column, problem) per run, with a few
+    samples (`transform.DataQuality`)."""
+
+    run_id: str = _column("text", "", nullable=False)
+    table_name: str = _column("text", "")
+    column_name: str = _column("text", "")
+    problem: str = _column("text", "")
+    row_count: int = _column("bigint", 0)
+    sample_ids: str = _column("text", "")  # comma-separated, scrubbed
+    sample_values: str = _column("text", "")
+
+
+@dataclass
 class RunRecorder:
     """Where a caller of `devportal_source` receives the run's record once the run has read
-    what it reads (the sync's summary reads it from here, not back from the destination)."""
+    what it reads (the sync's summary reads it from here, not back from the destination).
+
+    `read()` has the run read now rather than when dlt extracts it (its resources then only
+    hand over what was read): `devportal sync` does, so that a read that fails ends the run in
+    its one line before dlt's extract step starts (and prints its progress)."""
 
     record: RunRecord | None = None
+    # the source's read, done once (set by `devportal_source`)
+    reader: Callable[[], object] | None = field(default=None, repr=False)
+
+    def read(self) -> RunRecord:
+        """The run's record, the source having read every list it reads (once)."""
+        if self.record is None and self.reader is not None:
+            self.reader()
+        if self.record is None:
+            raise RuntimeError("the recorder was not given to devportal_source")
+        return self.record

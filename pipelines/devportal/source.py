@@ -21,16 +21,20 @@ Fields the spec does not show land in columns of their own in the table of their
 data since earlier runs (`schema_changes`). The API's tables take `schema_contract`;
 devportal's own records always evolve.
 
-Calling the source reads the API (see the `reading` package): every list is read and verified before a
-single resource exists, so a list that does not add up, or a sweep that would close most of the
-history, fails the call and nothing is extracted; and each resource's write disposition is
-decided on what was read. A verified sweep retires (closes) the versions of ids the list no
-longer holds, within the partitions it read (live, and test with `include_test`), once each of
-them is confirmed gone (`reading.settle_closes`: a busy API shifts pages under a sweep); a
-window read, or a read that cannot prove it saw the whole list, only ever closes versions of ids
-it read. A window run on a destination that holds no verified sweep of a partition it reads
-runs a sweep instead (a window alone would leave the warehouse holding a sliver of the list).
-The resources then only hand over what was read: they share nothing and may be extracted in any
+Calling the source is cheap: it checks the settings and makes the resources, and reads nothing.
+The run reads the API (see the `reading` package) when dlt extracts it, once, on the first
+resource dlt asks for an item (`_LazyRun`): every list is read and verified before any resource
+hands over a row, so a list that does not add up, or a sweep that would close most of the
+history, fails the extract before anything of the run is written (a run is one load package:
+a failed extract loads nothing); and the subscriptions' write disposition and columns are
+decided on what was read (given to dlt with the first batch). A verified sweep retires (closes)
+the versions of ids the list no longer holds, within the partitions it read (live, and test with
+`include_test`), once each of them is confirmed gone (`reading.settle_closes`: a busy API shifts
+pages under a sweep); a window read, or a read that cannot prove it saw the whole list, only
+ever closes versions of ids it read. A window run on a destination that holds no verified sweep
+of a partition it reads runs a sweep instead (a window alone would leave the warehouse holding a
+sliver of the list). The resources then only hand over their part of the one read, the run's
+record (`sync_runs`) included, complete once every list is read: they may be extracted in any
 order. History is stamped with the API server's clock (its `Date` header), never earlier than the
 last run's.
 """
@@ -39,8 +43,9 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -76,11 +81,14 @@ from devportal.reading import (
     window_bounds,
 )
 from devportal.resources import (
+    ACCOUNTS_TABLES,
+    SETTINGS_TABLES,
     Formats,
-    accounts_tables,
+    Rows,
+    SubscriptionsHandover,
     formats_for,
+    per_user_tables,
     run_tables,
-    settings_tables,
     subscriptions_resource,
 )
 from devportal.runrecord import RunRecord, RunRecorder
@@ -107,7 +115,7 @@ def devportal_source(
     recorder: RunRecorder | None = None,
     inputs: RunInputs | None = None,
 ) -> list[Any]:
-    """Every resource of one run, read and verified.
+    """Every resource of one run; the run reads and verifies the API when dlt extracts them.
 
     Settings arrive from `[sources.devportal]` (every field of `DevportalConfig`), or pass a
     resolved `config`. `base_url` and `access_token`, when given, override that section: dlt
@@ -116,10 +124,15 @@ def devportal_source(
     `start`/`end` window instead of a full sweep (`window`: from the last run's clock minus
     `lookback_hours`). `progress_every_s` prints a line while lists are paged. `client`: an
     `ApiClient` already reading (see `client.adopt`), used and closed instead of a new one.
-    `recorder`: receives the run's record (`sync_runs`' row) once the lists are read.
+    `recorder`: receives the run's record (`sync_runs`' row) once the lists are read; its
+    `read()` has the run read before dlt extracts it.
     `inputs`: what the run needs of its pipeline and destination (`RunInputs.of(pipeline)`;
-    `devportal sync` passes them); when not given, they are taken from the pipeline this source
-    is created for (dlt's active pipeline), as in a user's own `pipeline.run(devportal_source())`.
+    `devportal sync` passes them); when not given, they are those of the pipeline this source
+    is created for (dlt's active pipeline), as in a user's own `pipeline.run(devportal_source())`:
+    its file formats now, what its destination holds when the run reads.
+
+    The call itself makes no request and asks the destination nothing: it checks the settings
+    (a bad one fails here) and makes the resources.
     """
     cfg = require_endpoint(config)
     unknown = set(resources) - set(RESOURCES)
@@ -127,26 +140,102 @@ def devportal_source(
         raise ConfigError(
             f"unknown resources {sorted(unknown)}; choose from {', '.join(RESOURCES)}"
         )
-    if inputs is None:
-        inputs = RunInputs.of(_active_pipeline())
+    wanted = tuple(resources)
+    api = client or ApiClient(cfg)  # checks the HTTP settings; connects on the first request
+    pipeline = _active_pipeline() if inputs is None else None
+    formats = inputs.formats if inputs is not None else formats_for(pipeline)
     # the window cursor: the clock of the last run the destination holds (its `sync_runs`),
-    # else the one in this pipeline's state (kept in the same package as the data)
-    cursor = dlt.current.source_state().get("window_cursor") if inputs.has_state else None
-    held = inputs.holdings
-    shape_of = _Shape(inputs.naming, _api_contract(cfg), held.known_fields, inputs.stored)
-    with client or ApiClient(cfg) as client:
-        run = _Run.start(client, cfg, held, tuple(resources), since, window, cursor)
-        return _read(
-            run,
-            client,
-            cfg,
-            held,
-            Progress(progress_every_s),
-            inputs.spool_dir,
-            inputs.formats,
-            shape_of,
-            recorder,
-        )
+    # else the one in this pipeline's state (kept in the same package as the data); read here,
+    # where dlt gives the source its state (local: no request, no query)
+    has_state = inputs.has_state if inputs is not None else pipeline is not None
+    cursor = dlt.current.source_state().get("window_cursor") if has_state else None
+
+    def read() -> _Reads:
+        with api:
+            return _read(
+                api,
+                cfg,
+                inputs or RunInputs.of(pipeline),
+                _Asked(wanted, since, window, cursor),
+                Progress(progress_every_s),
+            )
+
+    lazy = _LazyRun(read, recorder)
+    contract = _api_contract(cfg)
+    data: list[Any] = []
+    if "subscriptions" in wanted:
+        data.append(subscriptions_resource(lazy.subscriptions, formats.arrow, contract))
+    if "user_settings" in wanted:
+        settings = lazy.per_user(SETTINGS_TABLES.name)
+        data.extend(per_user_tables(SETTINGS_TABLES, settings, formats.rows, contract))
+    if "user_accounts" in wanted:
+        accounts = lazy.per_user(ACCOUNTS_TABLES.name)
+        data.extend(per_user_tables(ACCOUNTS_TABLES, accounts, formats.rows, contract))
+    return [*data, *run_tables(lazy.records, formats.rows)]
+
+
+@dataclass
+class _Reads:
+    """What one run read, verified, as its resources hand it over: the subscriptions (None: not
+    read), the rows and child rows of each per-user table read (by table name), the run's record
+    and its data-quality rows."""
+
+    record: RunRecord
+    problems: Rows
+    subscriptions: SubscriptionsHandover | None = None
+    per_user: dict[str, tuple[Rows, Rows]] = field(default_factory=dict)
+
+
+class _LazyRun:
+    """The run's read, done once, on the first resource that asks (thread-safe: dlt may extract
+    resources on threads of its own). A read that failed fails every later ask with the same
+    error, without reading again."""
+
+    def __init__(self, read: Callable[[], _Reads], recorder: RunRecorder | None) -> None:
+        self._read = read
+        self._recorder = recorder
+        if recorder is not None:
+            recorder.reader = self
+        self._lock = threading.Lock()
+        self._reads: _Reads | None = None
+        self._failed: BaseException | None = None
+
+    def __call__(self) -> _Reads:
+        with self._lock:
+            if self._failed is not None:
+                raise self._failed
+            if self._reads is None:
+                try:
+                    self._reads = self._read()
+                except BaseException as err:
+                    self._failed = err
+                    raise
+                if self._recorder is not None:
+                    self._recorder.record = self._reads.record
+            return self._reads
+
+    def subscriptions(self) -> SubscriptionsHandover:
+        handover = self().subscriptions
+        assert handover is not None  # made only when the run reads subscriptions
+        return handover
+
+    def per_user(self, table: str) -> Callable[[], tuple[Rows, Rows]]:
+        return lambda: self().per_user[table]
+
+    def records(self) -> tuple[RunRecord, Rows]:
+        reads = self()
+        return reads.record, reads.problems
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What the caller asked of the run: the resources, and a window (`since`, or `window`:
+    from the last run's clock, else `cursor`) instead of a sweep."""
+
+    resources: tuple[str, ...]
+    since: datetime | None = None
+    window: bool = False
+    cursor: str | None = None  # the window cursor in the pipeline's state (its last run's clock)
 
 
 @dataclass
@@ -254,18 +343,13 @@ class _Run:
 
 
 def _read(
-    run: _Run,
-    client: ApiClient,
-    cfg: DevportalConfig,
-    held: Holdings,
-    progress: Progress,
-    spool_dir: Path,
-    formats: Formats,
-    shape_of: _Shape,
-    recorder: RunRecorder | None,
-) -> list[Any]:
-    """Read every list the run wants, then hand each result to its resources."""
-    data: list[Any] = []
+    client: ApiClient, cfg: DevportalConfig, inputs: RunInputs, asked: _Asked, progress: Progress
+) -> _Reads:
+    """The run: its clock, then every list it wants, read and verified, and its record."""
+    held = inputs.holdings
+    shape_of = _Shape(inputs.naming, _api_contract(cfg), held.known_fields, inputs.stored)
+    run = _Run.start(client, cfg, held, asked.resources, asked.since, asked.window, asked.cursor)
+    reads = _Reads(RunRecord(), [])
     dq = transform.DataQuality()
     rows: dict[str, int] = {}
     list_reads: list[dict[str, Any]] = []
@@ -275,11 +359,13 @@ def _read(
     first = run.first_page
     if "subscriptions" in run.resources:
         parts = partitions(run.include_test, run.window)
-        subs = read_subscriptions(client, parts, cfg, spool_dir, progress, first)
+        subs = read_subscriptions(client, parts, cfg, inputs.spool_dir, progress, first)
         first = None
         try:
             if run.mode == "sweep":
-                settle_closes(client, subs, parts, held.current_ids, cfg, spool_dir, progress)
+                settle_closes(
+                    client, subs, parts, held.current_ids, cfg, inputs.spool_dir, progress
+                )
                 check_mass_close(subs, held.current_ids, cfg)
             columns = transform.subscription_columns(
                 shape_of.naming, shape_of.known.get("subscriptions")
@@ -289,17 +375,9 @@ def _read(
         except BaseException:
             subs.discard()
             raise
-        data.append(
-            subscriptions_resource(
-                subs,
-                run.mode,
-                run.observed_at,
-                formats.arrow,
-                plan,
-                shape_of.contract,
-                shape_of.stored.get("subscriptions"),
-                spool_dir,
-            )
+        stored = shape_of.stored.get("subscriptions")
+        reads.subscriptions = SubscriptionsHandover(
+            subs, run.mode, run.observed_at, plan, stored, inputs.spool_dir
         )
         dq.merge(subs.dq)
         rows["subscriptions"] = subs.rows
@@ -317,7 +395,7 @@ def _read(
             first,
             transform.settings_columns(shape_of.naming, known),
         )
-        data.extend(settings_tables(settings, formats.rows, shape_of.contract))
+        reads.per_user[SETTINGS_TABLES.name] = (settings.users, settings.values)
         dq.merge(settings.dq)
         rows.update(user_settings=len(settings.users), user_setting_values=len(settings.values))
         list_reads.append(vars(settings.report))
@@ -327,7 +405,7 @@ def _read(
         due = held.accounts_due(seen, run.observed_at, cfg.accounts_ttl_days)
         columns = transform.account_columns(shape_of.naming, shape_of.known.get("user_accounts"))
         accounts = read_accounts(client, due, run.observed_at, columns)
-        data.extend(accounts_tables(accounts, formats.rows, shape_of.contract))
+        reads.per_user[ACCOUNTS_TABLES.name] = (accounts.accounts, accounts.profiles)
         dq.merge(accounts.dq)
         rows.update(user_accounts=len(accounts.accounts))
         rows.update(user_account_profiles=len(accounts.profiles))
@@ -341,10 +419,8 @@ def _read(
     record = _run_record(run, rows, list_reads, dq, client)
     record.fields, record.statuses = fields, statuses
     record.schema_changes = _schema_changes(run, held, fields, list_reads)
-    if recorder is not None:
-        recorder.record = record
-    problems = dq.records(run.run_id)
-    return [*data, *run_tables(record, problems, formats.rows)]
+    reads.record, reads.problems = record, dq.records(run.run_id)
+    return reads
 
 
 def _api_contract(cfg: DevportalConfig) -> TSchemaContract:
@@ -392,11 +468,8 @@ def _clock_page(client: ApiClient, resources: tuple[str, ...], mode: str) -> tup
         return client.fetch_page(USER_SETTINGS_PATH, {}, 1), True
     if mode == "sweep":
         return client.first_page(SUBSCRIPTIONS_PATH, {}), True
-    replaced = client.stats.replaced_surrogates, client.stats.replaced_nul
-    page = client.fetch_page(SUBSCRIPTIONS_PATH, {"start": "1970-01-01", "end": "1970-01-02"}, 1)
-    # nothing of this page is kept
-    client.stats.replaced_surrogates, client.stats.replaced_nul = replaced
-    return page, False
+    # nothing of this page is kept: what its text had replaced is not counted
+    return client.peek_page(SUBSCRIPTIONS_PATH, {"start": "1970-01-01", "end": "1970-01-02"}), False
 
 
 def _server_clock(page: Page, base_url: str, max_skew_hours: float) -> datetime | None:

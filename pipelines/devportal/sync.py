@@ -24,7 +24,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import dlt
@@ -37,7 +36,7 @@ from devportal.errors import DevportalError
 from devportal.holdings import DatasetReader
 from devportal.runrecord import RunRecord, RunRecorder
 from devportal.source import RunInputs, devportal_source
-from devportal.target import Target
+from devportal.target import Target, Where
 from devportal.transaction import writing
 
 log = logging.getLogger("devportal.sync")
@@ -52,8 +51,9 @@ _VARIANT = re.compile(r"(.+)__v_([a-z]+)")
 
 @dataclass
 class SyncResult:
-    """What `devportal sync` says of a loaded run: its record (`sync_runs`' row, from memory)
-    and what the load did to the history; `summary()` is the one line it prints."""
+    """What `devportal sync` says of a loaded run: its record (`sync_runs`' row, from memory:
+    `result.record.rows_read`, `.run_id`, `.load_id`, ...) and what the load did to the
+    history; `summary()` is the one line it prints."""
 
     record: RunRecord
     new_versions: int
@@ -65,46 +65,6 @@ class SyncResult:
     schema_changes: list[dict[str, Any]] = field(default_factory=list)
     status_map: dict[str, str] = field(default_factory=dict)  # [analytics] status_map
 
-    @property
-    def run_id(self) -> str:
-        return self.record.run_id
-
-    @property
-    def load_id(self) -> str | None:
-        return self.record.load_id
-
-    @property
-    def mode(self) -> str:
-        return self.record.mode
-
-    @property
-    def rows(self) -> dict[str, int]:
-        return self.record.rows_read
-
-    @property
-    def requests(self) -> int:
-        return self.record.requests
-
-    @property
-    def retries(self) -> int:
-        return self.record.retries
-
-    @property
-    def observed_at(self) -> datetime | None:
-        return self.record.observed_at
-
-    @property
-    def data_quality_problems(self) -> int:
-        return self.record.data_quality_problems
-
-    @property
-    def concurrency(self) -> dict[str, Any]:
-        return self.record.concurrency
-
-    @property
-    def statuses(self) -> dict[str, int]:
-        return self.record.statuses
-
     def _schema(self) -> str:
         clause = shape.summary(self.schema_changes)
         return f"; {clause}" if clause else ""
@@ -115,7 +75,7 @@ class SyncResult:
         other = sorted(
             (
                 (str(status), int(count))
-                for status, count in self.statuses.items()
+                for status, count in self.record.statuses.items()
                 if status not in KNOWN_STATUSES and count
             ),
             key=lambda item: (-item[1], item[0]),
@@ -135,7 +95,7 @@ class SyncResult:
         )
 
     def _concurrency(self) -> str:
-        c = self.concurrency
+        c = self.record.concurrency
         if not c.get("concurrency_mode"):
             return ""
         if c["concurrency_mode"] == "pinned":
@@ -152,7 +112,8 @@ class SyncResult:
         return text
 
     def summary(self) -> str:
-        parts = [f"{table} {n}" for table, n in self.rows.items()]
+        record = self.record
+        parts = [f"{table} {n}" for table, n in record.rows_read.items()]
         notes = {
             "set_aside": "the package of an interrupted run could not load and was set aside "
             f"({', '.join(self.extra.get('set_aside', []))}: see `devportal packages`)",
@@ -170,13 +131,13 @@ class SyncResult:
             "could not be confirmed gone: left current until a later sweep",
         }
         return (
-            f"sync ok ({self.mode}) in {self.seconds:.1f}s: "
+            f"sync ok ({record.mode}) in {self.seconds:.1f}s: "
             + (", ".join(parts) or "no rows")
             + f"; subscription history +{self.new_versions} versions, {self.closed_versions} closed"
-            + f"; {self.requests} requests, {self.retries} retries"
+            + f"; {record.requests} requests, {record.retries} retries"
             + self._concurrency()
-            + f"; {self.data_quality_problems} data-quality problems"
-            + (f"; as of {self.observed_at:%Y-%m-%d %H:%M:%S}" if self.observed_at else "")
+            + f"; {record.data_quality_problems} data-quality problems"
+            + (f"; as of {record.observed_at:%Y-%m-%d %H:%M:%S}" if record.observed_at else "")
             + self._schema()
             + self._statuses()
             + "".join(f"; {text}" for key, text in notes.items() if self.extra.get(key))
@@ -184,7 +145,7 @@ class SyncResult:
 
 
 def sync(
-    warehouse: str | Path,
+    target: Where,
     *,
     base_url: str | None = None,
     access_token: str | None = None,
@@ -192,20 +153,20 @@ def sync(
     since: datetime | None = None,
     window: bool = False,
     include_test: bool | None = None,
-    destination: Any = None,
     progress: str = "off",
     build_models: bool = True,
     early: ApiClient | None = None,
     **overrides: Any,
 ) -> SyncResult:
-    """Run one sync into `warehouse`. Raises DevportalError with a one-line cause on failure.
+    """Run one sync into TARGET (a `Target`, or the DuckDB warehouse file's path). Raises
+    DevportalError with a one-line cause on failure.
 
     Settings come from `[sources.devportal]` (see `config.py`); non-None arguments and
     `overrides` (any of its fields) win over it. `early`: a client that started reading the
     first list before the settings were resolved (`devportal sync` does); used if it reads
     the same API with the same token (`client.adopt`), else closed.
     """
-    destination = Target.of(warehouse, destination).destination
+    target = Target.of(target)
     cfg = settings.resolve(
         base_url=base_url, access_token=access_token, include_test=include_test, **overrides
     )
@@ -213,7 +174,7 @@ def sync(
     started = time.monotonic()
     loaded: dict[str, Any] = {}
     recorder = RunRecorder()
-    with writing(warehouse, destination, _dlt_progress(progress)) as run:
+    with writing(target, _dlt_progress(progress)) as run:
         with DatasetReader(run.pipeline) as dest:
             before = dest.history_counts()
         source = devportal_source(
@@ -226,6 +187,9 @@ def sync(
             recorder=recorder,
             inputs=RunInputs.of(run.pipeline),
         )
+        # the run reads now, not when dlt extracts: a read that fails ends in its one line
+        # before dlt's extract step starts and prints its progress
+        recorder.read()
 
         def read_back(load_id: str) -> None:
             # what the load did to the history and the columns of the tables whose shape
@@ -259,7 +223,7 @@ def sync(
     if build_models:
         from devportal import models
 
-        result.extra["models"] = models.build_after_load(warehouse, destination)
+        result.extra["models"] = models.build_after_load(target)
     result.seconds = time.monotonic() - started
     return result
 

@@ -9,6 +9,11 @@ The decisions it owns, each written once here:
   snapshot of the dataset's tables (`schema`), anything else without one (`none`);
 - which engine runs the SQL models and the report: `duckdb`, `postgres`, or none;
 - which dlt pipeline (state, packages) it has: `devportal`, or `devportal_<destination>`.
+
+The CLI makes one per command (`cli.options.target`) and hands it down; every function below
+takes that `Target`. The Python entry points (`sync.sync`, `models.build`, `report.collect`,
+`engines.connect`, `manifest.load_manifest`, ...) also take the DuckDB warehouse file's path in
+its place (`Target.of`, the one place a path or a destination name becomes a `Target`).
 """
 
 from __future__ import annotations
@@ -30,9 +35,12 @@ class Target:
     destination: Any = None  # None: the DuckDB file; else a dlt destination name or object
 
     @classmethod
-    def of(cls, warehouse: str | Path | Target, destination: Any = None) -> Target:
-        """The target of WAREHOUSE and DESTINATION (a Target is returned as it is)."""
+    def of(cls, warehouse: Where, destination: Any = None) -> Target:
+        """The target of WAREHOUSE (the DuckDB file's path) and DESTINATION (None or `duckdb`:
+        that file; else a dlt destination name or object). A Target is returned as it is."""
         if isinstance(warehouse, Target):
+            if destination is not None:
+                raise TypeError("Target.of: a Target already names its destination")
             return warehouse
         if isinstance(destination, str) and destination.strip().lower() == "duckdb":
             destination = None
@@ -84,3 +92,7 @@ class Target:
         """`devportal` for the warehouse file, `devportal_<name>` for another destination: each
         has its own state and packages, so syncing two from one folder never mixes them."""
         return PIPELINE_NAME if self.is_file else f"{PIPELINE_NAME}_{self.name}"
+
+
+# what the Python entry points take: a Target, or the DuckDB warehouse file's path
+Where = Target | str | Path

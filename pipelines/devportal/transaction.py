@@ -1,6 +1,6 @@
 """The one whole-or-nothing run every writer of the API's data and of manifests goes through.
 
-    with writing(warehouse, destination) as run:   # lock, pipeline, settle, begin writing
+    with writing(target) as run:                    # lock, pipeline, settle, begin writing
         data = ...                                  # read what the run loads
         load_id = run.load(data, what="sync")      # one package, loaded whole or not at all
 
@@ -19,13 +19,13 @@ import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from devportal.errors import DevportalError, causes, devportal_cause, first_line
 from devportal.packages import Settled, discard_unfinished, finish_pending, load_whole
 from devportal.pipeline import begin_writing, open_pipeline, spool_root
 from devportal.runlock import writer_lock
+from devportal.target import Target
 from devportal.warehouse import disk_error
 
 log = logging.getLogger("devportal.transaction")
@@ -36,8 +36,7 @@ class Run:
     """One writer's run on a settled pipeline: `load` what it read."""
 
     pipeline: Any
-    warehouse: str | Path
-    destination: Any
+    target: Target
     settled: Settled  # what a killed run left, loaded or set aside first
 
     def load(
@@ -71,7 +70,7 @@ class Run:
             return None
         load_id = str(load_ids[0])
         then = (lambda: after_load(load_id)) if after_load is not None else None
-        load_whole(self.pipeline, self.warehouse, self.destination, then)
+        load_whole(self.pipeline, self.target, then)
         return load_id
 
     def _failure(
@@ -87,7 +86,7 @@ class Run:
         ours = devportal_cause(err)
         if ours is not None:
             return ours
-        disk = next(filter(None, (disk_error(e, self.warehouse) for e in causes(err))), None)
+        disk = next(filter(None, (disk_error(e, self.target.warehouse) for e in causes(err))), None)
         if disk is not None:
             return disk
         step = getattr(err, "step", "extract")
@@ -110,19 +109,19 @@ def _clear_spools(pipeline: Any) -> None:
 
 
 @contextmanager
-def writing(warehouse: str | Path, destination: Any = None, progress: Any = None) -> Iterator[Run]:
-    """Hold the writer lock for the whole run, open the pipeline, settle what a killed run left
-    and begin writing (DuckDB: the draft). A disk that fills or turns read-only under the run,
-    or a warehouse path that cannot be used, ends it in one line."""
+def writing(target: Target, progress: Any = None) -> Iterator[Run]:
+    """Hold TARGET's writer lock for the whole run, open the pipeline, settle what a killed run
+    left and begin writing (DuckDB: the draft). A disk that fills or turns read-only under the
+    run, or a warehouse path that cannot be used, ends it in one line."""
     try:
-        with writer_lock(warehouse, destination):
-            pipeline = open_pipeline(warehouse, destination, progress)
-            settled = finish_pending(pipeline, warehouse, destination)
+        with writer_lock(target):
+            pipeline = open_pipeline(target, progress)
+            settled = finish_pending(pipeline, target)
             _clear_spools(pipeline)
-            begin_writing(warehouse, destination)
-            yield Run(pipeline, warehouse, destination, settled)
+            begin_writing(target)
+            yield Run(pipeline, target, settled)
     except OSError as err:
-        raise disk_error(err, warehouse) or DevportalError(
-            f"cannot use warehouse {warehouse}: {err.strerror or err}; "
+        raise disk_error(err, target.warehouse) or DevportalError(
+            f"cannot use warehouse {target.warehouse}: {err.strerror or err}; "
             "pass --warehouse a writable file path"
         ) from err

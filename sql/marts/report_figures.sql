@@ -36,6 +36,20 @@
 --   subscriber at the month start (ties: the first platform by name; all rates may be 0);
 --   `unknown` (no account) is not a platform and is left out: churn_by_platform has its row;
 --   NULL while no month is complete.
+-- Revenue (all NULL without prices: `[analytics]` price book, analytics.price_book):
+-- `currency`, `revenue_basis`: the price book's ISO 4217 code and 'gross' (revenue_share 1) or
+--   'net' (after the platform's cut).
+-- `mrr`: MRR now, mrr_daily's last day (as_of); `arr`: 12 x mrr; `arpu`: mrr_daily's.
+-- `mrr_month_before`: mrr_daily of the last day of the month before the month of as_of's
+--   mrr_daily day (the tiles' change); NULL when that day is before the first sync's day.
+-- `ltv`, `ltv_method` ('survival' or 'churn_rate'): lifetime_value's, which says which is
+--   shown when.
+-- `last_full_month_mrr_new`, `_churned` (positive), `_reactivated`, `_net_change`: of
+--   mrr_movements' latest complete month; `last_full_month_mrr_is_partial`: that month is the
+--   first one, whose movements start after the first sync's day (mrr_movements
+--   .is_partial_start). NULL while no month is complete.
+-- `forecast_30d_mrr`: revenue_forecast's expected MRR 30 days after as_of (NULL until it is
+--   measurable).
 --
 -- @test unique(as_of)
 -- @test not_null(usable_subscribers, usable_active, usable_canceled, usable_other)
@@ -94,6 +108,51 @@ last_full_month_renewals as (
     where is_complete and period = 'all'
     order by month desc
     limit 1
+),
+
+book as (
+    select
+        case when has_prices then currency end as currency,
+        case when has_prices then basis end as revenue_basis
+    from analytics.price_book
+),
+
+mrr_now as (
+    select
+        mrr,
+        12 * mrr as arr,
+        arpu
+    from analytics.mrr_daily
+    order by day desc
+    limit 1
+),
+
+mrr_month_before as (
+    select daily.mrr as mrr_month_before
+    from analytics.mrr_daily as daily
+    cross join analytics.as_of as clock
+    where daily.day = cast(
+        date_trunc('month', clock.as_of - interval 1 microsecond) - interval 1 day as date
+    )
+),
+
+last_full_month_mrr as (
+    select
+        new_mrr as last_full_month_mrr_new,
+        churned_mrr as last_full_month_mrr_churned,
+        reactivated_mrr as last_full_month_mrr_reactivated,
+        net_change as last_full_month_mrr_net_change,
+        is_partial_start as last_full_month_mrr_is_partial
+    from analytics.mrr_movements
+    where is_complete
+    order by month desc
+    limit 1
+),
+
+forecast_30d as (
+    select expected_mrr as forecast_30d_mrr
+    from analytics.revenue_forecast
+    where horizon_days = 30
 ),
 
 median_lifetime as (
@@ -158,7 +217,21 @@ final as (
         last_full_month_renewals.last_full_month_renewal_rate,
         median_lifetime.median_lifetime_days,
         top_churn_platform.top_churn_platform,
-        top_churn_platform.top_churn_platform_churn_rate
+        top_churn_platform.top_churn_platform_churn_rate,
+        book.currency,
+        book.revenue_basis,
+        mrr_now.mrr,
+        mrr_now.arr,
+        mrr_now.arpu,
+        mrr_month_before.mrr_month_before,
+        lifetime.ltv,
+        lifetime.ltv_method,
+        last_full_month_mrr.last_full_month_mrr_new,
+        last_full_month_mrr.last_full_month_mrr_churned,
+        last_full_month_mrr.last_full_month_mrr_reactivated,
+        last_full_month_mrr.last_full_month_mrr_net_change,
+        last_full_month_mrr.last_full_month_mrr_is_partial,
+        forecast_30d.forecast_30d_mrr
     from analytics.as_of as clock
     cross join usable
     cross join expiring
@@ -167,6 +240,12 @@ final as (
     left join last_full_month on true
     left join last_full_month_renewals on true
     left join top_churn_platform on true
+    cross join book
+    cross join analytics.lifetime_value as lifetime
+    left join mrr_now on true
+    left join mrr_month_before on true
+    left join last_full_month_mrr on true
+    left join forecast_30d on true
 )
 
 select * from final

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import CliResult
+from tests.helpers import CliResult, warehouse_of
 from tests.hostile.server import HostileApi
 
 __all__ = ["CliResult", "token_env"]  # CliResult: where the hostile tests have imported it
@@ -31,3 +31,13 @@ def token_env(api: HostileApi, **more: Any) -> dict[str, str]:
     env = {"SOURCES__DEVPORTAL__ACCESS_TOKEN": api.token, "SOURCES__DEVPORTAL__MAX_ATTEMPTS": "2"}
     env.update({f"SOURCES__DEVPORTAL__{k.upper()}": str(v) for k, v in more.items()})
     return env
+
+
+def synced(
+    devportal: Callable[..., CliResult], api: HostileApi, args: list[str], **settings: Any
+) -> Path:
+    """Run `devportal ARGS` against API with SETTINGS (`token_env`), which must succeed; the
+    warehouse it wrote."""
+    result = devportal(*args, env=token_env(api, **settings))
+    assert result.code == 0, result.err
+    return warehouse_of(args)

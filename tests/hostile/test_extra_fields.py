@@ -21,8 +21,9 @@ import duckdb
 import pytest
 
 from devportal import extras
-from tests.helpers import CliResult, query, subscription
-from tests.hostile.conftest import token_env
+from devportal.target import Target
+from tests.helpers import CliResult, query, subscription, warehouse_of
+from tests.hostile.conftest import synced
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 
 Devportal = Callable[..., CliResult]
@@ -62,10 +63,10 @@ def settings_entry(uid: int, **more: Any) -> dict[str, Any]:
     }
 
 
-def sync(devportal: Devportal, api: HostileApi, args: list[str], **env: Any) -> CliResult:
-    result = devportal(*args, env=token_env(api, **env))
-    assert result.code == 0, result.err
-    return result
+@pytest.fixture
+def args(sync_args: SyncArgs) -> list[str]:
+    """argv of `devportal sync` into a fresh warehouse (see `sync_args`)."""
+    return sync_args()
 
 
 def columns_of(warehouse: Path, table: str) -> dict[str, str]:
@@ -124,7 +125,7 @@ class _Said(logging.Handler):
 
 
 def test_every_field_sent_lands_in_its_documented_column(
-    api: HostileApi, devportal: Devportal, sync_args: SyncArgs
+    api: HostileApi, devportal: Devportal, args: list[str]
 ) -> None:
     api.subscriptions = [rich(1), rich(2, status="trialing"), rich(3, plan=plan("silver", 1999))]
     api.subscriptions.append(subscription(4))  # spec fields only
@@ -136,14 +137,13 @@ def test_every_field_sent_lands_in_its_documented_column(
         1001: {"primary": "twitch", "twitch": {"id": 9}, "updated_at": "x", "badges": [1, 2]},
         1002: {"primary": "youtube", "youtube": {"id": 8}, "status": "vip"},  # collides
     }
-    args = sync_args()
     said = _Said()
     logging.getLogger("dlt").addHandler(said)
     try:
-        sync(devportal, api, args)
+        synced(devportal, api, args)
     finally:
         logging.getLogger("dlt").removeHandler(said)
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = warehouse_of(args)
     # JSON columns travel as Arrow text on purpose: dlt's notice of it is not shown
     assert [m for m in said.messages if "hints were different" in m] == []
 
@@ -213,7 +213,7 @@ def test_every_field_sent_lands_in_its_documented_column(
 
 
 def test_every_value_is_found_whatever_its_shape(
-    api: HostileApi, devportal: Devportal, sync_args: SyncArgs
+    api: HostileApi, devportal: Devportal, args: list[str]
 ) -> None:
     """A generic check: every leaf of every row sent is in the column `sync_runs.fields`
     names for it, equal to what was sent (deep objects, odd keys, names that collide)."""
@@ -226,9 +226,7 @@ def test_every_value_is_found_whatever_its_shape(
         subscription(3, amount=10, ratio=1, ok=True),
         subscription(4, amount=2.5, ratio=2.25, ok=False),
     ]
-    args = sync_args()
-    sync(devportal, api, args)
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = synced(devportal, api, args)
     record = last_run(warehouse)["fields"]["subscriptions"]
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
@@ -257,37 +255,35 @@ def test_every_value_is_found_whatever_its_shape(
 
 
 def test_a_plan_change_versions_an_ignored_field_does_not(
-    api: HostileApi, devportal: Devportal, sync_args: SyncArgs
+    api: HostileApi, devportal: Devportal, args: list[str]
 ) -> None:
     api.subscriptions = [rich(1), rich(2), subscription(3)]
-    args = sync_args()
-    sync(devportal, api, args)
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = synced(devportal, api, args)
     assert versions(warehouse) == {1: 1, 2: 1, 3: 1}
 
     api.subscriptions[0]["updated_at"] = "2026-02-02 00:00:00"  # history_ignore_fields
     api.subscriptions[1]["updated_at"] = "2026-02-02 00:00:00"
-    sync(devportal, api, args)
+    synced(devportal, api, args)
     assert versions(warehouse) == {1: 1, 2: 1, 3: 1}
     # an ignored field is stored as seen when the version began
     assert current(warehouse, "updated_at")[1] == ("2026-01-01 00:00:01",)
 
     api.subscriptions[1]["plan"] = plan("gold", 1299)  # a price change is a business event
     api.subscriptions[0]["tags"] = ["promo", 1]  # the same value again
-    sync(devportal, api, args)
+    synced(devportal, api, args)
     assert versions(warehouse) == {1: 1, 2: 2, 3: 1}
     assert current(warehouse, "plan__amount") == {1: (999,), 2: (1299,), 3: (None,)}
 
     # ignoring `plan` from now on: what versions the rows that have one changes, once
-    sync(devportal, api, args, history_ignore_fields='["plan"]')
+    synced(devportal, api, args, history_ignore_fields='["plan"]')
     assert versions(warehouse) == {1: 2, 2: 3, 3: 1}
     api.subscriptions[1]["plan"] = plan("gold", 1399)  # ignored: its object is named
-    sync(devportal, api, args, history_ignore_fields='["plan"]')
+    synced(devportal, api, args, history_ignore_fields='["plan"]')
     assert versions(warehouse) == {1: 2, 2: 3, 3: 1}
 
 
 def test_rows_without_extra_fields_keep_their_row_version(
-    api: HostileApi, devportal: Devportal, sync_args: SyncArgs
+    api: HostileApi, devportal: Devportal, args: list[str]
 ) -> None:
     """An upgrade adds no version: a spec-only row hashes as it did before extra fields were
     kept (the figures: `_row_version` of these rows by the release before issue 21)."""
@@ -297,12 +293,10 @@ def test_rows_without_extra_fields_keep_their_row_version(
         subscription(3, updated_at="2026-01-01"),  # only an ignored field: no versioned extras
         subscription(4, note=None),  # a null counts as absent
     ]
-    args = sync_args()
-    sync(devportal, api, args)
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = synced(devportal, api, args)
     rows = query(warehouse, "SELECT id, _row_version FROM devportal.subscriptions ORDER BY id")
     assert rows == [(1, BEFORE[1]), (2, BEFORE[2]), (3, BEFORE[3]), (4, BEFORE[4])]
-    sync(devportal, api, args)
+    synced(devportal, api, args)
     assert versions(warehouse) == {1: 1, 2: 1, 3: 1, 4: 1}
 
 
@@ -317,14 +311,12 @@ BEFORE = {
 
 
 def test_a_field_that_appears_on_the_second_sync_gets_its_column(
-    api: HostileApi, devportal: Devportal, sync_args: SyncArgs
+    api: HostileApi, devportal: Devportal, args: list[str]
 ) -> None:
     api.subscriptions = [subscription(1), subscription(2)]
-    args = sync_args()
-    sync(devportal, api, args)
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = synced(devportal, api, args)
     api.subscriptions[1]["trial_ends_at"] = "2026-12-01 00:00:00"
-    sync(devportal, api, args)
+    synced(devportal, api, args)
     assert current(warehouse, "trial_ends_at") == {1: (None,), 2: ("2026-12-01 00:00:00",)}
     assert versions(warehouse) == {1: 1, 2: 2}  # the field is news for the row that has it
     fields = last_run(warehouse)["fields"]["subscriptions"]
@@ -335,17 +327,15 @@ def test_a_field_that_appears_on_the_second_sync_gets_its_column(
 
 
 def test_a_type_change_goes_to_a_variant_column_on_the_arrow_path(
-    api: HostileApi, devportal: Devportal, sync_args: SyncArgs
+    api: HostileApi, devportal: Devportal, args: list[str]
 ) -> None:
     api.subscriptions = [rich(1), rich(2), rich(3)]
-    args = sync_args()
-    sync(devportal, api, args)
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = synced(devportal, api, args)
     api.subscriptions[0]["plan"] = plan(amount="9.99 USD")  # text into a bigint column
     api.subscriptions[1]["plan"] = plan(amount="1200")  # text dlt reads as a bigint: fits
     api.subscriptions[2]["plan"] = plan(amount=12.5)  # a fraction into a bigint column
     api.subscriptions[2]["created_at"] = 20240503  # a number into a text column: fits
-    sync(devportal, api, args)
+    synced(devportal, api, args)
     cols = columns_of(warehouse, "subscriptions")
     assert cols["plan__amount"] == "BIGINT"
     assert cols["plan__amount__v_text"] == "VARCHAR"
@@ -361,7 +351,7 @@ def test_a_type_change_goes_to_a_variant_column_on_the_arrow_path(
 
 
 def test_mixed_types_in_one_read_are_all_kept(
-    api: HostileApi, devportal: Devportal, sync_args: SyncArgs
+    api: HostileApi, devportal: Devportal, args: list[str]
 ) -> None:
     """No stored column yet: the first value's kind decides (dlt's rule), the others that do
     not fit land in variants; the confirmed rows of a sweep (`?id=N`) go the same way."""
@@ -370,9 +360,7 @@ def test_mixed_types_in_one_read_are_all_kept(
         subscription(2, seats="many"),
         subscription(3, seats=[1, 2]),
     ]
-    args = sync_args()
-    sync(devportal, api, args)
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = synced(devportal, api, args)
     assert current(warehouse, "seats, seats__v_text, seats__v_json") == {
         1: (3, None, None),
         2: (None, "many", None),
@@ -389,7 +377,7 @@ def test_mixed_types_in_one_read_are_all_kept(
         return Answer(200, api.page(req, rows))
 
     api.route(SUBSCRIPTIONS, answer)
-    sync(devportal, api, args)
+    synced(devportal, api, args)
     assert current(warehouse, "seats__v_text, region__code")[2] == ("few", "EU")
 
 
@@ -398,10 +386,9 @@ def test_a_type_change_goes_to_a_variant_column_on_a_dict_resource(
 ) -> None:
     api.settings = [settings_entry(1001, level=3), settings_entry(1002, level=4)]
     args = sync_args("--resources", "user_settings")
-    sync(devportal, api, args)
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = synced(devportal, api, args)
     api.settings[0]["level"] = "gold"
-    sync(devportal, api, args)
+    synced(devportal, api, args)
     rows = query(
         warehouse,
         "SELECT user_id, level, level__v_text FROM devportal.user_settings ORDER BY user_id",
@@ -413,18 +400,16 @@ def test_a_type_change_goes_to_a_variant_column_on_a_dict_resource(
 
 
 def test_discard_row_does_not_close_the_subscription_it_discards(
-    api: HostileApi, devportal: Devportal, sync_args: SyncArgs, caplog: pytest.LogCaptureFixture
+    api: HostileApi, devportal: Devportal, args: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     """dlt drops a row that brings a new column under `discard_row`: it never reaches
     staging, so a verified sweep must not read its absence as the subscription being gone."""
     api.subscriptions = [subscription(1), subscription(2), subscription(3)]
-    args = sync_args()
-    sync(devportal, api, args, schema_contract="discard_row")
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = synced(devportal, api, args, schema_contract="discard_row")
     api.subscriptions[1].update(status="canceled", coupon="SPRING")
     api.subscriptions[2]["status"] = "canceled"
     caplog.clear()
-    sync(devportal, api, args, schema_contract="discard_row")
+    synced(devportal, api, args, schema_contract="discard_row")
     said = [r.getMessage() for r in caplog.records if r.name == "devportal.source"]
     assert [m for m in said if "closes only the subscriptions it loaded" in m] == [
         "schema_contract discards rows with new fields (coupon): this sweep closes only the "
@@ -436,14 +421,12 @@ def test_discard_row_does_not_close_the_subscription_it_discards(
 
 
 def test_discard_value_loads_the_row_without_the_new_column(
-    api: HostileApi, devportal: Devportal, sync_args: SyncArgs
+    api: HostileApi, devportal: Devportal, args: list[str]
 ) -> None:
     api.subscriptions = [subscription(1), subscription(2)]
-    args = sync_args()
-    sync(devportal, api, args, schema_contract="discard_value")
-    warehouse = Path(args[args.index("--warehouse") + 1])
+    warehouse = synced(devportal, api, args, schema_contract="discard_value")
     api.subscriptions[1].update(status="canceled", coupon="SPRING")
-    sync(devportal, api, args, schema_contract="discard_value")
+    synced(devportal, api, args, schema_contract="discard_value")
     assert "coupon" not in columns_of(warehouse, "subscriptions")
     assert current(warehouse, "status") == {1: ("active",), 2: ("canceled",)}
 
@@ -459,12 +442,12 @@ def test_extra_fields_and_variants_arrive_on_postgres(
     api.subscriptions = [rich(1), rich(2)]
     api.settings = [settings_entry(1001, level=3)]
     args = [*sync_args(), "--destination", "postgres"]
-    sync(devportal, api, args)
+    synced(devportal, api, args)
     api.subscriptions[0]["plan"] = plan(amount="9.99 USD")
     api.subscriptions[1]["tier"] = "pro"  # a new column on the second sync
     api.settings[0]["level"] = "gold"
-    sync(devportal, api, args)
-    with connect("unused.duckdb", "postgres") as engine:
+    synced(devportal, api, args)
+    with connect(Target.of("unused.duckdb", "postgres")) as engine:
         subs = engine.execute(
             "SELECT id, plan__name, plan__amount, plan__amount__v_text, tags::text, tier "
             "FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL ORDER BY id"

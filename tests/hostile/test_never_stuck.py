@@ -53,6 +53,18 @@ def refusal(r: CliResult, code: int = 1, may_change: bool = False) -> str:
     return line
 
 
+def refused_and_nothing_loaded(
+    api: HostileApi, devportal: Cli, subs: list[str], hits: int | None = None, **settings: Any
+) -> str:
+    """The refusal's one line of a sync of SUBS (max_attempts 8, and SETTINGS), which loaded
+    nothing, after HITS requests for subscriptions (when given)."""
+    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8, **settings)))
+    if hits is not None:
+        assert api.hits(SUBSCRIPTIONS) == hits
+    assert loaded(warehouse_of(subs)) == []
+    return line
+
+
 def loads_all(api: HostileApi, result: CliResult, subs: list[str]) -> None:
     """The run succeeded and its warehouse holds exactly the subscriptions the server sent."""
     assert result.code == 0, result.err
@@ -92,10 +104,9 @@ def test_an_absurd_last_page_is_refused_at_page_one(
         return Answer(200, body)
 
     api.route(SUBSCRIPTIONS, absurd)
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
+    # one request: not one page more, not one retry, not one re-read
+    line = refused_and_nothing_loaded(api, devportal, subs, hits=1)
     assert "page 1: last_page is 50000, but total 10 at per_page 3 makes 4 pages" in line
-    assert api.hits(SUBSCRIPTIONS) == 1  # not one page more, not one retry, not one re-read
-    assert loaded(warehouse_of(subs)) == []
 
 
 @pytest.mark.parametrize("echo", ["page one", "the page asked for", "nothing"])
@@ -118,14 +129,13 @@ def test_a_server_that_ignores_page_is_refused_within_a_few_requests(
     # two requests in flight, pinned: the pages read ahead of page 2 are bounded by the window,
     # not by how fast this machine happens to check page 2 (adaptive, the window grows with
     # every clean answer while the check waits for a core)
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8, workers=2)))
+    line = refused_and_nothing_loaded(api, devportal, subs, workers=2)
     if echo == "page one":
         assert "page 2: the API answered with current_page 1" in line
     else:
         assert "page 2: it holds the same rows as page 1" in line
     assert "ignores `page`" in line
     assert api.hits(SUBSCRIPTIONS) < 50  # the pages fetched ahead of page 2, at most
-    assert loaded(warehouse_of(subs)) == []
 
 
 def test_a_last_page_without_total_ends_at_the_first_empty_page(
@@ -141,11 +151,10 @@ def test_a_last_page_without_total_ends_at_the_first_empty_page(
         return Answer(200, body)
 
     api.route(SUBSCRIPTIONS, overstated)
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
+    line = refused_and_nothing_loaded(api, devportal, subs)
     assert "page 5: it is empty, but last_page is 50000" in line
     # the pages fetched ahead of page 5: at most twice the most requests in flight (64)
     assert api.hits(SUBSCRIPTIONS) <= 5 + 2 * 64
-    assert loaded(warehouse_of(subs)) == []
 
 
 @pytest.mark.parametrize(
@@ -174,10 +183,21 @@ def test_a_next_page_chain_over_rows_already_read_is_refused(
         return Answer(200, body)
 
     api.route(SUBSCRIPTIONS, endless)
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
+    line = refused_and_nothing_loaded(api, devportal, subs, hits=2)
     assert refused in line
-    assert api.hits(SUBSCRIPTIONS) == 2
-    assert loaded(warehouse_of(subs)) == []
+
+
+def linking(api: HostileApi, link: Callable[[Request, int], str]) -> Callable[[Request], Answer]:
+    """The server's own pages of `api.subscriptions`, without `last_page`, each page (numbered
+    `number`) linking `link(req, number)` as its next page."""
+
+    def answer(req: Request) -> Answer:
+        body = api.page(req, api.subscriptions)
+        del body["last_page"]
+        body["next_page_url"] = link(req, body["current_page"])
+        return Answer(200, body)
+
+    return answer
 
 
 def test_a_next_page_chain_past_what_total_proves_is_refused(
@@ -185,19 +205,10 @@ def test_a_next_page_chain_past_what_total_proves_is_refused(
 ) -> None:
     """No `last_page`, but `total` 7 at 3 a page is 3 pages: a 3rd page linking a 4th is wrong."""
     api.subscriptions = [row(i) for i in range(1, 8)]
-
-    def always_more(req: Request) -> Answer:
-        body = api.page(req, api.subscriptions)
-        number = body["current_page"]
-        del body["last_page"]
-        body["next_page_url"] = f"{req.base_url}{req.path}?page={number + 1}"
-        return Answer(200, body)
-
+    always_more = linking(api, lambda req, number: f"{req.base_url}{req.path}?page={number + 1}")
     api.route(SUBSCRIPTIONS, always_more)
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
+    line = refused_and_nothing_loaded(api, devportal, subs, hits=3)
     assert "page 3: it links a next page, but total 7 at per_page 3 makes 3 pages" in line
-    assert api.hits(SUBSCRIPTIONS) == 3
-    assert loaded(warehouse_of(subs)) == []
 
 
 def test_a_next_page_chain_without_a_total_still_loads_when_it_ends(
@@ -244,11 +255,9 @@ def test_data_keyed_by_position_with_rows_missing_is_refused_at_once(
         return Answer(200, body)
 
     api.route(SUBSCRIPTIONS, filtered)
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
+    line = refused_and_nothing_loaded(api, devportal, subs, hits=1)
     assert "`data` is an object keyed by row position (0, 2)" in line
     assert "1 position(s) missing" in line and "values()" in line
-    assert api.hits(SUBSCRIPTIONS) == 1
-    assert loaded(warehouse_of(subs)) == []
 
 
 @pytest.mark.parametrize("simple", [False, True])
@@ -287,10 +296,8 @@ def test_a_page_of_the_wrong_shape_is_refused_without_a_retry(
     api: HostileApi, devportal: Cli, subs: list[str], body: Any, expected: str
 ) -> None:
     api.route(SUBSCRIPTIONS, lambda req: Answer(200, body))
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
+    line = refused_and_nothing_loaded(api, devportal, subs, hits=1)
     assert expected in line
-    assert api.hits(SUBSCRIPTIONS) == 1
-    assert loaded(warehouse_of(subs)) == []
 
 
 def test_a_web_page_instead_of_json_is_retried_then_points_at_base_url(
@@ -357,11 +364,9 @@ def test_a_compressed_body_expanding_past_the_cap_is_refused_in_one_line(
     body = bomb(64, codings)
     assert len(body) < 1024 * 1024  # small on the wire
     api.route(SUBSCRIPTIONS, lambda req: Answer(200, body, {"Content-Encoding": codings}))
-    line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
+    line = refused_and_nothing_loaded(api, devportal, subs, hits=1)  # refused, not retried
     assert "the answer is larger once decoded, more than 16 MiB" in line
     assert "raise max_body_mb" in line
-    assert api.hits(SUBSCRIPTIONS) == 1  # refused, not retried
-    assert loaded(warehouse_of(subs)) == []
 
 
 @pytest.mark.parametrize("codings", ["gzip", "deflate", "raw deflate", "gzip, gzip", "identity"])
@@ -591,14 +596,11 @@ def test_a_page_url_with_credentials_is_refused(
 ) -> None:
     api.subscriptions = [row(i) for i in range(1, 5)]
 
-    def with_credentials(req: Request) -> Answer:
-        body = api.page(req, api.subscriptions)
-        del body["last_page"]
+    def with_credentials(req: Request, number: int) -> str:
         host = req.base_url.removeprefix("http://")
-        body["next_page_url"] = f"http://mallory:pw@{host}{req.path}?page=2"
-        return Answer(200, body)
+        return f"http://mallory:pw@{host}{req.path}?page=2"
 
-    api.route(SUBSCRIPTIONS, with_credentials)
+    api.route(SUBSCRIPTIONS, linking(api, with_credentials))
     line = refusal(devportal(*subs, env=token_env(api, max_attempts=8)))
     assert "another origin" in line and "mallory" not in line and ":pw" not in line
     assert api.hits(SUBSCRIPTIONS) == 1

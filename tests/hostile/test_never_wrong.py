@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers import OnEngine, query, subscription, warehouse_of
 from tests.hostile import shared_ids
-from tests.hostile.conftest import CliResult, token_env
+from tests.hostile.conftest import CliResult, synced, token_env
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 
 Cli = Callable[..., CliResult]
@@ -95,8 +95,7 @@ def test_a_row_sliding_across_a_page_boundary_is_confirmed_and_never_closed(
 ) -> None:
     api.subscriptions = [subscription(i) for i in range(1, 10)]  # 3 pages of 3
     args = sync_args("--resources", "subscriptions")
-    assert devportal(*args, env=token_env(api)).code == 0
-    warehouse = warehouse_of(args)
+    warehouse = synced(devportal, api, args)
     assert current(warehouse) == listed(api.subscriptions)
 
     # while the sweep pages: 1 removed, 10 created; 4 slides onto page 1 unread (and is
@@ -173,8 +172,7 @@ def test_a_list_that_never_holds_still_closes_only_what_the_api_confirms_gone(
 ) -> None:
     api.subscriptions = [subscription(i) for i in range(1, 31)]
     args = sync_args("--resources", "subscriptions")
-    assert devportal(*args, env=token_env(api)).code == 0
-    warehouse = warehouse_of(args)
+    warehouse = synced(devportal, api, args)
 
     del api.subscriptions[-1]  # 30 really goes
     shifter = Shifter(api, next_id=31, reads=None)  # every read shifts: no two reads agree
@@ -253,8 +251,7 @@ def test_a_verified_live_list_beside_an_unverifiable_test_list_still_meets_the_g
 
     api.route(SUBSCRIPTIONS, answer)
     args = sync_args("--resources", "subscriptions", "--include-test")
-    assert devportal(*args, env=token_env(api)).code == 0
-    warehouse = warehouse_of(args)
+    warehouse = synced(devportal, api, args)
 
     full = api.subscriptions
     api.subscriptions = full[:2]  # 8 of 13 current would close
@@ -422,7 +419,7 @@ def test_a_window_after_only_unverifiable_sweeps_sweeps_again(
     api.simple_paginator = True
     windowed(api)
     args = sync_args("--resources", "subscriptions")
-    assert devportal(*args, env=token_env(api)).code == 0
+    synced(devportal, api, args)
     result = devportal(*args, "--window", env=token_env(api))
     assert result.code == 0, result.err
     assert "instead of a window" in result.out

@@ -17,8 +17,9 @@ import duckdb
 import pytest
 
 from devportal.packages import set_aside_dir
+from devportal.target import Target
 from tests.helpers import FAST_RETRY, OnEngine, query, subscription, warehouse_of
-from tests.hostile.conftest import CliResult, token_env
+from tests.hostile.conftest import CliResult, synced, token_env
 from tests.hostile.server import SETTINGS, Answer, HostileApi
 
 Cli = Callable[..., CliResult]
@@ -140,14 +141,25 @@ def test_settings_and_profiles_are_kept_exactly_in_a_folder_named_with_an_apostr
     assert json.loads(profiles[(1002, "youtube")]) == {"channel_id": "UC1", "extra": {"k": None}}
 
 
+def one_settings_page(settings: bytes, paging: bytes = b'"last_page": 1, "total": 1') -> bytes:
+    """A page of user settings as raw bytes (what `json.dumps` cannot write): one entry, user
+    1's, with the raw JSON object SETTINGS; PAGING, the page's other fields."""
+    return (
+        b'{"current_page": 1, "data": [{"user": {"service": {"id": 1}}, "settings": '
+        + settings
+        + b"}], "
+        + paging
+        + b"}"
+    )
+
+
 def test_big_integers_stay_exact_and_lone_surrogates_are_replaced_and_counted(
     api: HostileApi, devportal: Cli, sync_args: Args
 ) -> None:
-    page = (
-        b'{"current_page": 1, "data": [{"user": {"service": {"id": 1}}, "settings": '
+    page = one_settings_page(
         b'{"big": 123456789012345678901234567890, "pair": "\\ud83c\\udf9b", '
-        b'"lone\\udc76": "x\\ud800y"}}], "last_page": 1, "total": 1, "per_page": 20, '
-        b'"next_page_url": null}'
+        b'"lone\\udc76": "x\\ud800y"}',
+        paging=b'"last_page": 1, "total": 1, "per_page": 20, "next_page_url": null',
     )
     api.route(SETTINGS, lambda req: Answer(200, page))
     args = sync_args("--resources", "user_settings")
@@ -169,10 +181,7 @@ def test_big_integers_stay_exact_and_lone_surrogates_are_replaced_and_counted(
 def test_nan_beside_a_big_integer_is_refused_as_not_json_in_one_line(
     api: HostileApi, devportal: Cli, sync_args: Args
 ) -> None:
-    page = (
-        b'{"current_page": 1, "data": [{"user": {"service": {"id": 1}}, "settings": '
-        b'{"big": 123456789012345678901234567890, "x": NaN}}], "last_page": 1, "total": 1}'
-    )
+    page = one_settings_page(b'{"big": 123456789012345678901234567890, "x": NaN}')
     api.route(SETTINGS, lambda req: Answer(200, page))
     result = devportal(
         *sync_args("--resources", "user_settings"),
@@ -254,8 +263,7 @@ def test_a_sweep_without_total_never_closes_history(
 ) -> None:
     api.subscriptions = [subscription(i) for i in range(1, 8)]
     args = sync_args("--resources", "subscriptions")
-    assert devportal(*args, env=token_env(api)).code == 0
-    before = current(warehouse_of(args))
+    before = current(synced(devportal, api, args))
     assert len(before) == 7
 
     # Laravel's simple paginator (no total, no last_page) and page 2 empty with a next link
@@ -517,14 +525,13 @@ def test_a_nul_character_no_longer_breaks_a_postgres_sync(
     api.subscriptions = [subscription(1, status="act\u0000ive")]
     api.settings = [{"user": {"service": {"id": 1001}}, "settings": NUL_SETTINGS}]
     sync(
-        tmp_path / "pg" / "warehouse.duckdb",
+        Target.of(tmp_path / "pg" / "warehouse.duckdb", "postgres"),
         base_url=api.base_url,
         access_token=api.token,
-        destination="postgres",
         build_models=False,
         max_attempts=2,
     )
-    with connect("unused.duckdb", "postgres") as engine:
+    with connect(Target.of("unused.duckdb", "postgres")) as engine:
         settings = engine.execute("SELECT settings FROM devportal.user_settings")
         statuses = engine.execute("SELECT status FROM devportal.subscriptions")
     assert [json.loads(row[0]) for row in settings] == [NUL_STORED]

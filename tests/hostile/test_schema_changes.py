@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from devportal.target import Target
 from devportal.warehouse import pipelines_dir
 from tests.helpers import query, subscription, warehouse_of
 from tests.hostile.conftest import CliResult, token_env
@@ -208,17 +209,30 @@ def test_a_field_gone_is_told_by_the_next_full_read_only(
     ) == [(3,)]
 
 
+def synced_with_numbers(
+    api: HostileApi, devportal: Cli, sync_args: Args, **plan: Any
+) -> tuple[list[str], Path]:
+    """The args and warehouse of a first sync of subscriptions 1 and 2, each with `plan`
+    PLAN and a whole `plan.amount`, and of user 1001's settings, a whole youtube `subscribers`."""
+    api.subscriptions = [subscription(i, plan={**plan, "amount": 999}) for i in (1, 2)]
+    api.settings = [settings_entry(1001, youtube={"subscribers": 10})]
+    args = sync_args("--resources", "subscriptions,user_settings")
+    summary(devportal(*args, env=token_env(api)))
+    return args, warehouse_of(args)
+
+
+def numbers_become_text(api: HostileApi) -> None:
+    """Subscription 2's `plan.amount` and user 1001's youtube `subscribers` turn into text."""
+    api.subscriptions[1]["plan"]["amount"] = "9.99 USD"
+    api.settings[0]["user"]["youtube"]["subscribers"] = "10k"
+
+
 def test_a_value_whose_type_changed_is_told_with_the_column_it_lands_in(
     api: HostileApi, devportal: Cli, sync_args: Args
 ) -> None:
-    api.subscriptions = [subscription(i, plan={"amount": 999}) for i in (1, 2)]
-    api.settings = [settings_entry(1001, youtube={"subscribers": 10})]
-    args = sync_args("--resources", "subscriptions,user_settings")
-    warehouse = warehouse_of(args)
-    summary(devportal(*args, env=token_env(api)))
+    args, warehouse = synced_with_numbers(api, devportal, sync_args)
 
-    api.subscriptions[1]["plan"]["amount"] = "9.99 USD"
-    api.settings[0]["user"]["youtube"]["subscribers"] = "10k"
+    numbers_become_text(api)
     line = summary(devportal(*args, env=token_env(api)))
     told = (
         "schema: subscriptions plan.amount bigint -> bigint/text (plan__amount__v_text) | "
@@ -270,8 +284,8 @@ def test_a_warehouse_whose_runs_recorded_no_fields_holds_none(
     from devportal.warehouse import Draft
 
     def holdings(warehouse: Path) -> Holdings:
-        pipeline = open_pipeline(warehouse)
-        begin_writing(warehouse, None)
+        pipeline = open_pipeline(Target.of(warehouse))
+        begin_writing(Target.of(warehouse))
         try:
             return Holdings.read(pipeline)
         finally:
@@ -437,13 +451,8 @@ def test_freeze_accepts_what_the_warehouse_already_holds(
 ) -> None:
     """A contract refuses changes, not what earlier syncs loaded: extra columns and a variant
     column the warehouse has already take new values under `freeze`."""
-    api.subscriptions = [subscription(i, plan={"name": "pro", "amount": 999}) for i in (1, 2)]
-    api.settings = [settings_entry(1001, youtube={"subscribers": 10})]
-    args = sync_args("--resources", "subscriptions,user_settings")
-    warehouse = warehouse_of(args)
-    summary(devportal(*args, env=token_env(api)))
-    api.subscriptions[1]["plan"]["amount"] = "9.99 USD"
-    api.settings[0]["user"]["youtube"]["subscribers"] = "10k"
+    args, warehouse = synced_with_numbers(api, devportal, sync_args, name="pro")
+    numbers_become_text(api)
     summary(devportal(*args, env=token_env(api)))
 
     api.subscriptions[0]["plan"].update(name="team", amount="19.99 USD")
@@ -541,7 +550,7 @@ def test_on_postgres_a_new_field_is_told_and_a_frozen_one_loads_nothing(
     from devportal.engines import connect
 
     def pg(sql: str) -> list[tuple[Any, ...]]:
-        with connect("unused.duckdb", "postgres") as engine:
+        with connect(Target.of("unused.duckdb", "postgres")) as engine:
             return engine.execute(sql)
 
     api.subscriptions = [subscription(i, plan={"amount": 999}) for i in (1, 2)]

@@ -19,6 +19,7 @@ from devportal.cli import main
 from devportal.manifest import manifest_resources, recorded_platforms
 from devportal.manifest.resource import TABLES
 from devportal.pipeline import begin_writing, open_pipeline, publish
+from devportal.target import Target
 from devportal.warehouse import warehouse_lock
 from tests.manifest.manifest_helpers import Bundle
 
@@ -209,13 +210,13 @@ def test_findings_follow_the_latest_load_of_the_same_content(
 def test_manifest_resources_in_a_pipeline_reads_history_from_it(complete: Bundle, wh: Path) -> None:
     """The way `devportal sync` records a configured manifest: resources run by its pipeline."""
     with warehouse_lock(wh):
-        pipeline = open_pipeline(wh)
-        begin_writing(wh, None)  # devportal writes a copy of the warehouse, published below
+        pipeline = open_pipeline(Target.of(wh))
+        begin_writing(Target.of(wh))  # devportal writes a copy of the warehouse, published below
         # Fresh destination: no manifest tables yet, so no history and no error.
         pipeline.run(manifest_resources(complete.root, pipeline=pipeline))
         complete.edit(lambda d: d.update(version="2.0.0", supportedPlatforms=["twitch"]))
         pipeline.run(manifest_resources(complete.root, pipeline=pipeline))
-        publish(wh, None)
+        publish(Target.of(wh))
     rows = query(
         wh,
         "select m.version, f.rule, f.message from app_manifests m"
@@ -239,7 +240,7 @@ def test_load_finishes_a_pending_package_before_recording(complete: Bundle, wh: 
     assert load(complete.root, wh) == 0
     complete.edit(lambda d: d.update(version="1.5.0"))
     with warehouse_lock(wh):
-        pipeline = open_pipeline(wh)
+        pipeline = open_pipeline(Target.of(wh))
         pipeline.extract(manifest_resources(complete.root))
         pipeline.normalize()
         assert pipeline.has_pending_data

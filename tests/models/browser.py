@@ -189,11 +189,22 @@ class Page:
 # What the browser made of every <img> of a page: whether it loaded and decoded, its size as
 # decoded and as laid out, and its pixels read back through a canvas (how many distinct colours
 # in a sample, which share of them is not white): a blank or one-colour image shows there.
+#
+# And its plot area, found in the pixels: matplotlib frames it with dark spines, so its edges
+# are the outermost rows and columns holding a dark run across at least 35% of the picture (a
+# twin axis or a colour bar shares or extends the frame). `dataInk` is the share of the area
+# inside the frame (a few pixels in from the spines and their ticks) that is coloured: every
+# data mark of the charts is drawn in a colour (`charts.SERIES_COLORS`, the heat map's blues),
+# while axes, ticks, text and a "no data" message are black or grey. An empty plot keeps only
+# a legend's small swatches in there: `unrendered` calls a plot area with less than
+# EMPTY_PLOT_INK of colour empty. `plotArea` is null when the picture has no frame (a picture
+# that is not a chart).
 IMAGES_JS = """
 (async () => Promise.all(Array.from(document.images, async (img) => {
     const seen = {alt: img.alt, complete: img.complete, decoded: true, error: null,
                   naturalWidth: img.naturalWidth, naturalHeight: img.naturalHeight,
-                  shownWidth: 0, shownHeight: 0, colors: 0, inked: 0};
+                  shownWidth: 0, shownHeight: 0, colors: 0, inked: 0,
+                  plotArea: null, dataInk: 0};
     try { await img.decode(); } catch (err) { seen.decoded = false; seen.error = String(err); }
     seen.naturalWidth = img.naturalWidth;
     seen.naturalHeight = img.naturalHeight;
@@ -202,11 +213,12 @@ IMAGES_JS = """
     seen.shownHeight = box.height;
     if (seen.decoded && img.naturalWidth > 0 && img.naturalHeight > 0) {
         const canvas = document.createElement("canvas");
-        canvas.width = img.naturalWidth;
-        canvas.height = img.naturalHeight;
+        const [w, h] = [img.naturalWidth, img.naturalHeight];
+        canvas.width = w;
+        canvas.height = h;
         const context = canvas.getContext("2d");
         context.drawImage(img, 0, 0);
-        const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+        const data = context.getImageData(0, 0, w, h).data;
         const colors = new Set();
         let inked = 0;
         for (let i = 0; i < data.length; i += 4) {
@@ -215,11 +227,47 @@ IMAGES_JS = """
             if (colors.size < 4096) colors.add((r << 16) | (g << 8) | b);
         }
         seen.colors = colors.size;
-        seen.inked = inked / (canvas.width * canvas.height);
+        seen.inked = inked / (w * h);
+        const dark = (x, y) => {
+            const i = (y * w + x) * 4;
+            return data[i + 3] > 0 && data[i] < 110 && data[i + 1] < 110 && data[i + 2] < 110;
+        };
+        const longest = (count, length, at) => {
+            let run = 0, best = 0;
+            for (let k = 0; k < length; k++) {
+                run = at(k) ? run + 1 : 0;
+                best = Math.max(best, run);
+            }
+            return best;
+        };
+        const rows = [], columns = [];
+        for (let y = 0; y < h; y++) if (longest(0, w, (x) => dark(x, y)) >= 0.35 * w) rows.push(y);
+        for (let x = 0; x < w; x++) if (longest(0, h, (y) => dark(x, y)) >= 0.35 * h) columns.push(x);
+        if (rows.length >= 2 && columns.length >= 2) {
+            const inset = 4;
+            const area = {top: rows[0] + inset, bottom: rows[rows.length - 1] - inset,
+                          left: columns[0] + inset, right: columns[columns.length - 1] - inset};
+            let coloured = 0, pixels = 0;
+            for (let y = area.top; y <= area.bottom; y++) {
+                for (let x = area.left; x <= area.right; x++) {
+                    const i = (y * w + x) * 4;
+                    const [r, g, b, a] = [data[i], data[i + 1], data[i + 2], data[i + 3]];
+                    pixels += 1;
+                    if (a > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 24) coloured += 1;
+                }
+            }
+            seen.plotArea = area;
+            seen.dataInk = pixels > 0 ? coloured / pixels : 0;
+        }
     }
     return seen;
 })))()
 """
+
+# Below this share of colour inside its frame, a plot area is empty (see IMAGES_JS): an empty
+# frame with a legend of two swatches has about 0.3%, the thinnest real chart (a step line)
+# over 1%.
+EMPTY_PLOT_INK = 0.006
 
 
 def images(page: Page) -> list[dict[str, Any]]:
@@ -230,8 +278,8 @@ def images(page: Page) -> list[dict[str, Any]]:
 
 def unrendered(image: dict[str, Any]) -> str | None:
     """Why IMAGE (one of `images`) did not render as a chart, or None when it did: it decoded
-    to a non-empty size, is laid out visible, and has a chart's ink (several colours, not
-    blank)."""
+    to a non-empty size, is laid out visible, has a chart's ink (several colours, not blank)
+    and its plot area holds data (not an empty frame)."""
     if not image["complete"] or not image["decoded"]:
         return f"did not decode ({image['error']})"
     if image["naturalWidth"] <= 0 or image["naturalHeight"] <= 0:
@@ -240,4 +288,8 @@ def unrendered(image: dict[str, Any]) -> str | None:
         return "is not laid out (zero size on the page)"
     if image["colors"] < 8 or image["inked"] < 0.005:
         return f"is blank ({image['colors']} colours, {image['inked']:.2%} inked)"
+    if image["plotArea"] is None:
+        return "has no plot area (no framed axes found)"
+    if image["dataInk"] < EMPTY_PLOT_INK:
+        return f"has an empty plot area ({image['dataInk']:.2%} of it coloured)"
     return None

@@ -81,8 +81,9 @@ def build_story(warehouse: Path, destination: str | None = None) -> dict[str, An
         clock.append(sb.now)
         run_sync(sb, warehouse)  # T3
     from devportal.manifest.resource import load_manifest
+    from devportal.target import Target
 
-    load_manifest(MANIFEST_FIXTURE, warehouse, destination)
+    load_manifest(MANIFEST_FIXTURE, Target.of(warehouse, destination))
     # release 2 drops a live platform: recorded all the same, with its error
     bundle = warehouse.parent / "bundle-1.5.0"
     shutil.copytree(MANIFEST_FIXTURE, bundle)
@@ -91,8 +92,8 @@ def build_story(warehouse: Path, destination: str | None = None) -> dict[str, An
     manifest["supportedPlatforms"] = ["twitch", "youtube", "facebook"]
     manifest["pages"] = manifest["pages"][:1]
     (bundle / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    load_manifest(bundle, warehouse, destination)
-    summary = models.build(warehouse, check=True, destination=destination)
+    load_manifest(bundle, Target.of(warehouse, destination))
+    summary = models.build(Target.of(warehouse, destination), check=True)
     return {"clock": clock, "summary": summary}
 
 

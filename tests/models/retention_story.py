@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from devportal import models
-from tests.helpers import sync_from
+from devportal.target import Target
+from tests.helpers import StorySyncs
 
 S1 = datetime(2026, 1, 10)
 S2 = datetime(2026, 2, 5)
@@ -26,11 +27,7 @@ def build_retention_story(warehouse: Path, destination: str | None = None) -> di
     data tests; returns the sandbox's clock at each sync and the build summary."""
     from devportal.sandbox import Sandbox
 
-    clock: list[datetime] = []
-
-    def run_sync(sb: Any) -> None:
-        clock.append(sb.now)
-        sync_from(sb, warehouse, destination=destination)
+    run_sync = StorySyncs(warehouse, destination)
 
     with Sandbox(subscriptions=0, users=0, seed=3, start=S1.isoformat(sep=" ")) as sb:
         world = sb.world
@@ -85,5 +82,5 @@ def build_retention_story(warehouse: Path, destination: str | None = None) -> di
         assert add(302) == 14  # L, expires 04-25
         sb.advance(days=18)  # 04-12: K expired 04-03, F renewed to 05-10 (04-10)
         run_sync(sb)  # S4 = as_of
-    summary = models.build(warehouse, check=True, destination=destination)
-    return {"clock": clock, "summary": summary}
+    summary = models.build(Target.of(warehouse, destination), check=True)
+    return {"clock": run_sync.clock, "summary": summary}

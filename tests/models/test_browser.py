@@ -1,6 +1,9 @@
 """The report's HTML page as a person sees it: opened in a real headless Chromium (Debian's
 `chromium`, driven by selenium through Debian's `chromedriver`, tests/models/browser.py), every
-chart on it must have loaded, decoded to a non-empty picture and be laid out on the page.
+chart on it must have loaded, decoded to a non-empty picture, be laid out on the page and hold
+data in its plot area; a chart without enough history is one line of text instead. For the
+known-answer story, the demo (prices set) and the demo after its first sync only; each page's
+screenshot is left in `screenshots/` (git-ignored) for a person to open.
 
 No Chromium or no chromedriver is a failure naming the fix, never a skip: `make test` installs
 both (Makefile, target `chromium`).
@@ -9,13 +12,27 @@ both (Makefile, target `chromium`).
 from __future__ import annotations
 
 import base64
+import os
+import re
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from devportal import charts, report
-from tests.models.browser import Browser, find_chromedriver, find_chromium, images, unrendered
+from devportal.cli import main
+from tests.models.browser import (
+    Browser,
+    Page,
+    find_chromedriver,
+    find_chromium,
+    images,
+    unrendered,
+)
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -24,23 +41,134 @@ def browser() -> Iterator[Browser]:
         yield started
 
 
+def screenshots() -> Path:
+    """Where the browser tests leave their screenshots for a person to open: `screenshots/` at
+    the repository's root (git-ignored), or $DEVPORTAL_SCREENSHOTS."""
+    folder = Path(os.environ.get("DEVPORTAL_SCREENSHOTS") or REPO / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _demo(folder: Path, *argv: str) -> Path:
+    """A warehouse made by `devportal demo` (in-process) with ARGV, small; prices set."""
+    warehouse = folder / "demo.duckdb"
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in PRICES.items():
+            env.setenv(key, value)
+        code = main(["demo", "--warehouse", str(warehouse), "--subscriptions", "1500",
+                     "--users", "150", *argv])  # fmt: skip
+    assert code == 0
+    return warehouse
+
+
+# the demo's prices, set as a user would in the environment
+PRICES = {
+    "ANALYTICS__CURRENCY": "EUR",
+    "ANALYTICS__PRICE_MONTHLY": "4.99",
+    "ANALYTICS__PRICE_YEARLY": "49.99",
+}
+
+
+@pytest.fixture(scope="module")
+def demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's world: three syncs a month apart, prices set."""
+    return _demo(tmp_path_factory.mktemp("demo"))
+
+
+@pytest.fixture(scope="module")
+def first_sync_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's world after its first sync only: what a new user sees on day one."""
+    return _demo(tmp_path_factory.mktemp("first-sync"), "--syncs", "1")
+
+
+def _open(
+    browser: Browser, warehouse: Path, tmp_path: Path, name: str
+) -> tuple[Page, list[dict[str, Any]]]:
+    """The report's page of WAREHOUSE in the browser, its screenshot saved as NAME.png in
+    `screenshots()`, and what the browser made of its images."""
+    path = report.write_html(warehouse, tmp_path / f"{name}.html")
+    page = browser.open(path.as_uri())
+    shot = page.screenshot(screenshots() / f"{name}.png")
+    assert shot.startswith(b"\x89PNG\r\n\x1a\n")
+    return page, images(page)
+
+
+def _drawn_and_noted(page: Page) -> tuple[list[str], dict[str, str]]:
+    """The charts drawn on PAGE (their titles, in order) and those said in one line instead
+    ({title: the line})."""
+    drawn = [image["alt"] for image in images(page)]
+    noted = page.evaluate(
+        "Object.fromEntries(Array.from(document.querySelectorAll('p.chart'), (p) => "
+        "[p.querySelector('strong').innerText, p.innerText]))"
+    )
+    return drawn, noted
+
+
 def test_every_chart_of_the_report_renders_in_chromium(
     browser: Browser, story_warehouse: Path, tmp_path: Path
 ) -> None:
-    path = report.write_html(story_warehouse, tmp_path / "report.html")
-    page = browser.open(path.as_uri())
-    seen = images(page)
-    assert [image["alt"] for image in seen] == [charts.TITLES[name] for name in charts.PAGE]
-    assert {image["alt"]: unrendered(image) for image in seen} == {
-        image["alt"]: None for image in seen
-    }
+    """The known-answer story (no prices): every chart with data is drawn, rendered, not blank
+    and with data in its plot area; the money charts say how to set prices instead."""
+    page, seen = _open(browser, story_warehouse, tmp_path, "story")
+    drawn, noted = _drawn_and_noted(page)
+    money = [charts.TITLES["mrr_over_time"], charts.TITLES["mrr_movements"]]
+    assert drawn == [
+        charts.TITLES[name] for name in charts.PAGE if charts.TITLES[name] not in money
+    ]
+    assert set(noted) == set(money)
+    assert all(charts.PRICES_HINT in line for line in noted.values())
+    assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
     # drawn at the size matplotlib rendered them (8 inches at 110 dpi), nothing cut off
     assert all(image["naturalWidth"] == 880 for image in seen)
     text = page.evaluate("document.body.innerText")
     assert "Renewals and retention" in text
     assert "median lifetime" in text
-    shot = page.screenshot(tmp_path / "report.png")
-    assert shot.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_the_demo_dashboard_renders_in_chromium(
+    browser: Browser, demo_warehouse: Path, tmp_path: Path
+) -> None:
+    """The demo with prices: the four tiles lead with their changes against the month before,
+    then every chart of the page drawn (the money charts first), each rendered with data in
+    its plot area."""
+    page, seen = _open(browser, demo_warehouse, tmp_path, "demo")
+    drawn, noted = _drawn_and_noted(page)
+    assert drawn == [charts.TITLES[name] for name in charts.PAGE], noted
+    assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
+    tiles = page.evaluate(
+        "Array.from(document.querySelectorAll('div.tiles:not(.minor) div.tile'), (t) => "
+        "[t.querySelector('.name').innerText, t.querySelector('.value').innerText, "
+        "t.querySelector('.change').innerText])"
+    )
+    names = [name.split(",")[0].split(" (")[0] for name, _, _ in tiles]
+    assert names == ["MRR", "Usable subscribers", "Churn", "Renewal rate"]
+    mrr, usable = tiles[0][1], tiles[1][1]
+    assert re.fullmatch(r"EUR \d{1,3}(,\d{3})*", mrr), mrr  # thousands separated, no cents
+    assert re.fullmatch(r"\d{1,3}(,\d{3})*", usable), usable
+    assert " vs end of " in tiles[0][2] and " vs end of " in tiles[1][2]
+
+
+def test_the_first_sync_dashboard_renders_in_chromium(
+    browser: Browser, first_sync_warehouse: Path, tmp_path: Path
+) -> None:
+    """Day one: every chart that needs history is one line saying what it needs, never an
+    empty plot; the charts drawn render with data in their plot areas; the tiles that need
+    history say so instead of a 0."""
+    page, seen = _open(browser, first_sync_warehouse, tmp_path, "first-sync")
+    drawn, noted = _drawn_and_noted(page)
+    needing = ["mrr_over_time", "mrr_movements", "usable_over_time", "cohort_retention",
+               "survival_curve"]  # fmt: skip
+    assert set(noted) == {charts.TITLES[name] for name in needing}
+    assert drawn == [charts.TITLES[name] for name in charts.PAGE if name not in needing]
+    assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
+    assert "one day so far (EUR " in noted[charts.TITLES["mrr_over_time"]]
+    assert "not measurable yet (needs a second sync" in noted[charts.TITLES["mrr_movements"]]
+    values = page.evaluate(
+        "Array.from(document.querySelectorAll('div.tile .value'), (v) => v.innerText)"
+    )
+    assert values[2:4] == ["not measurable yet", "not measurable yet"]  # churn, renewal rate
+    text = page.evaluate("document.body.innerText")
+    assert "renewed\t0" not in text and "new subscriptions\t0" not in text
 
 
 def _png_of(draw: str) -> str:
@@ -52,9 +180,44 @@ def _png_of(draw: str) -> str:
     return base64.b64encode(charts.png_bytes(fig)).decode()
 
 
+def _empty_plot() -> str:
+    """The chart a one-sync warehouse used to get: a stacked area of one day draws nothing,
+    and the frame around it spans years, with its axes, ticks and legend."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.0, 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title("Usable subscribers over time")
+    ax.stackplot(
+        [datetime(2026, 11, 24)],
+        [13535.0],
+        [807.0],
+        labels=["active", "canceled, usable until expiry"],
+        colors=[charts.ACTIVE_COLOR, charts.CANCELED_COLOR],
+    )
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="lower left", frameon=False)
+    fig.autofmt_xdate()
+    return base64.b64encode(charts.png_bytes(fig)).decode()
+
+
+def _framed_message() -> str:
+    """A frame that holds only a message ("no data yet"): no data in its plot area."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.0, 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title("Subscription survival")
+    ax.text(0.5, 0.5, "no data yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    return base64.b64encode(charts.png_bytes(fig)).decode()
+
+
 def test_the_check_catches_charts_that_do_not_render(browser: Browser, tmp_path: Path) -> None:
     """The check is not a formality: a chart's PNG passes, a truncated one, an empty (white)
-    one, an unreadable one and a missing file are each reported."""
+    one, an unreadable one, a missing file, an empty plot (axes, ticks and a legend around no
+    data) and a frame around a message are each reported."""
     line = _png_of("line")
     sources = {
         "a chart": f"data:image/png;base64,{line}",
@@ -62,6 +225,8 @@ def test_the_check_catches_charts_that_do_not_render(browser: Browser, tmp_path:
         "white": f"data:image/png;base64,{_png_of('white')}",
         "not a png": "data:image/png;base64,bm90IGEgcG5n",
         "missing": "no-such-file.png",
+        "empty plot": f"data:image/png;base64,{_empty_plot()}",
+        "framed message": f"data:image/png;base64,{_framed_message()}",
     }
     page_path = tmp_path / "page.html"
     page_path.write_text(
@@ -76,6 +241,10 @@ def test_the_check_catches_charts_that_do_not_render(browser: Browser, tmp_path:
     assert seen["white"] is not None and seen["white"].startswith("is blank")
     assert seen["not a png"] is not None and seen["not a png"].startswith("did not decode")
     assert seen["missing"] is not None and seen["missing"].startswith("did not decode")
+    assert seen["empty plot"] is not None
+    assert seen["empty plot"].startswith("has an empty plot area")
+    assert seen["framed message"] is not None
+    assert seen["framed message"].startswith("has an empty plot area")
 
 
 def test_no_chromium_fails_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from devportal import report
+from devportal import charts, report
 from tests.helpers import query as rows
 from tests.models.conftest import T1, T2, T3
 
@@ -222,6 +222,7 @@ EXPECTED_FIGURES = {
     "as_of": "2026-03-05 00:00:00",
     # what the figures rest on: three verified sweeps, the last at T3, nothing since
     "data_basis": BASIS,
+    "not_measurable_yet": {},  # three syncs: every figure is measured
     "has_verified_sweep": True,
     "last_verified_sweep_at": "2026-03-05 00:00:00",
     "window_syncs_since_verified_sweep": 0,
@@ -256,6 +257,9 @@ EXPECTED_FIGURES = {
     # (no account) 7 to 10 did not churn
     "top_churn_platform": "youtube",
     "top_churn_platform_churn_rate": 0.5,
+    # no prices set in the story: every money figure null, and the line saying how to set them
+    **dict.fromkeys(report._MONEY_KEYS),
+    "prices_hint": charts.PRICES_HINT,
 }
 
 
@@ -272,7 +276,8 @@ def test_report_csv_and_markdown_and_table(
     report.print_report(story_warehouse, fmt="csv")
     parsed = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert {r["metric"]: r["value"] for r in parsed} == {
-        k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in EXPECTED_FIGURES.items()
+        k: "" if v in (None, {}) else str(v).lower() if isinstance(v, bool) else str(v)
+        for k, v in EXPECTED_FIGURES.items()
     }
 
     report.print_report(story_warehouse, fmt="markdown")

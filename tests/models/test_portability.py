@@ -17,6 +17,7 @@ import pytest
 
 from devportal import engines, models
 from devportal.errors import DevportalError
+from devportal.target import Target
 from tests.models.test_runner import raw_warehouse, write_models
 
 TARGETS = ("postgres", "bigquery", "snowflake")
@@ -25,7 +26,7 @@ TARGETS = ("postgres", "bigquery", "snowflake")
 @pytest.mark.parametrize("dialect", TARGETS)
 def test_every_model_and_data_test_translates(dialect: str) -> None:
     loaded = models.load_models()
-    assert len(loaded) == 28
+    assert len(loaded) == 36
     for model in loaded:
         code = models.for_engine(model, dialect)
         assert code.where == model.relative_path  # no override in sql/: one file serves all
@@ -126,14 +127,14 @@ def test_an_untranslatable_model_stops_the_build_naming_its_file(
     # DuckDB runs the file as written
     assert models.build(warehouse, sql_dir=sql_dir)["built"] == ["fine", "uses_asof"]
     with pytest.raises(DevportalError) as caught:
-        models.build(warehouse, sql_dir=sql_dir, destination="postgres")
+        models.build(Target.of(warehouse, "postgres"), sql_dir=sql_dir)
     assert str(caught.value).startswith(
         "sql/marts/uses_asof.sql: cannot run on postgres: sqlglot cannot translate it to "
         "postgres: ASOF JOIN is DuckDB's own"
     )
     assert "sql/marts/uses_asof.postgres.sql" in str(caught.value)
     # refused before anything ran: not even the schema was created
-    with engines.connect(warehouse, "postgres") as engine:
+    with engines.connect(Target.of(warehouse, "postgres")) as engine:
         assert engine.relations("analytics") == {}
         assert engine.execute(
             "select count(*) from information_schema.schemata where schema_name = 'analytics'"
@@ -176,17 +177,17 @@ def test_an_override_file_is_what_its_engine_runs(tmp_path: Path, postgres: str)
 
     numbers = "create table devportal.numbers as select * from (values (1), (3), (5)) t(n)"
     warehouse = raw_warehouse(tmp_path / "wh" / "toy.duckdb", numbers)
-    with engines.connect(warehouse, "postgres") as engine, engine.transaction():
+    with engines.connect(Target.of(warehouse, "postgres")) as engine, engine.transaction():
         engine.execute("create schema devportal")
         engine.execute("create table devportal.numbers (n bigint)")
         engine.execute("insert into devportal.numbers values (1), (3), (5)")
 
     expected = [(1, None), (3, 1), (5, 3)]
     for destination, form in (("duckdb", "as written"), ("postgres", "override")):
-        summary = models.build(warehouse, check=True, sql_dir=sql_dir, destination=destination)
+        summary = models.build(Target.of(warehouse, destination), check=True, sql_dir=sql_dir)
         assert summary["built"] == ["numbers", "previous"]
         assert summary["tests"] == 2
-        with engines.connect(warehouse, destination) as engine:
+        with engines.connect(Target.of(warehouse, destination)) as engine:
             table = engine.qualify("analytics", "previous")
             rows = engine.execute(f"select n, previous_n, form from {table} order by n")
             assert rows == [(*row, form) for row in expected]
@@ -201,8 +202,8 @@ def test_an_override_file_is_what_its_engine_runs(tmp_path: Path, postgres: str)
     with pytest.raises(
         DevportalError, match=r"model analytics\.previous \(sql/marts/previous\.postgres\.sql\)"
     ):
-        models.build(warehouse, sql_dir=sql_dir, destination="postgres")
-    with engines.connect(warehouse, "postgres") as engine:  # the previous build stands
+        models.build(Target.of(warehouse, "postgres"), sql_dir=sql_dir)
+    with engines.connect(Target.of(warehouse, "postgres")) as engine:  # the previous build stands
         rows = engine.execute("select form, count(*) from analytics.previous group by form")
         assert rows == [("override", 3)]
 
@@ -259,7 +260,7 @@ def test_round_of_a_decimal_agrees_on_both_engines_and_of_a_double_would_not(
         f"from ({halves}) as h order by v"
     )
     on_duckdb = duckdb.connect().execute(accepted).fetchall()
-    with engines.connect("unused.duckdb", "postgres") as engine:
+    with engines.connect(Target.of("unused.duckdb", "postgres")) as engine:
         on_postgres = engine.execute(models.translate(accepted, "postgres"))
         refused_form = engine.execute(
             f"select round(cast(v as double precision)) from ({halves}) as h order by v"

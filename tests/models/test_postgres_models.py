@@ -19,6 +19,7 @@ from devportal.cli import main, options
 from devportal.errors import DevportalError
 from devportal.manifest.resource import load_manifest
 from devportal.sync import sync
+from devportal.target import Target
 from tests.models.conftest import MANIFEST_FIXTURE
 
 # what differs between two loads of the same data: run and load ids, the machine's clock when a
@@ -41,7 +42,7 @@ def normalised(value: Any) -> Any:
 def model_rows(warehouse: Path, destination: str | None) -> dict[str, Any]:
     """Every analytics table: its column names and its rows (volatile columns left out), sorted."""
     found = {}
-    with engines.connect(warehouse, destination, read_only=True) as engine:
+    with engines.connect(Target.of(warehouse, destination), read_only=True) as engine:
         for table in sorted(engine.relations("analytics")):
             names, rows = engine.columns(f"select * from {engine.qualify('analytics', table)}")
             kept = [i for i, name in enumerate(names) if name not in VOLATILE]
@@ -54,7 +55,7 @@ def sync_both(sb: Any, duck: Path, pg: Path, **kwargs: Any) -> Any:
     """Sync the sandbox as it is now into DuckDB and into PostgreSQL; the PostgreSQL result."""
     common = {"base_url": sb.base_url, "access_token": sb.token, **kwargs}
     sync(duck, **{"build_models": False, **common})
-    return sync(pg, destination="postgres", **{"build_models": False, **common})
+    return sync(Target.of(pg, "postgres"), **{"build_models": False, **common})
 
 
 def test_a_synced_world_builds_identical_models_on_both_engines(
@@ -67,15 +68,15 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
     sb.advance(days=20)
     sync_both(sb, duck, pg)
     for warehouse, destination in ((duck, None), (pg, "postgres")):
-        load_manifest(MANIFEST_FIXTURE, warehouse, destination)
+        load_manifest(MANIFEST_FIXTURE, Target.of(warehouse, destination))
     sb.advance(days=25)
     result = sync_both(sb, duck, pg, build_models=True)  # the sync's own call into the models
 
     summary = result.extra["models"]
     assert summary["destination"] == "postgres" and summary["skipped"] == {}
-    assert len(summary["built"]) == 28
+    assert len(summary["built"]) == 36
     for warehouse, destination in ((duck, None), (pg, "postgres")):
-        checked = models.build(warehouse, check=True, destination=destination)
+        checked = models.build(Target.of(warehouse, destination), check=True)
         assert checked["built"] == summary["built"] and checked["tests"] > 90
 
     duck_rows, pg_rows = model_rows(duck, None), model_rows(pg, "postgres")
@@ -90,7 +91,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
     # the CLI builds there too, and says where
     assert main(["models", "--destination", "postgres", "--warehouse", str(pg), "--check"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("models ok: 28 built on postgres in ") and "data tests passed" in out
+    assert out.startswith("models ok: 36 built on postgres in ") and "data tests passed" in out
 
 
 def test_after_a_load_the_models_follow_the_destination(
@@ -98,13 +99,14 @@ def test_after_a_load_the_models_follow_the_destination(
 ) -> None:
     warehouse = tmp_path / "never.duckdb"
     # a destination the models do not run on: nothing is built, nothing is asked of it
-    assert models.build_after_load(warehouse, "bigquery") is None
-    assert models.build_after_load(warehouse, object()) is None  # a dlt destination object
-    options.build_models(str(warehouse), "bigquery")
+    assert models.build_after_load(Target.of(warehouse, "bigquery")) is None
+    # a dlt destination object
+    assert models.build_after_load(Target.of(warehouse, object())) is None
+    options.build_models(Target.of(warehouse, "bigquery"))
     assert capsys.readouterr().out == (
         "models: skipped (they are built on DuckDB and PostgreSQL, not on bigquery; "
         "query the raw tables in the dataset devportal there)\n"
     )
     with pytest.raises(DevportalError, match="run on duckdb and postgres, not snowflake"):
-        models.build(warehouse, destination="snowflake")
+        models.build(Target.of(warehouse, "snowflake"))
     assert not warehouse.exists()

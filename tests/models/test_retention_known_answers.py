@@ -53,6 +53,8 @@ from pathlib import Path
 import pytest
 
 from devportal import engines, models
+from devportal.target import Target
+from tests.helpers import OnEngine, one_row
 from tests.helpers import query as rows
 from tests.models.retention_story import S1, S2, S3, S4, build_retention_story
 from tests.models.test_postgres_models import model_rows
@@ -83,6 +85,9 @@ def retention_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
 
 
 d = datetime.fromisoformat
+# the story's months by their first day: December (before S1), then January to April (as_of's)
+dec, jan, feb, mar, apr = date(2025, 12, 1), *(date(2026, m, 1) for m in (1, 2, 3, 4))
+t, f = True, False  # short, for the tables of expected rows
 
 
 def test_the_story_reaches_the_expected_as_of(retention_warehouse: Path) -> None:
@@ -131,11 +136,11 @@ def test_monthly_churn_by_period(retention_warehouse: Path) -> None:
         "from analytics.monthly_churn order by month",
     )
     assert got == [
-        (date(2025, 12, 1), 1, 0, 0, 1, None, None, 7, 1 / 7, True, True),
-        (date(2026, 1, 1), 0, 0, 0, 0, 0, 0, 6, 0.0, True, True),
-        (date(2026, 2, 1), 2, 1, 0, 1, 2, 3, 5, 2 / 5, False, True),
-        (date(2026, 3, 1), 2, 0, 0, 2, 1, 3, 6, 2 / 6, False, True),
-        (date(2026, 4, 1), 1, 0, 0, 1, 3, 1, 7, 1 / 7, False, False),
+        (dec, 1, 0, 0, 1, None, None, 7, 1 / 7, True, True),
+        (jan, 0, 0, 0, 0, 0, 0, 6, 0.0, True, True),
+        (feb, 2, 1, 0, 1, 2, 3, 5, 2 / 5, False, True),
+        (mar, 2, 0, 0, 2, 1, 3, 6, 2 / 6, False, True),
+        (apr, 1, 0, 0, 1, 3, 1, 7, 1 / 7, False, False),
     ]
 
 
@@ -159,8 +164,6 @@ def test_monthly_renewals(retention_warehouse: Path) -> None:
         "select month, period, came_due, renewed, churned, undecided, renewal_rate, is_estimate, "
         "is_complete from analytics.monthly_renewals order by month, period",
     )
-    dec, jan, feb, mar, apr = (date(2025, 12, 1), *(date(2026, m, 1) for m in (1, 2, 3, 4)))
-    t, f = True, False
     assert got == [
         (dec, "all", 1, 0, 1, 0, None, t, t),
         (dec, "monthly", 0, 0, 0, 0, None, t, t),
@@ -202,9 +205,7 @@ def test_cohort_retention(retention_warehouse: Path) -> None:
         "cohort_size, usable, retention, is_complete "
         "from analytics.cohort_retention order by cohort_month, is_backfill desc, month_offset",
     )
-    jan, feb, mar, apr = (date(2026, m, 1) for m in (1, 2, 3, 4))
     feb_end, mar_end, apr_end = d("2026-03-01"), d("2026-04-01"), S4
-    t, f = True, False
     assert got == [
         ("backfill", jan, t, 0, jan, d("2026-02-01"), 7, 5, 5 / 7, t),
         ("backfill", jan, t, 1, feb, feb_end, 7, 5, 5 / 7, t),
@@ -231,7 +232,6 @@ def test_subscription_lifetimes(retention_warehouse: Path) -> None:
         "is_censored, is_removed, observed_until, lifetime_days "
         "from analytics.subscription_lifetimes order by subscription_id",
     )
-    t, f = True, False
     assert got == [
         (1, 301, S1, t, None, f, t, f, S4, None),
         (2, 302, S1, t, None, f, t, f, S4, None),
@@ -282,10 +282,10 @@ def test_reactivations(retention_warehouse: Path) -> None:
         "from analytics.reactivations order by month",
     )
     assert got == [
-        (date(2026, 1, 1), 0, 0, 0, True),
-        (date(2026, 2, 1), 1, 1, 0, True),
-        (date(2026, 3, 1), 1, 0, 1, True),
-        (date(2026, 4, 1), 0, 0, 0, False),
+        (jan, 0, 0, 0, True),
+        (feb, 1, 1, 0, True),
+        (mar, 1, 0, 1, True),
+        (apr, 0, 0, 0, False),
     ]
 
 
@@ -298,8 +298,6 @@ def test_churn_by_platform(retention_warehouse: Path) -> None:
         "select month, platform, subscribers_at_start, churned, churn_rate, is_estimate, "
         "is_complete from analytics.churn_by_platform order by month, platform",
     )
-    dec, jan, feb, mar, apr = (date(2025, 12, 1), *(date(2026, m, 1) for m in (1, 2, 3, 4)))
-    t, f = True, False
     assert got == [
         (dec, "twitch", 2, 1, 1 / 2, t, t),  # A D
         (dec, "unknown", 2, 0, 0.0, t, t),  # C G
@@ -351,13 +349,12 @@ def test_report_figures(retention_warehouse: Path) -> None:
         "top_churn_platform",
         "top_churn_platform_churn_rate",
     ]
-    (got,) = rows(retention_warehouse, f"select {', '.join(names)} from analytics.report_figures")
-    assert dict(zip(names, got, strict=True)) == {
+    assert one_row(retention_warehouse, "analytics.report_figures", names) == {
         "as_of": S4,
         "usable_subscribers": 7,
         "usable_active": 6,
         "usable_canceled": 1,
-        "last_full_month": date(2026, 3, 1),
+        "last_full_month": mar,
         "last_full_month_churned": 2,
         "last_full_month_subscribers_at_start": 6,
         "last_full_month_churn_rate": 2 / 6,
@@ -418,14 +415,11 @@ from (
 """
 
 
-@pytest.mark.parametrize("destination", [None, "postgres"])
 def test_survival_reaches_zero_when_everyone_at_risk_churns(
-    destination: str | None, request: pytest.FixtureRequest, tmp_path: Path
+    engine: OnEngine, tmp_path: Path
 ) -> None:
     """Day 3: one churns and one is censored of 4: S = 3/4. Day 7: both left churn: S = 0 (no
     ln(0), which PostgreSQL refuses). The backfilled one is not followed."""
-    if destination == "postgres":
-        request.getfixturevalue("postgres")
     curve = (models.SQL_DIR / "marts" / "survival_curve.sql").read_text(encoding="utf-8")
     sql_dir = write_models(
         tmp_path,
@@ -435,12 +429,12 @@ def test_survival_reaches_zero_when_everyone_at_risk_churns(
         },
     )
     warehouse = raw_warehouse(tmp_path / "wh" / "w.duckdb")
-    summary = models.build(warehouse, check=True, destination=destination, sql_dir=sql_dir)
+    summary = models.build(Target.of(warehouse, engine.destination), check=True, sql_dir=sql_dir)
     assert summary["built"] == ["subscription_lifetimes", "survival_curve"]
     assert summary["tests"] > 5  # the curve's own and its reconciliations with the lifetimes
-    with engines.connect(warehouse, destination, read_only=True) as engine:
-        _, got = engine.columns(
+    with engines.connect(Target.of(warehouse, engine.destination), read_only=True) as conn:
+        _, got = conn.columns(
             "select day, at_risk, churned, censored, survival "
-            f"from {engine.qualify('analytics', 'survival_curve')} order by day"
+            f"from {conn.qualify('analytics', 'survival_curve')} order by day"
         )
     assert [tuple(row) for row in got] == [(0, 4, 0, 0, 1.0), (3, 4, 1, 1, 0.75), (7, 2, 2, 0, 0.0)]

@@ -98,7 +98,7 @@ def test_order_skips_and_optional_sources_and_a_failure_rolls_back(engine: OnEng
         "create schema devportal",
         "create table devportal.numbers as select * from (values (1), (2), (3)) t(n)",
     )
-    summary = models.build(engine.warehouse, sql_dir=sql_dir, destination=engine.destination)
+    summary = models.build(engine.target, sql_dir=sql_dir)
     assert summary["built"] == ["z_base", "a_totals"]
     assert summary["skipped"] == {
         "c_missing_raw": "needs devportal.never_loaded, which nothing has been loaded into yet",
@@ -116,7 +116,7 @@ def test_order_skips_and_optional_sources_and_a_failure_rolls_back(engine: OnEng
         "create table devportal.extra (k bigint, label text, seen timestamp)",
         "insert into devportal.extra values (2, 'two', '2026-01-02 03:04:05')",
     )
-    models.build(engine.warehouse, sql_dir=sql_dir, destination=engine.destination)
+    models.build(engine.target, sql_dir=sql_dir)
     assert engine.query("select n, label from analytics.z_base where label is not null") == [
         (2, "two")
     ]
@@ -128,7 +128,7 @@ def test_order_skips_and_optional_sources_and_a_failure_rolls_back(engine: OnEng
     (sql_dir / "staging" / "z_base.sql").write_text("-- z_base: one row\nselect 10 as n")
     (sql_dir / "marts" / "zz_broken.sql").write_text("-- broken: x\nselect no_such_column")
     with pytest.raises(DevportalError, match=r"model analytics\.zz_broken \(sql/marts/zz_broken"):
-        models.build(engine.warehouse, sql_dir=sql_dir, destination=engine.destination)
+        models.build(engine.target, sql_dir=sql_dir)
     assert engine.query("select sum(n) from analytics.z_base") == [(6,)]
     assert engine.query("select n from analytics.a_totals") == [(6,)]
 
@@ -211,7 +211,7 @@ def test_failing_data_tests_are_each_named(engine: OnEngine) -> None:
     )
     engine.execute("create schema if not exists devportal")
     with pytest.raises(DevportalError) as caught:
-        models.build(engine.warehouse, sql_dir=sql_dir, check=True, destination=engine.destination)
+        models.build(engine.target, sql_dir=sql_dir, check=True)
     text = str(caught.value)
     assert text.startswith("3 of 4 data tests failed: ")
     assert "unique(analytics.m: k): 1 failing row(s), e.g. (1, 2)" in text

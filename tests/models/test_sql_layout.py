@@ -25,6 +25,10 @@ INTERMEDIATE = {
     "subscription_lifetimes",
     "month_spine",
     "month_start_subscribers",
+    "billing_segments",
+    "price_timeline",
+    "mrr_spells",
+    "mrr_changes",
 }
 
 

@@ -63,29 +63,21 @@ def row(i: int, status: str, expires: str) -> dict[str, Any]:
     return {"id": i, "service_id": 1000 + i, "status": status, "expires_at": f"{expires} 00:00:00"}
 
 
-FIRST = [
-    row(1, "active", "2026-07-01"),
-    row(2, "active", "2026-06-10"),
-    row(3, "active", "2026-07-05"),
-    row(4, "trialing", "2026-06-20"),
-    row(5, "trialing", "2026-06-25"),
-    row(6, "past_due", "2026-06-05"),
-    row(7, "canceled", "2026-06-30"),
-    row(8, "past_due", "2026-07-10"),
-    row(10, "canceled", "2026-06-30"),
-]
-SECOND = [
-    row(1, "active", "2026-07-01"),
-    row(2, "past_due", "2026-06-10"),
-    row(3, "past_due", "2026-07-05"),
-    row(4, "trialing", "2026-06-20"),
-    row(5, "active", "2026-07-25"),
-    row(6, "past_due", "2026-06-05"),
-    row(7, "canceled", "2026-06-30"),
-    row(8, "past_due", "2026-07-10"),
-    row(9, "trialing", "2026-06-29"),
-    row(10, "trialing", "2026-07-14"),
-]
+# the module docstring's table: id: (status, expires) on June 1 (None: not listed), on June 15
+STORY: dict[int, tuple[tuple[str, str] | None, tuple[str, str]]] = {
+    1: (("active", "2026-07-01"), ("active", "2026-07-01")),
+    2: (("active", "2026-06-10"), ("past_due", "2026-06-10")),
+    3: (("active", "2026-07-05"), ("past_due", "2026-07-05")),
+    4: (("trialing", "2026-06-20"), ("trialing", "2026-06-20")),
+    5: (("trialing", "2026-06-25"), ("active", "2026-07-25")),
+    6: (("past_due", "2026-06-05"), ("past_due", "2026-06-05")),
+    7: (("canceled", "2026-06-30"), ("canceled", "2026-06-30")),
+    8: (("past_due", "2026-07-10"), ("past_due", "2026-07-10")),
+    9: (None, ("trialing", "2026-06-29")),
+    10: (("canceled", "2026-06-30"), ("trialing", "2026-07-14")),
+}
+FIRST = [row(i, *june_1) for i, (june_1, _) in STORY.items() if june_1 is not None]
+SECOND = [row(i, *june_15) for i, (_, june_15) in STORY.items()]
 
 
 def env(api: HostileApi, **more: str) -> dict[str, str]:

@@ -130,9 +130,9 @@ def test_fuzzed_page_loads_with_problem_recorded_or_fails_in_one_line(
         outcome = "loaded"
         rows = query(warehouse, "SELECT count(*), count(DISTINCT id) FROM devportal.subscriptions")
         assert rows[0][0] == rows[0][1]  # one version per id: nothing duplicated
-        assert rows[0][0] <= result.rows["subscriptions"]
+        assert rows[0][0] <= result.record.rows_read["subscriptions"]
         if rows[0][0] < len(sb.truth()):  # a row was unusable: it is on the record
-            assert result.data_quality_problems > 0
+            assert result.record.data_quality_problems > 0
     finally:
         sb.set_page_override(None)
     # whatever happened, the table is sound: a clean sync converges to the truth

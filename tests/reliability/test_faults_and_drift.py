@@ -31,7 +31,7 @@ def test_fault_storm_converges_to_truth(sandbox_factory: Any, warehouse: Path, r
     sb.set_faults(rate=rate, seed=7, retry_after=0)
     result = run(sb, warehouse, max_attempts=12)
     sb.set_faults(None)
-    assert result.retries > 0
+    assert result.record.retries > 0
     assert current_rows(warehouse) == truth_rows(sb)
     # the history equals that of a clean run on the same two states: no duplicates, no gaps
     dupes = query(
@@ -77,7 +77,7 @@ def test_list_moving_while_paging_is_noticed_and_reread(
     assert moved["n"] == 1
     sweeps = query(warehouse, "SELECT sweeps FROM devportal.sync_runs")[0][0]
     assert '"attempts": 2' in sweeps or '"attempts":2' in sweeps
-    assert result.rows["subscriptions"] == len(sb.truth())
+    assert result.record.rows_read["subscriptions"] == len(sb.truth())
     assert current_rows(warehouse) == truth_rows(sb)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from devportal.pipeline import begin_writing, open_pipeline, publish
 from devportal.source import devportal_source
+from devportal.target import Target
 from devportal.warehouse import warehouse_lock
 from tests.helpers import query, sync_from
 
@@ -23,8 +24,8 @@ def test_a_pending_sync_package_survives_a_manifest_load(
     sb.advance(days=30)
     # a sync killed between normalize and load: its package is complete and pending
     with warehouse_lock(warehouse):
-        pipeline = open_pipeline(warehouse)
-        begin_writing(warehouse, None)
+        pipeline = open_pipeline(Target.of(warehouse))
+        begin_writing(Target.of(warehouse))
         pipeline.extract(devportal_source(base_url=sb.base_url, access_token=sb.token))
         pipeline.normalize()
         assert pipeline.has_pending_data
@@ -33,7 +34,7 @@ def test_a_pending_sync_package_survives_a_manifest_load(
     done = devportal("manifest", "load", str(DEMO_APP), "--warehouse", str(warehouse))
     assert done.code == 0, done.err
     runs = query(warehouse, "select run_id from devportal.sync_runs order by observed_at")
-    assert len(runs) == 2 and runs[0] == (first.run_id,)  # the pending run loaded, once
+    assert len(runs) == 2 and runs[0] == (first.record.run_id,)  # the pending run loaded, once
     live = sorted(r["id"] for r in sb.truth() if not r.get("is_test"))
     current = query(
         warehouse,
@@ -42,7 +43,7 @@ def test_a_pending_sync_package_survives_a_manifest_load(
     )
     assert [r[0] for r in current] == live  # the history as of the pending run
     assert query(warehouse, "select count(*) from devportal.app_manifests") == [(1,)]
-    assert not open_pipeline(warehouse).has_pending_data
+    assert not open_pipeline(Target.of(warehouse)).has_pending_data
 
 
 def test_a_second_source_leaves_the_first_ones_reads_alone(
@@ -54,20 +55,22 @@ def test_a_second_source_leaves_the_first_ones_reads_alone(
     sync_from(sb, warehouse)
     sb.advance(days=10)
     with warehouse_lock(warehouse):
-        pipeline = open_pipeline(warehouse)
-        begin_writing(warehouse, None)
+        pipeline = open_pipeline(Target.of(warehouse))
+        begin_writing(Target.of(warehouse))
         first = devportal_source(
             base_url=sb.base_url, access_token=sb.token, resources=["subscriptions"]
         )
-        spool = Path(pipeline.working_dir) / "spool"
-        held = sorted(spool.rglob("*.arrow"))
-        assert held  # the first source's reads, spooled
         devportal_source(base_url=sb.base_url, access_token=sb.token, resources=["subscriptions"])
-        assert all(path.exists() for path in held)
+        spool = Path(pipeline.working_dir) / "spool"
+        assert not list(spool.rglob("*.arrow"))  # a source reads when extracted, not when made
+        held = spool / "run-another" / "reads.arrow"  # another source's reads, spooled
+        held.parent.mkdir(parents=True)
+        held.write_bytes(b"not ours")
         pipeline.extract(first)
+        assert held.read_bytes() == b"not ours"
         pipeline.normalize()
         pipeline.load()
-        publish(warehouse, None)
+        publish(Target.of(warehouse))
     live = sorted(r["id"] for r in sb.truth() if not r.get("is_test"))
     current = query(
         warehouse,

@@ -12,6 +12,7 @@ import pytest
 from devportal.engines import connect
 from devportal.errors import DevportalError
 from devportal.sync import sync
+from devportal.target import Target
 from tests.helpers import query, sync_from
 
 HISTORY = (
@@ -22,7 +23,7 @@ TABLES = ("subscriptions", "user_settings", "user_setting_values", "user_account
 
 
 def on_postgres(sql: str) -> list[tuple[Any, ...]]:
-    with connect("unused.duckdb", "postgres") as engine:
+    with connect(Target.of("unused.duckdb", "postgres")) as engine:
         return engine.execute(sql)
 
 
@@ -57,7 +58,7 @@ def test_postgres_holds_the_same_history_as_duckdb(
 
 
 def dump() -> dict[str, list[tuple[Any, ...]]]:
-    with connect("unused.duckdb", "postgres") as engine:
+    with connect(Target.of("unused.duckdb", "postgres")) as engine:
         tables = engine.relations("devportal")
         assert {*TABLES, "_dlt_loads", "_dlt_pipeline_state"} <= set(tables)
         return {
@@ -70,8 +71,8 @@ def test_a_load_that_fails_on_postgres_leaves_every_table_as_before(
     sandbox_factory: Any, postgres: str, tmp_path: Path
 ) -> None:
     sb = sandbox_factory(subscriptions=300, users=60, seed=83)
-    warehouse = tmp_path / "pg.duckdb"
-    args = {"base_url": sb.base_url, "access_token": sb.token, "destination": "postgres"}
+    warehouse = Target.of(tmp_path / "pg.duckdb", "postgres")
+    args = {"base_url": sb.base_url, "access_token": sb.token}
     sync(warehouse, build_models=False, **args)
     # the database's owner adds a constraint the next run's rows break: that table's load fails,
     # after (or while) the other tables of the same run load
@@ -97,13 +98,12 @@ def test_a_load_that_fails_on_postgres_leaves_every_table_as_before(
 
 
 def on_postgres_commit(sql: str) -> None:
-    with connect("unused.duckdb", "postgres") as engine, engine.transaction():
+    with connect(Target.of("unused.duckdb", "postgres")) as engine, engine.transaction():
         engine.execute(sql)
 
 
 def loaded_formats(warehouse: Path, destination: str | None = None) -> dict[str, set[str]]:
     """Table -> the file formats of its completed load jobs (e.g. `parquet`, `jsonl`)."""
-    from devportal.target import Target
     from devportal.warehouse import pipelines_dir
 
     found: dict[str, set[str]] = {}
@@ -142,15 +142,15 @@ def test_duckdb_and_postgres_synced_from_one_folder_keep_their_own_window_cursor
     sb = sandbox_factory(subscriptions=300, users=40, seed=85)
     warehouse = tmp_path / "wh" / "warehouse.duckdb"
     args = {"base_url": sb.base_url, "access_token": sb.token, "build_models": False}
-    sync(warehouse, destination="postgres", **args)
-    postgres_clock = sb.now
+    sync(Target.of(warehouse, "postgres"), **args)
+    postgres_observed_at = sb.now
     sync(warehouse, **args)
     sb.advance(days=5)
     sync(warehouse, window=True, **args)  # DuckDB's cursor moves to day 5
     sb.advance(hours=1)
-    sync(warehouse, window=True, destination="postgres", **args)
+    sync(Target.of(warehouse, "postgres"), window=True, **args)
     starts = on_postgres("SELECT window_start FROM devportal.sync_runs WHERE mode = 'window'")
-    assert starts == [(postgres_clock - timedelta(hours=48),)]
+    assert starts == [(postgres_observed_at - timedelta(hours=48),)]
     current = on_postgres(
         "SELECT id, status FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL ORDER BY id"
     )

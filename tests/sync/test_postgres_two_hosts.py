@@ -15,6 +15,7 @@ from typing import Any
 
 from devportal.engines import connect
 from devportal.sandbox.app import ENDPOINT_SETTINGS
+from devportal.target import Target
 from tests.helpers import finished, query, start_devportal, sync_from
 
 HISTORY = (
@@ -28,7 +29,7 @@ TWO_CURRENT = (
 
 
 def on_postgres(sql: str) -> list[tuple[Any, ...]]:
-    with connect("unused.duckdb", "postgres") as engine:
+    with connect(Target.of("unused.duckdb", "postgres")) as engine:
         return engine.execute(sql)
 
 

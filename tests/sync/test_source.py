@@ -56,9 +56,9 @@ def test_the_run_record_is_one_definition_and_names_its_load(
         "order by r.observed_at",
     )
     assert [(r[0], r[1]) for r in rows] == [
-        (first.run_id, first.load_id),
-        (second.run_id, second.load_id),
+        (first.record.run_id, first.record.load_id),
+        (second.record.run_id, second.record.load_id),
     ]
     for _run_id, load_id, dlt_load_id, status, _requests, mode in rows:
         assert load_id == dlt_load_id and status == 0 and mode == "sweep"
-    assert [r[4] for r in rows] == [first.requests, second.requests]
+    assert [r[4] for r in rows] == [first.record.requests, second.record.requests]

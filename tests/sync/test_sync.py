@@ -27,7 +27,7 @@ def test_sweep_equals_truth_live_only(sandbox_factory: Any, warehouse: Path) -> 
     sb = sandbox_factory(subscriptions=1500, users=300, seed=3, test_share=0.1)
     result = run(sb, warehouse)
     assert current_rows(warehouse) == truth_rows(sb)
-    assert result.rows["subscriptions"] == len(sb.truth(is_test=False))
+    assert result.record.rows_read["subscriptions"] == len(sb.truth(is_test=False))
     # live by default: no test rows in the warehouse
     assert query(warehouse, "SELECT count(*) FROM devportal.subscriptions WHERE is_test")[0][0] == 0
     # a run record names what was read, stamped with the server's (simulated) clock
@@ -108,7 +108,7 @@ def test_window_mode_never_closes_rows_it_did_not_read(
     sb.advance(days=15)
     # a window that reads only the newest subscriptions
     result = run(sb, warehouse, since=sb.now.replace(hour=0, minute=0, second=0) - _days(15))
-    assert result.mode == "window"
+    assert result.record.mode == "window"
     window_ids = {r[0] for r in query(warehouse, "SELECT id FROM devportal.subscriptions")}
     truth = {r["id"]: r for r in sb.truth()}
     # every id from the first sweep is still current in some version: nothing was retired
@@ -135,7 +135,7 @@ def test_faults_ten_percent_still_equal_truth(sandbox_factory: Any, warehouse: P
     sb = sandbox_factory(subscriptions=2000, users=200, seed=8)
     sb.set_faults(rate=0.1, seed=11, retry_after=0)
     result = run(sb, warehouse)
-    assert result.retries > 0
+    assert result.record.retries > 0
     sb.set_faults(None)
     assert current_rows(warehouse) == truth_rows(sb)
     faults = (
@@ -192,7 +192,7 @@ def test_bad_values_are_kept_null_and_counted(sandbox_factory: Any, warehouse: P
     sb.world.set_raw(ids[2], expires_at="not a date")
     sb.world.set_raw(ids[3], status="paused")
     result = run(sb, warehouse)
-    assert result.data_quality_problems == 4
+    assert result.record.data_quality_problems == 4
     rows = dict(
         (r[0], r[1:])
         for r in query(
@@ -241,7 +241,7 @@ def test_user_accounts_ttl_and_missing(sandbox_factory: Any, warehouse: Path) ->
     seen = {r["service_id"] for r in sb.truth()} | {
         u["user"]["service"]["id"] for u in sb.truth_users()
     }
-    assert first.rows["user_accounts"] == len(seen)
+    assert first.record.rows_read["user_accounts"] == len(seen)
     rows = dict(query(warehouse, "SELECT user_id, status FROM devportal.user_accounts"))
     assert set(rows) == seen
     for user_id, status in rows.items():
@@ -255,11 +255,11 @@ def test_user_accounts_ttl_and_missing(sandbox_factory: Any, warehouse: Path) ->
     assert primaries == [(0,)]
     # within the TTL nothing is fetched again
     second = run(sb, warehouse)
-    assert second.rows.get("user_accounts", 0) == 0
+    assert second.record.rows_read.get("user_accounts", 0) == 0
     # past the TTL everyone is refreshed
     sb.advance(days=8)
     third = run(sb, warehouse)
-    assert third.rows["user_accounts"] >= len(seen)
+    assert third.record.rows_read["user_accounts"] >= len(seen)
 
 
 def test_window_cursor_reads_since_the_last_run_minus_lookback(
@@ -273,7 +273,7 @@ def test_window_cursor_reads_since_the_last_run_minus_lookback(
     known = {r["id"] for r in sb.truth()}
     sb.advance(days=3)
     result = run(sb, warehouse, window=True, lookback_hours=24)
-    assert result.mode == "window"
+    assert result.record.mode == "window"
     start, end = query(
         warehouse, "SELECT window_start, window_end FROM devportal.sync_runs WHERE mode = 'window'"
     )[0]
@@ -282,7 +282,7 @@ def test_window_cursor_reads_since_the_last_run_minus_lookback(
     # every subscription created since the cursor arrived, older ones were left alone
     new_ids = {r["id"] for r in sb.truth()} - known
     assert new_ids and new_ids <= {r["id"] for r in current_rows(warehouse)}
-    assert result.closed_versions <= result.rows["subscriptions"]
+    assert result.closed_versions <= result.record.rows_read["subscriptions"]
 
 
 def test_sync_records_the_configured_manifest_before_models(

@@ -91,8 +91,9 @@ def test_a_users_own_script_runs_the_source_with_settings_from_the_environment(
         "ORDER BY started_at",
     )
     assert [r[:3] for r in runs] == [("sweep", "server", True)] * 2 + [("window", "server", True)]
-    second_clock = query(db, "SELECT observed_at FROM portal.sync_runs ORDER BY started_at")[1][0]
-    assert runs[2][3] == second_clock - timedelta(hours=48)
+    observed = query(db, "SELECT observed_at FROM portal.sync_runs ORDER BY started_at")
+    second_observed_at = observed[1][0]
+    assert runs[2][3] == second_observed_at - timedelta(hours=48)
 
 
 def test_a_users_own_script_without_a_token_fails_with_one_clear_line(

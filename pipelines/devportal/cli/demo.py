@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from devportal.cli import options
+from devportal.target import Target
 
 DEMO_WAREHOUSE = "warehouse/demo.duckdb"
 
@@ -42,19 +43,20 @@ def run(args: argparse.Namespace) -> int:
 
     from devportal import demo
 
-    if args.destination is None:
-        return _run(args)
+    target = options.target(args)
+    if target.is_file:
+        return _run(args, target)
     if os.environ.get(demo.POSTGRES_ENV):
-        demo.require_empty_postgres()
+        demo.require_empty_postgres(target)
         server: Any = nullcontext()
     else:
         print("demo: starting a throwaway PostgreSQL server (pgserver), removed at the end")
         server = demo.throwaway_postgres()
     with server:
-        return _run(args)
+        return _run(args, target)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, target: Target) -> int:
     from devportal import demo, report
     from devportal.sandbox import Sandbox
     from devportal.sync import sync
@@ -82,26 +84,24 @@ def _run(args: argparse.Namespace) -> int:
                     + ", ".join(f"{k} {v}" for k, v in changes.items())
                 )
             result = sync(
-                args.warehouse,
+                target,
                 base_url=sb.base_url,
                 access_token=sb.token,
-                destination=args.destination,
                 build_models=False,
                 progress="off",
             )
             print(f"demo: sync {n}/{args.syncs}: {result.summary()}")
             if n == 1 or n == args.syncs:
-                release = demo.record_release(
-                    args.warehouse, first=n == 1, destination=args.destination
-                )
+                release = demo.record_release(target, first=n == 1)
                 print(
                     f"demo: manifest {release.name} {release.version} recorded "
                     f"({len(release.errors)} errors, {len(release.warnings)} warnings)"
                 )
-    options.build_models(args.warehouse, args.destination)
+    with demo.demo_prices():  # the demo's price book, where the user set none
+        options.build_models(target)
     print()
-    report.print_report(args.warehouse, fmt="table", html=args.html, destination=args.destination)
-    if args.destination is None:
+    report.print_report(target, fmt="table", html=args.html)
+    if target.is_file:
         print(
             f"\nnext: make report WAREHOUSE={args.warehouse} ARGS='--html report.html'  "
             f"(charts), make notebook (pandas), or any DuckDB client on {args.warehouse}"

@@ -10,6 +10,7 @@ manifest with errors too (findings included, so analysts see broken releases) an
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from devportal.cli import options
@@ -24,14 +25,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     )
     actions = parser.add_subparsers(dest="manifest_action", required=True)
 
-    validate = actions.add_parser(
+    validate = _action(
+        actions,
         "validate",
+        run_validate,
         help="report every problem with its JSON pointer (exit 0 valid, 1 errors, 2 unreadable)",
         description="Report every problem in the manifest, errors first, each with its JSON "
         "pointer and rule id. Exit 0 when valid (warnings allowed), 1 on errors, 2 when the "
         "input cannot be read.",
     )
-    validate.add_argument("path", metavar="PATH", help="manifest.json or the app bundle folder")
     validate.add_argument(
         "--json",
         action="store_true",
@@ -43,20 +45,34 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         metavar="PATH",
         help="also check that no platform recorded in this warehouse for the app was removed",
     )
-    validate.set_defaults(func=run_validate)
 
-    load = actions.add_parser(
+    load = _action(
+        actions,
         "load",
+        run_load,
         help="validate, then record the manifest and its findings in the warehouse",
         description="Validate the manifest against the versions already recorded, then record "
         "it (one record per distinct content; loading it again adds nothing). A manifest with "
         "errors is recorded too, with its findings, and the command exits 1.",
     )
-    load.add_argument("path", metavar="PATH", help="manifest.json or the app bundle folder")
     options.add_warehouse(load, metavar="PATH", help="DuckDB warehouse file (default: %(default)s)")
     options.add_destination(load)
     load.add_argument("--json", action="store_true", help="print the findings as a JSON list")
-    load.set_defaults(func=run_load)
+
+
+def _action(
+    actions: argparse._SubParsersAction[Any],
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    *,
+    help: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """`devportal manifest NAME PATH ...`: the action's parser, with PATH, handled by FUNC."""
+    parser = actions.add_parser(name, help=help, description=description)
+    parser.add_argument("path", metavar="PATH", help="manifest.json or the app bundle folder")
+    parser.set_defaults(func=func)
+    return parser
 
 
 def run_validate(args: argparse.Namespace) -> int:
@@ -71,6 +87,4 @@ def run_validate(args: argparse.Namespace) -> int:
 def run_load(args: argparse.Namespace) -> int:
     from devportal.manifest.output import load_and_report
 
-    return load_and_report(
-        args.path, args.warehouse, as_json=args.json, destination=args.destination
-    )
+    return load_and_report(args.path, options.target(args), as_json=args.json)

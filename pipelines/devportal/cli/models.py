@@ -38,6 +38,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     from devportal import models
 
-    summary = models.build(args.warehouse, check=args.check, destination=args.destination)
+    summary = models.build(options.target(args), check=args.check)
     print(models.summary_line(summary))
     return 0

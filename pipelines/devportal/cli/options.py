@@ -1,17 +1,20 @@
 """The options and argument types several commands share, written once.
 
-`--warehouse` (every command that reads or writes the warehouse), `--destination` and the rule
-that goes with it after a load (the SQL models are built on DuckDB and PostgreSQL, not on other
-destinations), and the argument types for dates and resource lists. Nothing heavy is imported
-here.
+`--warehouse` (every command that reads or writes the warehouse), `--destination`, the one
+`Target` a command makes of them (`target`) and the rule that goes with it after a load (the
+SQL models are built on DuckDB and PostgreSQL, not on other destinations), options handed on
+as they are (`passed`), and the argument types for dates and resource lists. Nothing heavy is
+imported here.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from devportal.target import Target
 from devportal.warehouse import DEFAULT_WAREHOUSE
 
 
@@ -36,19 +39,30 @@ def add_destination(
     parser.add_argument("--destination", help=help)
 
 
-def build_models(warehouse: str, destination: str | None) -> None:
+def target(args: argparse.Namespace) -> Target:
+    """The command's one `Target`, from `--warehouse` and `--destination` (a command without
+    `--destination` works on the DuckDB file); made once by the handler and handed down."""
+    return Target.of(args.warehouse, getattr(args, "destination", None))
+
+
+def build_models(target: Target) -> None:
     """Build the SQL models after a load and print the summary line, or say why not: they are
     built on DuckDB (the warehouse) and PostgreSQL only (`models.build_after_load`)."""
     from devportal import models
 
-    summary = models.build_after_load(warehouse, destination)
+    summary = models.build_after_load(target)
     if summary is None:
         print(
-            f"models: skipped (they are built on DuckDB and PostgreSQL, not on {destination}; "
+            f"models: skipped (they are built on DuckDB and PostgreSQL, not on {target.name}; "
             "query the raw tables in the dataset devportal there)"
         )
     else:
         print(models.summary_line(summary))
+
+
+def passed(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
+    """The options NAMES as they were given, for a feature taking them by the same names."""
+    return {name: getattr(args, name) for name in names}
 
 
 def positive_int(text: str) -> int:

@@ -29,7 +29,5 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    report.print_report(
-        args.warehouse, fmt=args.format, html=args.html, destination=args.destination
-    )
+    report.print_report(options.target(args), fmt=args.format, html=args.html)
     return 0

@@ -21,7 +21,10 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from devportal.target import Target
 
 SWITCH = "DEVPORTAL_SPEEDUPS"
 ALL = ("early", "no-pandas", "fresh-models")
@@ -38,17 +41,16 @@ def enabled(name: str) -> bool:
     return name in {part.strip() for part in value.split(",")}
 
 
-def early_client(args: argparse.Namespace) -> Any:
+def early_client(args: argparse.Namespace, target: Target) -> Any:
     """A client already reading the subscription list while dlt and DuckDB import, for a sweep
     that reads subscriptions (`cli.early`); else None."""
     wanted = args.resources or ["subscriptions"]
     if not enabled("early") or args.since or args.window or "subscriptions" not in wanted:
         return None
     from devportal.cli import early
-    from devportal.target import Target
     from devportal.warehouse import looks_busy
 
-    if Target.of(args.warehouse, args.destination).is_file and looks_busy(args.warehouse):
+    if target.is_file and looks_busy(target.warehouse):
         return None  # the sync will stop at once: no API requests for nothing
     return early.start(args.base_url, args.workers, args.max_workers)
 
@@ -77,7 +79,7 @@ def without_pandas() -> Iterator[None]:
         sys.meta_path.remove(finder)
 
 
-def models_in_a_fresh_process(args: argparse.Namespace) -> None:
+def models_in_a_fresh_process(args: argparse.Namespace, target: Target) -> None:
     """Build the models with `devportal models` in this process's place (exec), when that is
     on and possible; otherwise return, and the caller builds them in process.
 
@@ -87,18 +89,15 @@ def models_in_a_fresh_process(args: argparse.Namespace) -> None:
     own program (`args.own_process`), never inside a caller's process, and on POSIX only
     (elsewhere exec starts a new process and ends this one: the shell would not wait); the
     output and exit code are `devportal models`' own, as the in-process build's would be."""
-    from devportal.target import Target
-
-    engine = Target.of(args.warehouse, args.destination).engine
-    own = args.own_process and os.name == "posix" and engine is not None
+    own = args.own_process and os.name == "posix" and target.engine is not None
     if own and enabled("fresh-models"):
-        _exec_models(args)
+        _exec_models(args, target)
 
 
-def _exec_models(args: argparse.Namespace) -> NoReturn:
+def _exec_models(args: argparse.Namespace, target: Target) -> NoReturn:
     argv = [sys.executable, "-m", "devportal", *(["--debug"] if args.debug else [])]
-    argv += ["models", "--warehouse", str(args.warehouse)]
-    argv += ["--destination", args.destination] if args.destination else []
+    argv += ["models", "--warehouse", str(target.warehouse)]
+    argv += [] if target.is_file else ["--destination", target.name]
     logging.getLogger("devportal.cli").debug("models: building them in a fresh process: exec")
     sys.stdout.flush()
     sys.stderr.flush()

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from devportal.cli import options, speedups
+from devportal.target import Target
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -64,10 +65,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    early = speedups.early_client(args)
+    target = options.target(args)
+    early = speedups.early_client(args, target)
     try:
         with speedups.without_pandas():
-            result = _sync(args, early)
+            result = _sync(args, target, early)
     finally:
         if early is not None:
             early.close()
@@ -80,30 +82,31 @@ def run(args: argparse.Namespace) -> int:
         from devportal.manifest.output import load_and_report
 
         # a manifest with errors is recorded with its findings; exit 1 so a scheduler notices
-        code = load_and_report(manifest, args.warehouse, destination=args.destination)
+        code = load_and_report(manifest, target)
     if not args.no_models:
         if code == 0:
-            speedups.models_in_a_fresh_process(args)  # returns when it does not exec
-        options.build_models(args.warehouse, args.destination)
+            speedups.models_in_a_fresh_process(args, target)  # returns when it does not exec
+        options.build_models(target)
     return code
 
 
-def _sync(args: argparse.Namespace, early: Any) -> Any:
+# the options `devportal sync` hands to `sync.sync` as they are
+PASSED = (
+    "base_url",
+    "since",
+    "window",
+    "include_test",
+    "progress",
+    "allow_mass_close",
+    "workers",
+    "max_workers",
+)
+
+
+def _sync(args: argparse.Namespace, target: Target, early: Any) -> Any:
     from devportal.client import RESOURCES
     from devportal.sync import sync
 
-    return sync(
-        args.warehouse,
-        base_url=args.base_url,
-        resources=args.resources or list(RESOURCES),
-        since=args.since,
-        window=args.window,
-        include_test=args.include_test,
-        destination=args.destination,
-        progress=args.progress,
-        build_models=False,
-        allow_mass_close=args.allow_mass_close,
-        workers=args.workers,
-        max_workers=args.max_workers,
-        early=early,
-    )
+    resources = args.resources or list(RESOURCES)
+    passed = options.passed(args, PASSED)
+    return sync(target, resources=resources, build_models=False, early=early, **passed)

@@ -11,11 +11,14 @@ import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from devportal.client.body import MIB
 from devportal.client.pages import Page, PageGuard, page_parser, refused, row_keys
 from devportal.concurrency import Concurrency
+
+# What `ApiClient.get_json` returns instead of `(body, headers)`: `check(body, headers)`.
+Check = Callable[[Any, Mapping[str, str]], Any]
 
 AHEAD_BYTES = 64 * MIB  # decoded bytes of pages read ahead of the reader, at most (about)
 _END = object()
@@ -27,16 +30,8 @@ class Paging:
 
     concurrency: Concurrency
     _prefetch: Prefetch | None
-
-    if TYPE_CHECKING:
-
-        def get_json(
-            self,
-            path_or_url: str,
-            params: Mapping[str, Any] | None = None,
-            check: Callable[[Any, Mapping[str, str]], Any] | None = None,
-            per_page: int | None = None,
-        ) -> Any: ...
+    # ApiClient.get_json(path_or_url, params, check, per_page), called positionally here
+    get_json: Callable[[str, Mapping[str, Any] | None, Check | None, int | None], Any]
 
     def fetch_page(
         self, path: str, params: Mapping[str, Any], page: int, per_page: int | None = None

@@ -16,7 +16,7 @@ import http.client
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -42,8 +42,8 @@ from devportal.client.body import (
 from devportal.client.budget import Budget, retry_after_seconds
 from devportal.client.errors import NotFound, RetryableError
 from devportal.client.jsonparse import error_message, parse_json
-from devportal.client.pages import Page
-from devportal.client.paging import Paging, Prefetch
+from devportal.client.pages import Page, page_parser
+from devportal.client.paging import Check, Paging, Prefetch
 from devportal.client.settings import TOKEN_HINT, HttpSettings, check_base_url, clean_token
 from devportal.client.watchdog import WATCHDOG, WatchedAdapter
 from devportal.concurrency import Concurrency, RequestOutcome, Slot
@@ -143,12 +143,21 @@ class ApiClient(Paging):
             return path_or_url
         return urljoin(self.base_url + "/", path_or_url.lstrip("/"))
 
+    def peek_page(self, path: str, params: Mapping[str, Any]) -> Page:
+        """Page 1 of a list asked only for what its headers tell (the server's `Date`): nothing
+        of its body is kept, so what its text had replaced is not counted in `stats` (its
+        request is)."""
+        page: Page = self.get_json(path, {**params, "page": 1}, page_parser(1, path), counted=False)
+        return page
+
     def get_json(
         self,
         path_or_url: str,
         params: Mapping[str, Any] | None = None,
-        check: Callable[[Any, Mapping[str, str]], Any] | None = None,
+        check: Check | None = None,
         per_page: int | None = None,
+        *,
+        counted: bool = True,
     ) -> Any:
         """GET and parse JSON with the retry policy.
 
@@ -156,7 +165,8 @@ class ApiClient(Paging):
         the body's size. `check` runs inside the retry loop: a RetryableError it raises fetches
         the body again, any other error ends the call. Each attempt is bounded by `timeout_s`
         in total, the whole call by `max_wait_s` (see `Budget`); the body by `body_cap`
-        (`per_page`: the rows a page of this list holds, when known).
+        (`per_page`: the rows a page of this list holds, when known). `counted=False`: an
+        answer nothing of which is kept (`peek_page`), whose replaced text `stats` leaves out.
         """
         url = self.url(path_or_url)
         self._check_same_origin(url)
@@ -169,7 +179,7 @@ class ApiClient(Paging):
             reraise=True,
         )
         try:
-            return retrying(self._get_once, url, params, check, budget)
+            return retrying(self._get_once, url, params, check, budget, counted)
         except RetryableError as err:
             attempts = budget.attempts
             spent = time.monotonic() - budget.started
@@ -209,8 +219,9 @@ class ApiClient(Paging):
         self,
         url: str,
         params: Mapping[str, Any] | None,
-        check: Callable[[Any, Mapping[str, str]], Any] | None,
+        check: Check | None,
         budget: Budget,
+        counted: bool = True,
     ) -> Any:
         started = time.monotonic()
         deadline, bound = budget.start_attempt()
@@ -251,7 +262,7 @@ class ApiClient(Paging):
         body: Any = None
         try:
             body, surrogates, nul = parse_json(content, status)
-            if surrogates or nul:
+            if counted and (surrogates or nul):
                 self.stats.count_replaced(surrogates, nul)
             if check is None:
                 return body, resp.headers

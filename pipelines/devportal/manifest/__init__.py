@@ -20,7 +20,7 @@ Public entry points:
     validate_with_history(path, previous_platforms=None, *, warehouse=None, pipeline=None)
     manifest_resources(path, previous_platforms=None, *, pipeline=None) -> list[DltResource]
     resources_for_report(report) -> list[DltResource]
-    load_manifest(path, warehouse) -> LoadResult
+    load_manifest(path, target) -> LoadResult
     recorded_platforms(warehouse, name) -> set[str]
 
 The validation layer is re-exported plainly. The recording layer's names are resolved on

@@ -18,28 +18,23 @@ from typing import TextIO
 
 from devportal.display import json_document, terminal
 from devportal.manifest.report import Finding, ManifestReport
+from devportal.target import Target
 
 
-def load_and_report(
-    path: str | Path,
-    warehouse: str | Path,
-    *,
-    as_json: bool = False,
-    destination: str | None = None,
-) -> int:
-    """Load PATH into WAREHOUSE and print the findings and a summary line (also used by
+def load_and_report(path: str | Path, target: Target, *, as_json: bool = False) -> int:
+    """Load PATH into TARGET and print the findings and a summary line (also used by
     `devportal sync --manifest`). Returns the exit code: 0 recorded valid, 1 recorded with
     errors; unreadable input raises `ManifestUnreadable` (exit 2) before anything is written."""
     from devportal.manifest.resource import load_manifest  # dlt: only when recording
 
-    result = load_manifest(path, warehouse, destination)
+    result = load_manifest(path, target)
     report = result.report
     print_findings(report, as_json=as_json)
     # The summary goes to stderr under --json so stdout stays one JSON document.
     out = sys.stderr if as_json else sys.stdout
     print(
         terminal(
-            f"recorded {_title(report)} in {destination or result.warehouse} "
+            f"recorded {_title(report)} in {result.warehouse if target.is_file else target.name} "
             f"(content_hash {report.content_hash[:12]})"
         ),
         file=out,

@@ -53,7 +53,7 @@ from devportal.manifest.tables import (
     SOURCES,
     TABLES,
 )
-from devportal.target import Target
+from devportal.target import Target, Where
 from devportal.transaction import writing
 
 if TYPE_CHECKING:
@@ -62,69 +62,45 @@ if TYPE_CHECKING:
 Row = dict[str, Any]
 
 
-def _column(data_type: str, *, nullable: bool = True, **hints: Any) -> dict[str, Any]:
-    return {"data_type": data_type, "nullable": nullable, **hints}
+def _columns(ddl: str, **hints: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """dlt column hints written like SQL: `name type [not null]`, comma separated; HINTS adds
+    hints to a column by name."""
+    columns = {}
+    for column in ddl.split(","):
+        name, data_type, *rest = column.split()
+        columns[name] = {"data_type": data_type, "nullable": rest != ["not", "null"]}
+        columns[name].update(hints.get(name, {}))
+    return columns
 
 
-_KEY = {
-    "content_hash": _column("text", nullable=False),
-    "ordinal": _column("bigint", nullable=False),
-}
+_KEY = "content_hash text not null, ordinal bigint not null, "
 
 COLUMNS: dict[str, dict[str, dict[str, Any]]] = {
-    MANIFESTS: {
-        "content_hash": _column("text", nullable=False),
-        "name": _column("text"),
-        "version": _column("text"),
-        "build_path": _column("text"),
-        "icon": _column("text"),
-        "icon_width": _column("bigint"),
-        "icon_height": _column("bigint"),
-        "error_count": _column("bigint", nullable=False),
-        "warning_count": _column("bigint", nullable=False),
-        "loaded_at": _column("timestamp", nullable=False),
-        "manifest_path": _column("text"),
-        "size_bytes": _column("bigint", nullable=False),
-        "document": _column("json"),
-    },
-    SOURCES: {
-        **_KEY,
-        "source_id": _column("text"),
-        "source_type": _column("text"),
-        "name": _column("text"),
-        "description": _column("text"),
-        "bullets": _column("json"),
-        "banner_image": _column("text"),
-        "file": _column("text"),
-        "initial_size_type": _column("text"),
-        "initial_width": _column("double"),
-        "initial_height": _column("double"),
-        "initial_size_is_default": _column("bool", nullable=False),
-        "redirect_properties_to_top_nav_slot": _column("bool", nullable=False),
-    },
-    PAGES: {
-        **_KEY,
-        "slot": _column("text"),
-        "file": _column("text"),
-        "persistent": _column("bool", nullable=False),
-        "allow_popout": _column("bool", nullable=False),
-        "pop_out_width": _column("double"),
-        "pop_out_height": _column("double"),
-        "pop_out_min_width": _column("double"),
-        "pop_out_min_height": _column("double"),
-    },
-    PLATFORMS: {**_KEY, "platform": _column("text")},
-    PERMISSIONS: {**_KEY, "permission": _column("text"), "is_known": _column("bool")},
-    AUTHORIZATION_URLS: {**_KEY, "url": _column("text"), "normalised_url": _column("text")},
-    MEDIA_DOMAINS: {**_KEY, "media_domain": _column("text")},
-    FINDINGS: {
-        **_KEY,
-        "severity": _column("text"),
-        "pointer": _column("text"),
-        "rule": _column("text"),
-        "message": _column("text"),
-        CLEAR_MARKER: _column("bool", hard_delete=True),
-    },
+    MANIFESTS: _columns(
+        "content_hash text not null, name text, version text, build_path text, icon text, "
+        "icon_width bigint, icon_height bigint, error_count bigint not null, "
+        "warning_count bigint not null, loaded_at timestamp not null, manifest_path text, "
+        "size_bytes bigint not null, document json"
+    ),
+    SOURCES: _columns(
+        _KEY + "source_id text, source_type text, name text, description text, bullets json, "
+        "banner_image text, file text, initial_size_type text, initial_width double, "
+        "initial_height double, initial_size_is_default bool not null, "
+        "redirect_properties_to_top_nav_slot bool not null"
+    ),
+    PAGES: _columns(
+        _KEY + "slot text, file text, persistent bool not null, allow_popout bool not null, "
+        "pop_out_width double, pop_out_height double, pop_out_min_width double, "
+        "pop_out_min_height double"
+    ),
+    PLATFORMS: _columns(_KEY + "platform text"),
+    PERMISSIONS: _columns(_KEY + "permission text, is_known bool"),
+    AUTHORIZATION_URLS: _columns(_KEY + "url text, normalised_url text"),
+    MEDIA_DOMAINS: _columns(_KEY + "media_domain text"),
+    FINDINGS: _columns(
+        _KEY + f"severity text, pointer text, rule text, message text, {CLEAR_MARKER} bool",
+        **{CLEAR_MARKER: {"hard_delete": True}},
+    ),
 }
 
 
@@ -377,24 +353,22 @@ class LoadResult:
     load_id: str | None
 
 
-def load_manifest(
-    path: str | Path, warehouse: str | Path, destination: str | None = None
-) -> LoadResult:
-    """Validate PATH against the warehouse history and record it there (findings included).
+def load_manifest(path: str | Path, target: Where) -> LoadResult:
+    """Validate PATH against TARGET's history and record it there (findings included).
 
-    DESTINATION: a dlt destination (e.g. `postgres`) to record into instead of the DuckDB file
-    WAREHOUSE, whose path then only places dlt's working folder and the lock.
+    TARGET: a `Target`, or the DuckDB warehouse file's path. On another destination (e.g.
+    `postgres`) the warehouse path only places dlt's working folder and the lock.
 
     Holds the warehouse lock for the whole read-validate-write so no other writer can record a
     version in between. A manifest with errors is recorded too: analysts see broken releases,
     and the caller decides the exit code from `report.ok`.
     """
-    destination = Target.of(warehouse, destination).destination
-
+    target = Target.of(target)
+    warehouse = target.warehouse
     # Fail on unreadable input before touching the warehouse (no lock, no dlt folder).
     read_manifest(path)
-    with writing(warehouse, destination) as run:
-        if destination is None:
+    with writing(target) as run:
+        if target.is_file:
             # the history is read from the published warehouse (read-only): what the run
             # settled is in it, and the draft this run writes is a copy of it
             report = validate_with_history(path, warehouse=warehouse)

@@ -23,7 +23,7 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 from devportal.manifest import bundle as bundle_paths
 from devportal.manifest import facts
 from devportal.manifest.images import image_size
-from devportal.manifest.report import ERROR, WARNING, Finding, pointer, quoted
+from devportal.manifest.report import ERROR, WARNING, Finding, Severity, pointer, quoted
 
 _PERMISSION_FORM = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+$")
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -65,6 +65,31 @@ def _repeats(
             first[seen] = index
 
 
+def _repeat_findings(
+    entries: Iterable[tuple[int, str]],
+    severity: Severity,
+    rule: str,
+    where: tuple[str, ...],
+    message: str,
+    *,
+    key: Callable[[str], Hashable] = lambda value: value,
+    shown: Callable[[str], str] = repr,
+) -> Iterator[Finding]:
+    """A finding for each entry that repeats an earlier one (same KEY).
+
+    WHERE is the array, then the field when the entries are a field of the array's objects;
+    MESSAGE is a template of {value} (the entry as SHOWN) and {first} (the earlier entry's index).
+    """
+    array, *field = where
+    for index, value, first in _repeats(entries, key):
+        yield Finding(
+            severity,
+            pointer([array, index, *field]),
+            rule,
+            message.format(value=shown(value), first=first),
+        )
+
+
 def _known(values: Collection[str]) -> str:
     return ", ".join(values)
 
@@ -72,26 +97,28 @@ def _known(values: Collection[str]) -> str:
 # --- identity and layout ----------------------------------------------------------------------
 
 
-def unique_source_ids(document: dict[str, Any]) -> Iterator[Finding]:
-    for index, source_id, first in _repeats(_string_fields(document, "sources", "id")):
-        yield Finding(
-            ERROR,
-            pointer(["sources", index, "id"]),
-            "unique-source-id",
-            f"source id {source_id!r} is already used by /sources/{first}/id; "
-            "give each source its own id",
-        )
+# (array, field, rule, message as in `_repeat_findings`): a value the client wants used once
+_UNIQUE_FIELDS = (
+    (
+        "sources",
+        "id",
+        "unique-source-id",
+        "source id {value} is already used by /sources/{first}/id; give each source its own id",
+    ),
+    (
+        "pages",
+        "slot",
+        "one-page-per-slot",
+        "slot {value} already holds the page /pages/{first}; the client allows one page per slot",
+    ),
+)
 
 
-def one_page_per_slot(document: dict[str, Any]) -> Iterator[Finding]:
-    for index, slot, first in _repeats(_string_fields(document, "pages", "slot")):
-        yield Finding(
-            ERROR,
-            pointer(["pages", index, "slot"]),
-            "one-page-per-slot",
-            f"slot {slot!r} already holds the page /pages/{first}; "
-            "the client allows one page per slot",
-        )
+def unique_fields(document: dict[str, Any]) -> Iterator[Finding]:
+    """unique-source-id and one-page-per-slot."""
+    for array, name, rule, message in _UNIQUE_FIELDS:
+        entries = _string_fields(document, array, name)
+        yield from _repeat_findings(entries, ERROR, rule, (array, name), message)
 
 
 def known_values(document: dict[str, Any]) -> Iterator[Finding]:
@@ -274,17 +301,29 @@ def _check_icon(value: str, path: Path) -> Iterator[Finding]:
 # --- sizes ------------------------------------------------------------------------------------
 
 
+def _sizes(
+    document: dict[str, Any], array: str, key: str
+) -> Iterator[tuple[list[str | int], dict[str, Any]]]:
+    """(path, object) of the object KEY of each object in the array ARRAY, where it is one."""
+    for index, item in _objects(document, array):
+        size = item.get(key)
+        if isinstance(size, dict):
+            yield [array, index, key], size
+
+
+def _numbers(size: dict[str, Any], keys: Iterable[str]) -> Iterator[tuple[str, int | float]]:
+    """(key, value) of each of KEYS whose value in SIZE is a number."""
+    for key in keys:
+        value = size.get(key)
+        if _is_number(value):
+            yield key, value
+
+
 def initial_sizes(document: dict[str, Any]) -> Iterator[Finding]:
-    for index, source in _objects(document, "sources"):
-        size = source.get("initialSize")
-        if not isinstance(size, dict):
-            continue
+    for base, size in _sizes(document, "sources", "initialSize"):
         kind = size.get("type")
-        for dim in ("width", "height"):
-            value = size.get(dim)
-            if not _is_number(value):
-                continue
-            here = pointer(["sources", index, "initialSize", dim])
+        for dim, value in _numbers(size, ("width", "height")):
+            here = pointer([*base, dim])
             if kind == "relative" and not (0 < value <= 1):
                 yield Finding(
                     ERROR,
@@ -303,16 +342,9 @@ def initial_sizes(document: dict[str, Any]) -> Iterator[Finding]:
 
 
 def popout_sizes(document: dict[str, Any]) -> Iterator[Finding]:
-    for index, page in _objects(document, "pages"):
-        size = page.get("popOutSize")
-        if not isinstance(size, dict):
-            continue
-        base: list[str | int] = ["pages", index, "popOutSize"]
+    for base, size in _sizes(document, "pages", "popOutSize"):
         positive: dict[str, float] = {}
-        for key in ("width", "height", "minWidth", "minHeight"):
-            value = size.get(key)
-            if not _is_number(value):
-                continue
+        for key, value in _numbers(size, ("width", "height", "minWidth", "minHeight")):
             if 0 < value < math.inf:
                 positive[key] = value
             else:
@@ -376,26 +408,33 @@ def _split_http_url(url: str) -> SplitResult | None:
     return parts
 
 
-def authorization_urls(document: dict[str, Any]) -> Iterator[Finding]:
+def _checked_strings(
+    document: dict[str, Any],
+    array: str,
+    rule: str,
+    problem: Callable[[str], str | None],
+    repeat_message: str,
+    key: Callable[[str], Hashable],
+) -> Iterator[Finding]:
+    """An error RULE for each string in ARRAY with a PROBLEM, then a duplicate-entry warning
+    for each of the others that repeats an earlier one (same KEY; REPEAT_MESSAGE as in
+    `_repeat_findings`)."""
     valid: list[tuple[int, str]] = []
-    for index, url in _strings(document, "authorizationUrls"):
-        if normalise_authorization_url(url) is None:
-            yield Finding(
-                ERROR,
-                pointer(["authorizationUrls", index]),
-                "authorization-url",
-                f"{_short(url)} is not an absolute http(s) URL; write it as https://host/path",
-            )
+    for index, value in _strings(document, array):
+        why = problem(value)
+        if why is None:
+            valid.append((index, value))
         else:
-            valid.append((index, url))
-    for index, url, first in _repeats(valid, key=normalise_authorization_url):
-        yield Finding(
-            WARNING,
-            pointer(["authorizationUrls", index]),
-            "duplicate-entry",
-            f"{_short(url)} matches the same URL as /authorizationUrls/{first} "
-            "(the query is ignored when matching); remove one",
-        )
+            yield Finding(ERROR, pointer([array, index]), rule, f"{_short(value)} {why}")
+    yield from _repeat_findings(
+        valid, WARNING, "duplicate-entry", (array,), repeat_message, key=key, shown=_short
+    )
+
+
+def _authorization_url_problem(url: str) -> str | None:
+    if normalise_authorization_url(url) is None:
+        return "is not an absolute http(s) URL; write it as https://host/path"
+    return None
 
 
 def media_domain_problem(value: str) -> str | None:
@@ -428,36 +467,42 @@ def media_domain_problem(value: str) -> str | None:
     return None
 
 
-def media_domains(document: dict[str, Any]) -> Iterator[Finding]:
-    valid: list[tuple[int, str]] = []
-    for index, domain in _strings(document, "mediaDomains"):
-        problem = media_domain_problem(domain)
-        if problem is not None:
-            yield Finding(
-                ERROR,
-                pointer(["mediaDomains", index]),
-                "media-domain",
-                f"{_short(domain)} {problem}",
-            )
-        else:
-            valid.append((index, domain))
-    for index, domain, first in _repeats(valid, key=str.lower):
-        yield Finding(
-            WARNING,
-            pointer(["mediaDomains", index]),
-            "duplicate-entry",
-            f"{_short(domain)} is already listed at /mediaDomains/{first}; remove one",
-        )
+# (array, rule, the problem of one entry, repeat message, key of "the same entry")
+_CHECKED_LISTS: tuple[
+    tuple[str, str, Callable[[str], str | None], str, Callable[[str], Hashable]], ...
+] = (
+    (
+        "authorizationUrls",
+        "authorization-url",
+        _authorization_url_problem,
+        "{value} matches the same URL as /authorizationUrls/{first} "
+        "(the query is ignored when matching); remove one",
+        normalise_authorization_url,
+    ),
+    (
+        "mediaDomains",
+        "media-domain",
+        media_domain_problem,
+        "{value} is already listed at /mediaDomains/{first}; remove one",
+        str.lower,
+    ),
+)
+
+
+def address_lists(document: dict[str, Any]) -> Iterator[Finding]:
+    """authorization-url and media-domain, and their duplicate entries."""
+    for array, rule, problem, repeat_message, key in _CHECKED_LISTS:
+        yield from _checked_strings(document, array, rule, problem, repeat_message, key)
 
 
 def duplicate_permissions(document: dict[str, Any]) -> Iterator[Finding]:
-    for index, permission, first in _repeats(_strings(document, "permissions")):
-        yield Finding(
-            WARNING,
-            pointer(["permissions", index]),
-            "duplicate-entry",
-            f"permission {permission!r} is already listed at /permissions/{first}; remove one",
-        )
+    return _repeat_findings(
+        _strings(document, "permissions"),
+        WARNING,
+        "duplicate-entry",
+        ("permissions",),
+        "permission {value} is already listed at /permissions/{first}; remove one",
+    )
 
 
 def _short(value: str) -> str:
@@ -487,16 +532,14 @@ def rule_findings(
 ) -> list[Finding]:
     """All rules beyond the schema, in one list (order does not matter: the report sorts)."""
     findings: list[Finding] = []
-    findings += unique_source_ids(document)
-    findings += one_page_per_slot(document)
+    findings += unique_fields(document)
     findings += known_values(document)
     findings += client_requirements(document)
     findings += redirect_needs_top_nav(document)
     findings += files(document, bundle)
     findings += initial_sizes(document)
     findings += popout_sizes(document)
-    findings += authorization_urls(document)
-    findings += media_domains(document)
+    findings += address_lists(document)
     findings += duplicate_permissions(document)
     if previous_platforms:
         findings += platform_removal(document, previous_platforms)

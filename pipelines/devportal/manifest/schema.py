@@ -10,7 +10,7 @@ extra keys, so an extra key is worth a look (often a typo), not a rejected relea
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from devportal.manifest.report import (
     TYPE_NAMES,
     WARNING,
     Finding,
+    Severity,
     json_type,
     pointer,
     quoted,
@@ -95,28 +96,43 @@ def _missing_properties(
     path: list[str | int], required: list[str], instance: Any
 ) -> Iterator[Finding]:
     present = instance if isinstance(instance, dict) else {}
-    for name in required:
-        if name not in present:
-            yield Finding(
-                ERROR,
-                pointer([*path, name]),
-                "schema.required",
-                f"required property {name!r} is missing",
-            )
+    missing = [name for name in required if name not in present]
+    return _per_property(
+        path,
+        missing,
+        ERROR,
+        "schema.required",
+        lambda name: f"required property {name!r} is missing",
+    )
 
 
 def _unknown_properties(
     path: list[str | int], known: set[str], instance: dict[str, Any]
 ) -> Iterator[Finding]:
-    for name in instance:
-        if name not in known:
-            yield Finding(
-                WARNING,
-                pointer([*path, name]),
-                "unknown-property",
-                f"unknown property {name!r} is ignored by the desktop client; "
-                f"known properties here: {', '.join(sorted(known))}",
-            )
+    unknown = [name for name in instance if name not in known]
+    listed = ", ".join(sorted(known))
+    return _per_property(
+        path,
+        unknown,
+        WARNING,
+        "unknown-property",
+        lambda name: (
+            f"unknown property {name!r} is ignored by the desktop client; "
+            f"known properties here: {listed}"
+        ),
+    )
+
+
+def _per_property(
+    path: list[str | int],
+    names: Iterable[str],
+    severity: Severity,
+    rule: str,
+    says: Callable[[str], str],
+) -> Iterator[Finding]:
+    """A finding RULE for each property in NAMES of the object at PATH, saying SAYS(name)."""
+    for name in names:
+        yield Finding(severity, pointer([*path, name]), rule, says(name))
 
 
 def _message(keyword: str, value: Any, instance: Any) -> str | None:

@@ -31,7 +31,7 @@ from devportal.models.project import SCHEMA, SOURCE_DIALECT, Model, load_models
 from devportal.models.seeds import Seed, seeds_from_settings
 from devportal.packages import settle_for_writer
 from devportal.runlock import writer_lock
-from devportal.target import Target
+from devportal.target import Target, Where
 from devportal.warehouse import (
     OWN_MEMORY_LIMIT_MB,
     RAW_SCHEMA,
@@ -189,29 +189,26 @@ def _draft(warehouse: str | Path) -> Draft:
     return draft
 
 
-def build_after_load(warehouse: str | Path, destination: Any) -> dict[str, Any] | None:
-    """The models after a load: built on the engine the load wrote to, DuckDB at `warehouse`
-    (destination None or "duckdb") or PostgreSQL ("postgres"); None for any other destination,
-    including a dlt destination object (where it writes is its own business). The one place
-    that rule is written."""
-    engine = Target.of(warehouse, destination).engine
-    return build(warehouse, destination=engine) if engine is not None else None
+def build_after_load(target: Target) -> dict[str, Any] | None:
+    """The models after a load: built on the engine the load wrote to (`Target.engine`: DuckDB
+    or PostgreSQL); None for any other destination, including a dlt destination object (where
+    it writes is its own business)."""
+    return build(target) if target.engine is not None else None
 
 
 def build(
-    warehouse: str | Path,
+    target: Where,
     check: bool = False,
     *,
-    destination: str | None = None,
     sql_dir: Path | None = None,
     lock: bool = True,
 ) -> dict[str, Any]:
     """Build every model into `analytics` (one transaction); with CHECK, run the data tests.
 
-    DESTINATION None or "duckdb": the DuckDB file WAREHOUSE; "postgres": the database of dlt's
-    `postgres` destination (credentials as dlt resolves them; WAREHOUSE then only places the
-    lock file); anything else is a ConfigError. The seeds are written from the settings as
-    they are now (`[analytics] status_map`: a bad one is a ConfigError before anything runs).
+    TARGET (a `Target`, or the DuckDB warehouse file's path): the DuckDB file, or the database
+    of dlt's `postgres` destination (credentials as dlt resolves them; its warehouse path then
+    only places the lock file); anything else is a ConfigError. The seeds are written from the
+    settings as they are now (`[analytics] status_map`: a bad one is a ConfigError before anything runs).
     Returns a summary: `built` (model names, in build order), `seeds` (the seeds written),
     `skipped` (name -> reason), `tests` (how many data tests ran and passed), `seconds`,
     `destination` (the engine). Raises DevportalError naming the failing model (or
@@ -220,18 +217,19 @@ def build(
     caller already holds it.
     """
     started = time.monotonic()
-    engine_name = Target.of(warehouse, destination).require_engine()
+    target = Target.of(target)
+    warehouse, engine_name = target.warehouse, target.require_engine()
     models = load_models(sql_dir)
     code = {model.name: for_engine(model, engine_name) for model in models}
     read = {name for model in models for name in model.seeds}
     seeds = [seed for seed in seeds_from_settings() if seed.name in read]
     if engine_name == SOURCE_DIALECT:
         require_warehouse(warehouse)  # before the lock, which would create the folder
-    locked = writer_lock(warehouse, engine_name) if lock else nullcontext()
+    locked = writer_lock(target) if lock else nullcontext()
     with locked:
         draft = _draft(warehouse) if engine_name == SOURCE_DIALECT else None
         try:
-            with engines.connect(draft.path if draft else warehouse, engine_name) as engine:
+            with engines.connect(draft.path if draft else target) as engine:
                 built, skipped, tests_run = _build_within_memory(engine, models, code, check, seeds)
         except DataTestsFailed:
             if draft is not None:

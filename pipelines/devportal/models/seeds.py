@@ -9,6 +9,13 @@ sql/staging/stg_subscriptions.sql). A model reads a seed like a model (`analytic
 seed no model reads is not written; no SQL file may take a seed's name; seeds have data tests
 too (`SEED_TESTS`, written like a model header's `@test` lines). The build's summary lists the
 seeds written under `seeds`, apart from `built`.
+
+The price book (`devportal.prices`, from `[analytics]`): `analytics.prices(period, amount,
+valid_from, valid_to, currency, mrr_amount)`, one row per price (`valid_from` NULL: since always,
+the flat keys; `valid_to` NULL: open; `mrr_amount` the monthly-normalised amount after the
+revenue share, decimal(18, 6)), no rows without prices; and `analytics.price_book(currency,
+revenue_share, has_prices, basis)`, exactly one row (`basis` 'gross' when revenue_share is 1,
+else 'net').
 """
 
 from __future__ import annotations
@@ -17,15 +24,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from devportal import config
+from devportal import config, prices
 
 STATUS_MAP = "status_map"
-SEEDS = (STATUS_MAP,)
+PRICES = "prices"
+PRICE_BOOK = "price_book"
+SEEDS = (STATUS_MAP, PRICES, PRICE_BOOK)
 SEED_TESTS: dict[str, tuple[str, ...]] = {
     STATUS_MAP: (
         "unique(status)",
         "not_null(status, treated_as)",
         f"accepted_values(treated_as: {', '.join(config.STATUS_TREATMENTS)})",
+    ),
+    PRICES: (
+        "unique(period, valid_from)",
+        "not_null(period, amount, currency, mrr_amount)",
+        f"accepted_values(period: {', '.join(prices.PERIODS)})",
+    ),
+    PRICE_BOOK: (
+        "not_null(revenue_share, has_prices, basis)",
+        "accepted_values(basis: gross, net)",
     ),
 }
 # the statuses the spec shows: each treated as itself, whatever [analytics] status_map says
@@ -51,6 +69,38 @@ def status_map_seed(status_map: Mapping[str, str] | None) -> Seed:
     return Seed(STATUS_MAP, (("status", "varchar"), ("treated_as", "varchar")), tuple(rows))
 
 
+def price_seeds(book: prices.PriceBook) -> list[Seed]:
+    """`analytics.prices` and `analytics.price_book` of BOOK (module docstring)."""
+    rows = tuple(
+        (
+            price.period,
+            float(price.amount),
+            price.valid_from,
+            price.valid_to,
+            book.currency,
+            book.mrr_amount(price),
+        )
+        for price in book.prices
+    )
+    price_columns = (
+        ("period", "varchar"),
+        ("amount", "double precision"),
+        ("valid_from", "date"),
+        ("valid_to", "date"),
+        ("currency", "varchar"),
+        ("mrr_amount", "decimal(18, 6)"),
+    )
+    book_columns = (
+        ("currency", "varchar"),
+        ("revenue_share", "double precision"),
+        ("has_prices", "boolean"),
+        ("basis", "varchar"),
+    )
+    book_row = (book.currency, float(book.revenue_share), book.has_prices, book.basis)
+    return [Seed(PRICES, price_columns, rows), Seed(PRICE_BOOK, book_columns, (book_row,))]
+
+
 def seeds_from_settings() -> list[Seed]:
     """Every seed, from the settings as dlt resolves them now (one-line ConfigError)."""
-    return [status_map_seed(config.resolve_analytics().status_map)]
+    analytics = config.resolve_analytics()
+    return [status_map_seed(analytics.status_map), *price_seeds(prices.price_book(analytics))]

@@ -1,7 +1,7 @@
 """What one list read saw (`ListRead`) and the checks it must pass before anything reaches
 dlt: every page reports the same `total`, and the unique ids read plus the rows set aside for
 lacking an id add up to it (else `ListMoved`: the read is no snapshot). A read whose pages carry
-no `total` cannot be verified. `read_until_it_adds_up`: a list read again until one read passes
+no `total` cannot be verified. `read_until_it_adds_up`: a list paged again until one read passes
 them. Also the progress line while a list is paged."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from devportal.client import Page
+from devportal.client import ApiClient, Page
 from devportal.errors import IntegrityError
 
 log = logging.getLogger("devportal.reading")
@@ -112,18 +112,27 @@ def verify_ids(ids: np.ndarray, report: ListRead, dropped: int = 0) -> None:
 
 
 def read_until_it_adds_up(
-    what: str, report: ListRead, attempts: int, read_once: Callable[[int], T]
+    what: str,
+    client: ApiClient,
+    report: ListRead,
+    attempts: int,
+    read_pages: Callable[[Iterator[Page]], T],
+    first: Page | None = None,
 ) -> T:
-    """What `read_once(attempt)` returns for the first read of the WHAT list that adds up (raises no
-    `ListMoved`), reading it at most ATTEMPTS times; REPORT describes the read kept (its
-    attempt, its note) and is `complete`. A read that does not add up must leave nothing behind
-    (`read_once` cleans up before the error leaves it); after ATTEMPTS of them, IntegrityError.
+    """What `read_pages(pages)` returns for the first read of the WHAT list that adds up (raises
+    no `ListMoved`), paging it at most ATTEMPTS times. Each read pages the list REPORT names (its
+    endpoint and params) through `check_pages`; FIRST is page 1 when the caller already has it
+    (used by the first read only: a read again starts from a fresh page 1). REPORT describes the
+    read kept (its attempt, its note) and is `complete`. A read that does not add up must leave
+    nothing behind (`read_pages` cleans up before the error leaves it); after ATTEMPTS of them,
+    IntegrityError.
     """
     last_error = ""
     for attempt in range(1, attempts + 1):
         report.attempts, report.note = attempt, None
+        pages = client.iter_pages(report.endpoint, report.params, first if attempt == 1 else None)
         try:
-            result = read_once(attempt)
+            result = read_pages(check_pages(pages, report))
         except ListMoved as moved:
             last_error = str(moved)
             log.warning(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -15,13 +15,7 @@ from devportal import extras, transform
 from devportal.api import SUBSCRIPTIONS_PATH, TIMESTAMP_FORMAT
 from devportal.client import ApiClient, Page
 from devportal.config import DevportalConfig, history_ignore
-from devportal.reading.checks import (
-    ListRead,
-    Progress,
-    check_pages,
-    read_until_it_adds_up,
-    verify_ids,
-)
+from devportal.reading.checks import ListRead, Progress, read_until_it_adds_up, verify_ids
 from devportal.reading.spool import Spool, spool_pages
 
 log = logging.getLogger("devportal.reading")
@@ -152,13 +146,12 @@ def _read_partition(
     report = ListRead(endpoint=SUBSCRIPTIONS_PATH, params=part.params)
     ignored = extras.ignore_matcher(history_ignore(cfg))
 
-    def read_once(attempt: int) -> tuple[Spool, set[int]]:
+    def read_once(pages: Iterator[Page]) -> tuple[Spool, set[int]]:
         dq = transform.DataQuality()
         fields, statuses = extras.FieldStats(ignored), Counter[str]()
-        pages = client.iter_pages(SUBSCRIPTIONS_PATH, part.params, first if attempt == 1 else None)
         try:
             ids, services = spool_pages(
-                check_pages(pages, report),
+                pages,
                 part.is_test,
                 dq,
                 spool_path,
@@ -173,7 +166,9 @@ def _read_partition(
             raise
         return Spool(spool_path, ids, part.is_test, report, dq, fields, statuses), services
 
-    spool, services = read_until_it_adds_up("subscription", report, cfg.sweep_attempts, read_once)
+    spool, services = read_until_it_adds_up(
+        "subscription", client, report, cfg.sweep_attempts, read_once, first
+    )
     user_ids.update(services)
     if not report.verified:
         log.warning(

@@ -4,7 +4,7 @@ users due, fetched concurrently (a 404 is recorded as `missing`)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -15,13 +15,7 @@ from devportal import extras, transform
 from devportal.api import USER_ACCOUNTS_PATH, USER_SETTINGS_PATH
 from devportal.client import ApiClient, NotFound, Page
 from devportal.config import DevportalConfig
-from devportal.reading.checks import (
-    ListRead,
-    Progress,
-    check_pages,
-    read_until_it_adds_up,
-    verify_ids,
-)
+from devportal.reading.checks import ListRead, Progress, read_until_it_adds_up, verify_ids
 
 log = logging.getLogger("devportal.reading")
 
@@ -57,10 +51,9 @@ def read_settings(
     report = ListRead(endpoint=USER_SETTINGS_PATH, params={})
     columns = columns if columns is not None else transform.settings_columns(extras.Naming())
 
-    def read_once(attempt: int) -> SettingsRead:
+    def read_once(pages: Iterator[Page]) -> SettingsRead:
         read = SettingsRead([], [], transform.DataQuality(), report, columns=columns)
-        pages = client.iter_pages(USER_SETTINGS_PATH, None, first if attempt == 1 else None)
-        for page in check_pages(pages, report):
+        for page in pages:
             users, values = transform.user_settings_records(
                 page.data, read.dq, observed_at, read.fields, columns
             )
@@ -74,7 +67,9 @@ def read_settings(
         )
         return read
 
-    return read_until_it_adds_up("user settings", report, cfg.sweep_attempts, read_once)
+    return read_until_it_adds_up(
+        "user settings", client, report, cfg.sweep_attempts, read_once, first
+    )
 
 
 # -- user accounts ----------------------------------------------------------------------------

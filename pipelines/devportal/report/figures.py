@@ -1,5 +1,5 @@
 """The report's figures: read read-only from the `analytics` models through `devportal.engines`
-(the DuckDB warehouse, or PostgreSQL with `destination="postgres"`), made one Python type per
+(the DuckDB warehouse, or PostgreSQL: a `Target` of `postgres`), made one Python type per
 kind (`_figure`: counts int, rates float, times naive UTC datetimes, months dates) so the same
 data gives the same output on either engine, and grouped and labelled as printed.
 
@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, time
-from pathlib import Path
+from datetime import date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from devportal import charts, engines
 from devportal.errors import DevportalError, first_line
+from devportal.target import Where
 from devportal.warehouse import ANALYTICS_SCHEMA
 
 if TYPE_CHECKING:
@@ -31,10 +31,16 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Metric:
+    """One figure: KEY (as in JSON), LABEL, VALUE (one type per KIND) and, when the warehouse's
+    history cannot measure it yet, NEEDS: what it needs (its value is then None)."""
+
     key: str
     label: str
     value: Any
-    kind: str = "count"  # count | rate | days | text | time | month | flag | statuses
+    # count | rate | days | text | time | month | flag | statuses | money | code | note
+    kind: str = "count"
+    needs: str | None = None
+    unit: str | None = None  # a money figure's currency (ISO 4217), when set
 
 
 @dataclass
@@ -47,12 +53,18 @@ class Section:
 class ReportFigures:
     """The figures, grouped as printed; `values()` is the flat {key: value} view. `basis` is
     the line saying what the subscription figures rest on; `partial` when no verified sweep
-    does (the line is then a warning)."""
+    does (the line is then a warning). `unmeasured`: {key: what it needs} of the figures the
+    history cannot measure yet. `context`: what the page's tiles compare with (the month
+    before), beside the figures; `currency` of the money figures."""
 
     as_of: datetime | None
     sections: list[Section]
     basis: str = ""
     partial: bool = False
+    unmeasured: dict[str, str] = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
+    currency: str | None = None
+    history: bool = True  # a sync after the first one: what is seen between syncs is measured
 
     def values(self) -> dict[str, Any]:
         return {m.key: m.value for s in self.sections for m in s.metrics}
@@ -83,7 +95,26 @@ _OTHER_STATUSES_SQL = """
     group by current_subscriptions.status_sent, current_subscriptions.status
 """
 
-_REQUIRED = ("as_of", "subscriptions_current", "monthly_churn", "expiring_soon", "report_figures")
+_REQUIRED = (
+    "as_of",
+    "subscriptions_current",
+    "monthly_churn",
+    "monthly_renewals",
+    "daily_subscribers",
+    "survival_curve",
+    "expiring_soon",
+    "report_figures",
+)
+
+# What the forecast and the lifetime value still need, from the models that make them (when
+# built): {figure key: (model, query)}.
+_NEEDS_SQL = {
+    "forecast_30d_mrr": (
+        "revenue_forecast",
+        "select needs from analytics.revenue_forecast where horizon_days = 30 and needs is not null",
+    ),
+    "ltv": ("lifetime_value", "select needs from analytics.lifetime_value where needs is not null"),
+}
 
 
 class _Reader:
@@ -122,79 +153,95 @@ class _Reader:
 
 
 @contextmanager
-def _reading(warehouse: str | Path, destination: str | None) -> Iterator[_Reader]:
+def _reading(target: Where) -> Iterator[_Reader]:
     """A reader on the warehouse (DuckDB) or the destination's database, read-only."""
-    with engines.connect(warehouse, destination, read_only=True) as engine:
+    with engines.connect(target, read_only=True) as engine:
         yield _Reader(engine)
 
 
-# How the figures are grouped and labelled: (section title, ((key, label, kind), ...)).
-_LAYOUT: tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...] = (
-    (
-        "As of",
-        (
-            ("as_of", "latest successful sync (server clock)", "time"),
-            # what the subscription figures rest on (analytics.as_of), said by `data_basis`
-            ("has_verified_sweep", "a verified full read of the subscription list exists", "flag"),
-            ("last_verified_sweep_at", "latest verified full read (server clock)", "time"),
-            ("window_syncs_since_verified_sweep", "window syncs since", "count"),
-            ("unverified_sweeps_since_verified_sweep", "unverified sweeps since", "count"),
-            ("subscriptions_read", "live subscriptions read so far", "count"),
-        ),
-    ),
-    (
-        "Usable subscribers",
-        (
-            ("usable_subscribers", "usable now", "count"),
-            ("usable_active", "active", "count"),
-            ("usable_canceled", "canceled, usable until expiry", "count"),
-            ("usable_other", "other", "count"),
-            ("other_statuses", "other, by status", "statuses"),
-        ),
-    ),
-    (
-        "Last full month: {month}",
-        (
-            ("last_full_month", "month", "month"),
-            ("last_full_month_churned", "churned", "count"),
-            ("last_full_month_subscribers_at_start", "subscribers at start", "count"),
-            ("last_full_month_churn_rate", "churn rate", "rate"),
-            ("last_full_month_is_estimate", "base is an estimate", "flag"),
-        ),
-    ),
-    *(
-        (
-            f"Expiring within {days} days",
-            (
-                (f"expiring_{days}d", "expiring", "count"),
-                (f"expiring_{days}d_renewing", "renewing (active)", "count"),
-                (f"expiring_{days}d_churning", "churning (canceled)", "count"),
-                (f"expiring_{days}d_other", "other (status not mapped)", "count"),
-            ),
-        )
-        for days in (7, 30)
-    ),
-    (
-        "Last 30 days",
-        (
-            ("new_30d", "new subscriptions", "count"),
-            ("canceled_30d", "cancellations", "count"),
-            ("churned_30d", "churned (expired)", "count"),
-        ),
-    ),
-    (
-        "Renewals and retention",
-        (
-            ("last_full_month_came_due", "came due, last full month", "count"),
-            ("last_full_month_renewed", "renewed", "count"),
-            ("last_full_month_renewal_rate", "renewal rate (of those decided)", "rate"),
-            ("median_lifetime_days", "median lifetime since first seen", "days"),
-            ("top_churn_platform", "highest-churn platform", "text"),
-            ("top_churn_platform_churn_rate", "its churn rate, last full month", "rate"),
-        ),
-    ),
-)
+# How the figures are grouped and labelled: a section title, then one line per figure: its key
+# (the JSON key, a column of analytics.report_figures), its kind (`_figure`) and its label. A
+# title with `{days}` is one section per number of days of `_EXPIRING`.
+_LAYOUT_TEXT = """
+As of
+    as_of time latest successful sync (server clock)
+    has_verified_sweep flag a verified full read of the subscription list exists
+    last_verified_sweep_at time latest verified full read (server clock)
+    window_syncs_since_verified_sweep count window syncs since
+    unverified_sweeps_since_verified_sweep count unverified sweeps since
+    subscriptions_read count live subscriptions read so far
+Revenue
+    currency code currency (ISO 4217)
+    revenue_basis code gross, or net of the platform's share
+    mrr money MRR (monthly recurring revenue)
+    arr money ARR (12 x MRR)
+    arpu money ARPU (MRR per paying user)
+    ltv money LTV (lifetime value per paying user)
+    ltv_method code how LTV is estimated
+    last_full_month_mrr_new money new MRR, last full month
+    last_full_month_mrr_churned money churned MRR, last full month
+    last_full_month_mrr_reactivated money reactivated MRR, last full month
+    last_full_month_mrr_net_change money net MRR change, last full month
+    forecast_30d_mrr money forecast MRR in 30 days
+    mrr_month_before money MRR at the end of the month before
+Usable subscribers
+    usable_subscribers count usable now
+    usable_active count active
+    usable_canceled count canceled, usable until expiry
+    usable_other count other
+    other_statuses statuses other, by status
+Last full month: {month}
+    last_full_month month month
+    last_full_month_churned count churned
+    last_full_month_subscribers_at_start count subscribers at start
+    last_full_month_churn_rate rate churn rate
+    last_full_month_is_estimate flag base is an estimate
+Expiring within {days} days
+    expiring_{days}d count expiring
+    expiring_{days}d_renewing count renewing (active)
+    expiring_{days}d_churning count churning (canceled)
+    expiring_{days}d_other count other (status not mapped)
+Last 30 days
+    new_30d count new subscriptions
+    canceled_30d count cancellations
+    churned_30d count churned (expired)
+Renewals and retention
+    last_full_month_came_due count came due, last full month
+    last_full_month_renewed count renewed
+    last_full_month_renewal_rate rate renewal rate (of those decided)
+    median_lifetime_days days median lifetime since first seen
+    top_churn_platform text highest-churn platform
+    top_churn_platform_churn_rate rate its churn rate, last full month
+"""
+_EXPIRING = (7, 30)
 
+Layout = tuple[tuple[str, tuple[tuple[str, str, str], ...]], ...]
+
+
+def _layout(text: str) -> Layout:
+    """The sections of TEXT (`_LAYOUT_TEXT`): (title, ((key, label, kind), ...)), in order."""
+    blocks: list[tuple[str, list[str]]] = []
+    for line in text.strip().splitlines():
+        if line.startswith(" "):
+            blocks[-1][1].append(line.strip())
+        else:
+            blocks.append((line, []))
+    sections = []
+    for title, lines in blocks:
+        for days in _EXPIRING if "{days}" in title else (None,):
+
+            def fill(text: str, days: int | None = days) -> str:
+                return text.replace("{days}", str(days)) if days else text
+
+            rows = tuple(
+                (key, label, kind)
+                for key, kind, label in (fill(row).split(" ", 2) for row in lines)
+            )
+            sections.append((fill(title), rows))
+    return tuple(sections)
+
+
+_LAYOUT = _layout(_LAYOUT_TEXT)
 
 # figure key -> its kind
 _KINDS = {key: kind for _, metrics in _LAYOUT for key, _, kind in metrics}
@@ -202,11 +249,24 @@ _KINDS = {key: kind for _, metrics in _LAYOUT for key, _, kind in metrics}
 _OTHER_KEYS = frozenset(
     {"usable_other", "other_statuses", "expiring_7d_other", "expiring_30d_other"}
 )
-# the figures that are columns of analytics.report_figures
-_COLUMNS = tuple(key for key, kind in _KINDS.items() if kind != "statuses")
+# the money figures, whose columns a build of the models before the price book does not have
+_MONEY_KEYS = tuple(
+    key for title, metrics in _LAYOUT if title == "Revenue" for key, _, _ in metrics
+)
+# the figures that are columns of analytics.report_figures (and must be there)
+_COLUMNS = tuple(
+    key for key, kind in _KINDS.items() if kind != "statuses" and key not in _MONEY_KEYS
+)
 
 # The one line on what the figures rest on: a key of JSON and CSV, after `as_of`.
 BASIS_KEY, BASIS_LABEL = "data_basis", "what the subscription figures rest on"
+# The figures that cannot be measured yet, {key: what it needs}: a key of JSON, after the basis.
+UNMEASURED_KEY, UNMEASURED_LABEL = "not_measurable_yet", "figures not measurable yet"
+# How to set prices while none is set: a key of JSON, the one line of the revenue section.
+PRICES_KEY, PRICES_LABEL = "prices_hint", "how to set prices"
+OLD_BUILD_HINT = (
+    "no revenue figures in this build of the models: run `devportal models` to rebuild them"
+)
 
 
 def _figures(reader: _Reader) -> dict[str, Any]:
@@ -230,7 +290,17 @@ def _figures(reader: _Reader) -> dict[str, Any]:
             f"{reader.where}'s analytics.report_figures has no column {absent[0]} (an older "
             f"build): run `{reader.models}` to rebuild it"
         )
-    return {**figures, "other_statuses": _other_statuses(reader.records(_OTHER_STATUSES_SQL))}
+    needs = {
+        key: reader.record(sql) if model in reader.tables else None
+        for key, (model, sql) in _NEEDS_SQL.items()
+    }
+    return {
+        **figures,
+        "other_statuses": _other_statuses(reader.records(_OTHER_STATUSES_SQL)),
+        # a build before the price book has no money columns: said, not an error
+        "has_money_columns": all(key in figures for key in _MONEY_KEYS),
+        **{f"{key}_needs": row["needs"] if row else None for key, row in needs.items()},
+    }
 
 
 def _other_statuses(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -254,21 +324,22 @@ def _other_statuses(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def _figure(value: Any, kind: str) -> Any:
     """A figure as one Python type per KIND, whatever the engine returned: a count int, a rate
-    float, days an int (a float only when not whole), text str, a time a naive UTC datetime, a
-    month a date, a flag bool; missing (NULL, NaN) None."""
+    float, money a float (in the currency's units), days an int (a float only when not
+    whole), text and a code str, a time a naive UTC datetime, a month a date, a flag bool;
+    missing (NULL, NaN) None."""
     value = charts.plain(value)
     if value is None:
         return None
     if kind == "days":
         days = float(value)
         return int(days) if days.is_integer() else days
-    if kind == "text":
+    if kind in ("text", "code", "note"):
         return str(value)
     if kind == "time":
         return value if isinstance(value, datetime) else datetime.combine(value, time())
     if kind == "month":
         return (value.date() if isinstance(value, datetime) else value).replace(day=1)
-    if kind == "rate":
+    if kind in ("rate", "money"):
         return float(value)
     if kind == "flag":
         return bool(value)
@@ -316,9 +387,123 @@ def _basis(figures: Mapping[str, Any]) -> str:
     )
 
 
+def _month_after(moment: datetime) -> date:
+    """The first month that starts at or after MOMENT."""
+    first = moment.date().replace(day=1)
+    if moment == datetime.combine(first, time()):
+        return first
+    return (first + timedelta(days=32)).replace(day=1)
+
+
+def _has_history(as_of: datetime | None, first_sync_at: datetime | None) -> bool:
+    """Whether a sync came after the first one: what is seen between two syncs is measured."""
+    return first_sync_at is not None and as_of is not None and as_of > first_sync_at
+
+
+# What a figure needs that a warehouse's history may not have yet (`_unmeasured`).
+SECOND_SYNC = "a second sync: {what} are seen between two syncs"
+FULL_MONTH = "a full month watched from its start ({month} is the first)"
+
+
+def _unmeasured(f: Mapping[str, Any]) -> dict[str, str]:
+    """{key: what it needs} of the figures F's history cannot measure yet, whatever their
+    column holds: a figure counted between two syncs (new subscriptions, cancellations,
+    renewals, MRR movements) reads 0 after one sync, which is not a measurement. The others:
+    the renewals of a month that began before the first sync (the renewals before it are
+    unseen), the median lifetime while no subscription first seen after the first sync has
+    been followed, and the money figures their model left NULL."""
+    first = f["first_sync_at"]
+    history = _has_history(f["as_of"], first)
+    month = f"{_month_after(first):%Y-%m}" if first is not None else "the month after it"
+    watched = f["last_full_month"] is not None and not f["last_full_month_is_estimate"]
+    needs: dict[str, str] = {}
+
+    def unless(measured: bool, keys: Sequence[str], what: str) -> None:
+        if not measured:
+            needs.update(dict.fromkeys(keys, what))
+
+    unless(
+        history,
+        ("new_30d", "canceled_30d"),
+        SECOND_SYNC.format(what="new subscriptions and cancellations"),
+    )
+    unless(
+        history and watched,
+        ("last_full_month_came_due", "last_full_month_renewed", "last_full_month_renewal_rate"),
+        FULL_MONTH.format(month=month) + "; renewals are seen between two syncs",
+    )
+    unless(
+        bool(f["survival_curve_days"]),
+        ("median_lifetime_days",),
+        "subscriptions first seen after the first sync, followed by later syncs",
+    )
+    if f["mrr"] is None:
+        return needs  # no prices: the revenue section says how to set them instead
+    movements = [key for key in _MONEY_KEYS if key.startswith("last_full_month_mrr_")]
+    unless(
+        history and all(f[key] is not None for key in movements),
+        movements,
+        "a full month after the first sync; MRR movements are changes between two syncs",
+    )
+    unless(
+        f["ltv"] is not None,
+        ("ltv",),
+        f["ltv_needs"] or "a measured monthly churn rate: " + FULL_MONTH.format(month=month),
+    )
+    unless(
+        history and f["forecast_30d_mrr"] is not None,
+        ("forecast_30d_mrr",),
+        f["forecast_30d_mrr_needs"] or "renewals observed: a sync after subscriptions came due",
+    )
+    unless(f["mrr_month_before"] is not None, ("mrr_month_before",), "a sync in the month before")
+    return needs
+
+
+def _prices_hint(f: Mapping[str, Any]) -> str | None:
+    """The one line of the revenue section while it has no figures: how to set prices (or to
+    rebuild models older than the price book); None when prices are set."""
+    if not f["has_money_columns"]:
+        return OLD_BUILD_HINT
+    return charts.PRICES_HINT if f["mrr"] is None else None
+
+
+def _revenue_title(f: Mapping[str, Any]) -> str:
+    """The revenue section's title: the basis (gross, or net of the platform's share) and the
+    currency of its amounts."""
+    if f["mrr"] is None:
+        return "Revenue"
+    basis = f["revenue_basis"] or "gross"
+    said = "net of the platform's share" if basis == "net" else basis
+    return f"Revenue ({said}" + (f", {f['currency']})" if f["currency"] else ")")
+
+
+# Beside the figures, for the page's tiles: the month before (sql/report/figures.sql's header).
+_CONTEXT = (
+    "first_sync_at",
+    "usable_month_before",
+    "month_before_last_churn_rate",
+    "month_before_last_is_estimate",
+    "month_before_last_renewal_rate",
+)
+
+
 def _report(row: Mapping[str, Any]) -> ReportFigures:
     """The report of one row of analytics.report_figures (with `other_statuses`)."""
+    # a build before the price book: its money figures are all NULL
+    row = {**dict.fromkeys(_MONEY_KEYS), "has_money_columns": True, **row}
     figures = {key: _figure(row[key], kind) for key, kind in _KINDS.items()}
+    context = {key: charts.plain(row.get(key)) for key in _CONTEXT}
+    if context["first_sync_at"] is not None:
+        context["first_sync_at"] = _figure(context["first_sync_at"], "time")
+    unmeasured = _unmeasured(
+        {
+            **figures,
+            **context,
+            "survival_curve_days": charts.plain(row.get("survival_curve_days")),
+            "forecast_30d_mrr_needs": row.get("forecast_30d_mrr_needs"),
+            "ltv_needs": row.get("ltv_needs"),
+        }
+    )
     hidden = frozenset() if figures["other_statuses"] else _OTHER_KEYS
     month = figures["last_full_month"]
     month_label = f"{month:%Y-%m}" if month is not None else "none yet"
@@ -326,9 +511,16 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
         month_label += " (estimated base)"
     sections = [
         Section(
-            title.format(month=month_label),
+            _revenue_title(figures) if title == "Revenue" else title.format(month=month_label),
             [
-                Metric(key, label, figures[key], kind)
+                Metric(
+                    key,
+                    label,
+                    None if key in unmeasured else figures[key],
+                    kind,
+                    unmeasured.get(key),
+                    figures["currency"] if kind == "money" else None,
+                )
                 for key, label, kind in metrics
                 if key not in hidden
             ],
@@ -337,17 +529,26 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
     ]
     basis = _basis(figures)
     sections[0].metrics.insert(1, Metric(BASIS_KEY, BASIS_LABEL, basis, "text"))
+    sections[0].metrics.insert(2, Metric(UNMEASURED_KEY, UNMEASURED_LABEL, unmeasured, "needs"))
+    revenue = next(i for i, (title, _) in enumerate(_LAYOUT) if title == "Revenue")
+    sections[revenue].metrics.append(
+        Metric(PRICES_KEY, PRICES_LABEL, _prices_hint({**figures, **row}), "note")
+    )
     return ReportFigures(
         as_of=figures["as_of"],
         sections=sections,
         basis=basis,
         partial=not _verified(figures),
+        unmeasured=unmeasured,
+        context=context,
+        currency=figures["currency"],
+        history=_has_history(figures["as_of"], context["first_sync_at"]),
     )
 
 
-def collect(warehouse: str | Path, destination: str | None = None) -> ReportFigures:
-    """The report's figures, read read-only from the warehouse, or with DESTINATION
-    ("postgres") from that database, through `devportal.engines.connect`: one-line errors
+def collect(target: Where) -> ReportFigures:
+    """The report's figures, read read-only from TARGET (a `Target`, or the DuckDB warehouse
+    file's path), through `devportal.engines.connect`: one-line errors
     (no warehouse, not a DuckDB database, busy, damaged, no server, models not built)."""
-    with _reading(warehouse, destination) as reader:
+    with _reading(target) as reader:
         return _report(_figures(reader))

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from devportal import display
+from devportal import display, numbers
 from devportal.errors import DevportalError
 from devportal.report.figures import Metric, ReportFigures, Section
 
@@ -35,16 +35,24 @@ def _status_text(entry: Mapping[str, Any]) -> str:
     return f"{name} {entry['usable']} ({how})"
 
 
-def _text(metric: Metric) -> str:
-    """A value for people: counts as numbers, rates as percents, days with their unit, missing
-    as n/a (or what a missing figure means, `_MISSING_TEXT`), statuses as one line."""
+def _text(metric: Metric, grouped: bool = False) -> str:
+    """A value for people: counts as numbers (GROUPED: with thousands separators), money with
+    thousands separators and its currency, rates as percents, days with their unit, missing as
+    n/a (or what a missing figure means, `_MISSING_TEXT`; a figure the history cannot measure
+    yet: "not measurable yet"), statuses as one line."""
     value = metric.value
+    if metric.needs is not None:
+        return "not measurable yet"
     if value is None:
         return _MISSING_TEXT.get(metric.key, "n/a")
     if metric.kind == "statuses":
         return ", ".join(_status_text(entry) for entry in value)
+    if metric.kind == "needs":
+        return "; ".join(f"{key}: needs {needs}" for key, needs in value.items())
     if metric.kind == "rate":
-        return f"{value * 100:.1f}%"
+        return numbers.percent(value)
+    if metric.kind == "money":
+        return numbers.money(value, metric.unit)
     if metric.kind == "days":
         return f"{value:g} day" + ("" if value == 1 else "s")
     if metric.kind == "time":
@@ -53,6 +61,8 @@ def _text(metric: Metric) -> str:
         return f"{value:%Y-%m}"
     if metric.kind == "flag":
         return "yes" if value else "no"
+    if metric.kind == "count" and grouped:
+        return numbers.count(value)
     return str(value)
 
 
@@ -72,23 +82,52 @@ def _as_of(report: ReportFigures) -> str:
     return _text(report.sections[0].metrics[0])
 
 
+# The kinds people read in a section's title or nowhere (JSON and CSV have them): months and
+# flags are in the titles, codes in the revenue title or labels, `needs` under each figure.
+_UNSHOWN = ("month", "flag", "code", "needs")
+
+
 def _shown(section: Section) -> list[Metric]:
-    """The metrics a table shows: months and flags are in the section titles instead."""
-    return [m for m in section.metrics if m.kind not in ("month", "flag")]
+    """The metrics a table shows; while the section has a note (no prices set), only it."""
+    notes = [m for m in section.metrics if m.kind == "note" and m.value is not None]
+    if notes:
+        return notes
+    return [m for m in section.metrics if m.kind not in (*_UNSHOWN, "note")]
+
+
+# A row people read: (label, value text, how it is shown): "value" a label and its value,
+# "statuses" a list under its count, "note" a line of its own (no label), "needs" the line
+# under the figures saying what they still need.
+Row = tuple[str, str, str]
+
+
+def _rows(section: Section, grouped: bool = False) -> list[Row]:
+    """The rows of SECTION as people read them (table, Markdown, the page): every shown
+    metric, and after the last of those that need the same history, one line saying what."""
+    shown = _shown(section)
+    rows: list[Row] = []
+    for i, m in enumerate(shown):
+        how = m.kind if m.kind in ("statuses", "note") else "value"
+        rows.append((m.label, _text(m, grouped), how))
+        following = shown[i + 1].needs if i + 1 < len(shown) else None
+        if m.needs is not None and following != m.needs:
+            rows.append(("", f"needs {m.needs}", "needs"))
+    return rows
 
 
 def format_table(report: ReportFigures) -> str:
     """Aligned text for a terminal: every cell `display.terminal` (one line, no controls). A
-    list of statuses is a line of its own under its count, outside the alignment."""
+    list of statuses, a note and what figures need are lines of their own under their figures,
+    outside the alignment."""
     safe = display.terminal
     rows: list[tuple[str, str | None]] = []  # (label, value); value None: a line as it is
     for section in report.sections[1:]:
         rows.append((safe(section.title), ""))
-        for m in _shown(section):
-            if m.kind == "statuses":
-                rows.append(("    " + safe(_text(m)), None))
+        for label, text, how in _rows(section):
+            if how == "value":
+                rows.append(("  " + safe(label), safe(text)))
             else:
-                rows.append(("  " + safe(m.label), safe(_text(m))))
+                rows.append(("    " + safe(text), None))
     aligned = [(label, value) for label, value in rows if value is not None]
     width = max(len(label) for label, _ in aligned) + 2
     value_width = max(len(value) for _, value in aligned)
@@ -115,7 +154,8 @@ def format_csv(report: ReportFigures) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["metric", "label", "value"])
     for m in report.metrics():
-        value = _text(m) if m.kind == "statuses" else _json_value(m)  # one cell: the line
+        # one cell: the line of statuses, of what the figures need
+        value = _text(m) if m.kind in ("statuses", "needs") else _json_value(m)
         if isinstance(value, bool):
             value = "true" if value else "false"  # as JSON spells them, not Python
         cells = [m.key, m.label, "" if value is None else value]
@@ -135,7 +175,11 @@ def format_markdown(report: ReportFigures) -> str:
     lines += ["| Figure | Value |", "|---|---:|"]
     for section in report.sections[1:]:
         lines.append(f"| **{cell(section.title)}** | |")
-        lines.extend(f"| {cell(m.label)} | {cell(_text(m))} |" for m in _shown(section))
+        for label, text, how in _rows(section):
+            if how in ("note", "needs"):
+                lines.append(f"| *{cell(text)}* | |")
+            else:
+                lines.append(f"| {cell(label)} | {cell(text)} |")
     return "\n".join(lines)
 
 

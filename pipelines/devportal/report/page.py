@@ -1,6 +1,15 @@
-"""The self-contained HTML page (`--html PATH`): the figures and the charts of
-`devportal.charts` on the page (`Chart.on_page`) as inline PNG images, every text escaped; and
-`print_report`, what `devportal report` (devportal.cli.report) runs."""
+"""The self-contained HTML page (`--html PATH`): a one-page dashboard read in 30 seconds, then
+every figure; and `print_report`, what `devportal report` (devportal.cli.report) runs.
+
+Top to bottom: the tiles (MRR, usable subscribers, last month's churn, renewal rate), each with
+its change against the month before; the money tiles (ARR, ARPU, LTV, the last month's net MRR
+change, the 30-day forecast); the charts of `devportal.charts` on the page (`Chart.on_page`),
+MRR over time and its movements first; then the table of every figure. A chart that cannot
+show anything yet (`Chart.needs`: too little history, no prices) is its one line of text, never
+an empty plot. Charts are PNG images inline (matplotlib, as the notebooks draw them): the file
+opens offline, with no script, no font or library to fetch, and reads the same printed or
+mailed; their values are written on them (labels on points and bars) instead of tooltips.
+Every text is escaped."""
 
 from __future__ import annotations
 
@@ -8,15 +17,25 @@ import base64
 import html as html_lib
 import re
 import sys
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from devportal import charts, display
+from devportal import charts, display, numbers
 from devportal.errors import DevportalError
-from devportal.report.figures import ReportFigures, _figures, _Reader, _reading, _report
-from devportal.report.formats import FORMATS, _as_of, _shown, _text, render
+from devportal.report.figures import (
+    FULL_MONTH,
+    ReportFigures,
+    _figures,
+    _month_after,
+    _Reader,
+    _reading,
+    _report,
+)
+from devportal.report.formats import FORMATS, _as_of, _rows, render
+from devportal.target import Where
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -27,19 +46,34 @@ _PAGE = """<!doctype html>
 <meta charset="utf-8">
 <title>{title}</title>
 <style>
-body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222; }}
+body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222;
+  padding: 0 1rem; }}
 h1 {{ font-size: 1.5rem; margin-bottom: 0.2rem; }}
+h2 {{ font-size: 1.15rem; margin: 2rem 0 0.5rem; }}
 p.note {{ color: #666; margin-top: 0; }}
 p.basis {{ margin: 0.4rem 0; }}
 p.partial {{ border-left: 4px solid #b8323a; padding: 0.3rem 0.6rem; background: #fbeaea; }}
+div.tiles {{ display: grid; grid-template-columns: repeat(4, 1fr); gap: 0.8rem; margin: 1.2rem 0; }}
+div.tiles.minor {{ grid-template-columns: repeat(5, 1fr); margin-top: 0; }}
+div.tile {{ border: 1px solid #ddd; border-radius: 6px; padding: 0.6rem 0.8rem; }}
+div.tile .name {{ font-size: 0.85rem; color: #555; }}
+div.tile .value {{ font-size: 1.6rem; font-weight: 600; font-variant-numeric: tabular-nums;
+  margin: 0.15rem 0; }}
+div.tiles.minor .value {{ font-size: 1.1rem; }}
+div.tile .value.unmeasured {{ font-size: 1rem; color: #666; font-weight: 500; }}
+div.tile .change {{ font-size: 0.8rem; color: #555; }}
+div.tile .change.good {{ color: #2e7d32; }}
+div.tile .change.bad {{ color: #b8323a; }}
 table {{ border-collapse: collapse; margin: 1rem 0 2rem; }}
 td {{ padding: 0.2rem 1.2rem 0.2rem 0; }}
 td.value {{ text-align: right; font-variant-numeric: tabular-nums; }}
 td.note {{ text-align: left; }}
+td.needs {{ color: #666; font-size: 0.85rem; padding-left: 2.4rem; }}
 tr.section td {{ font-weight: 600; padding-top: 0.8rem; }}
 td.sub {{ padding-left: 1.2rem; }}
-figure {{ margin: 0 0 2rem; }}
+figure {{ margin: 0 0 1.5rem; }}
 figure img {{ max-width: 100%; }}
+p.chart {{ margin: 0 0 1.5rem; padding: 0.5rem 0.8rem; background: #f6f6f6; border-radius: 6px; }}
 </style>
 </head>
 <body>
@@ -47,13 +81,203 @@ figure img {{ max-width: 100%; }}
 <p class="note">All figures are live subscriptions, computed as of the latest successful sync
 (the API server's clock), not the time this page was written.</p>
 {basis}
+{tiles}
+{charts}
+<h2>All figures</h2>
 <table>
 {rows}
 </table>
-{charts}
 </body>
 </html>
 """
+
+
+@dataclass(frozen=True)
+class Tile:
+    """One tile: NAME, its VALUE as read (or "not measurable yet", UNMEASURED), and the line
+    under it, LINE: its change against the month before, or what the value still needs;
+    TONE colours the change: "good", "bad" or "" (neutral)."""
+
+    name: str
+    value: str
+    line: str = ""
+    tone: str = ""
+    unmeasured: bool = False
+
+
+def _esc(text: str) -> str:
+    """TEXT for the page: one line without control characters (`display.terminal`: a
+    right-to-left override would reorder what the page shows), `html.escape`d."""
+    return html_lib.escape(display.terminal(text))
+
+
+def _tone(change: float, up_is_good: bool = True) -> str:
+    if change == 0:
+        return ""
+    return "good" if (change > 0) == up_is_good else "bad"
+
+
+def _previous(month: date) -> date:
+    return (month - timedelta(days=1)).replace(day=1)
+
+
+def _versus(
+    report: ReportFigures, now: float, before: float | None, signed: Callable[[float], str]
+) -> tuple[str, str]:
+    """The change from BEFORE (at the end of the month before as_of's) to NOW, as (line,
+    tone): the difference (SIGNED makes it read) and its share of BEFORE. BEFORE None: not
+    measured then (the history starts with the first sync)."""
+    month = "month before"
+    if report.as_of is not None:
+        month = f"end of {_previous(report.as_of.date().replace(day=1)):%Y-%m}"
+    if before is None:
+        first = report.context.get("first_sync_at")
+        since = f"; history starts {first:%Y-%m-%d}" if first is not None else ""
+        return f"no figure for the {month}{since}", ""
+    change = now - before
+    share = f" ({change / before:+.1%})" if before else ""
+    return f"{signed(change)}{share} vs {month}", _tone(change)
+
+
+def _needs(report: ReportFigures, key: str, name: str) -> Tile | None:
+    """The tile NAME of figure KEY when the history cannot measure it yet, else None."""
+    needs = report.unmeasured.get(key)
+    return None if needs is None else Tile(name, "not measurable yet", f"needs {needs}", "", True)
+
+
+def _rate_tile(report: ReportFigures, what: str, key: str, before: str) -> Tile:
+    """The tile of a rate of the last full month (WHAT: "churn", where up is bad, or "renewal
+    rate"), with its change in percentage points against the month before it (the context's
+    BEFORE). A rate of a month that began before the first sync rests on an estimate: the tile
+    says it is not measurable yet, and gives the estimate as one."""
+    values = report.values()
+    month = values["last_full_month"]
+    name = what.capitalize() + (f", {month:%Y-%m}" if month is not None else "")
+    first = report.context.get("first_sync_at")
+    watched = FULL_MONTH.format(
+        month=f"{_month_after(first):%Y-%m}" if first is not None else "the month after it"
+    )
+    rate = values[key]
+    unmeasured = _needs(report, key, name)
+    if unmeasured is not None:
+        return unmeasured
+    if rate is None:
+        return Tile(name, "not measurable yet", f"needs {watched}", "", True)
+    if values["last_full_month_is_estimate"]:
+        estimate = f"; estimated from the first sync's list: at least {numbers.percent(rate)}"
+        return Tile(name, "not measurable yet", f"needs {watched}{estimate}", "", True)
+    previous = report.context.get(before)
+    if report.context.get("month_before_last_is_estimate"):
+        previous = None  # an estimated month is no base to compare with
+    if previous is None or month is None:
+        return Tile(name, numbers.percent(rate), "no measured month before it")
+    change = rate - previous
+    return Tile(
+        name,
+        numbers.percent(rate),
+        f"{numbers.points(change)} vs {_previous(month):%Y-%m}",
+        _tone(change, up_is_good=what != "churn"),
+    )
+
+
+def _tiles(report: ReportFigures) -> list[Tile]:
+    """The four tiles an owner reads first: MRR, usable subscribers, last month's churn and
+    renewal rate, each with its change against the month before."""
+    values = report.values()
+    currency = report.currency
+    mrr = values["mrr"]
+    if mrr is None:
+        hint = values["prices_hint"] or ""
+        value = "no prices set" if hint == charts.PRICES_HINT else "not built"
+        mrr_tile = Tile("MRR", value, hint, "", True)
+    else:
+        line, tone = _versus(
+            report,
+            mrr,
+            values["mrr_month_before"],
+            lambda change: numbers.money(change, currency, signed=True, cents=None),
+        )
+        basis = values["revenue_basis"] or "gross"
+        mrr_tile = Tile(f"MRR ({basis})", numbers.money(mrr, currency, cents=None), line, tone)
+    usable = values["usable_subscribers"]
+    line, tone = _versus(
+        report, usable, report.context.get("usable_month_before"), lambda c: f"{c:+,.0f}"
+    )
+    return [
+        mrr_tile,
+        Tile("Usable subscribers", numbers.count(usable), line, tone),
+        _rate_tile(report, "churn", "last_full_month_churn_rate", "month_before_last_churn_rate"),
+        _rate_tile(
+            report,
+            "renewal rate",
+            "last_full_month_renewal_rate",
+            "month_before_last_renewal_rate",
+        ),
+    ]
+
+
+# The money tiles under the four, while prices are set: (figure key, tile name, line under it).
+_MONEY_TILES = (
+    ("arr", "ARR", "12 x MRR"),
+    ("arpu", "ARPU", "MRR per paying user"),
+    ("ltv", "LTV", "{ltv_method}"),
+    ("last_full_month_mrr_net_change", "Net MRR change, {month}", ""),
+    ("forecast_30d_mrr", "MRR forecast, 30 days", "a forecast"),
+)
+_LTV_METHODS = {
+    "churn_rate": "ARPU / monthly churn rate",
+    "survival": "ARPU x expected lifetime (survival curve)",
+}
+
+
+def _money_tiles(report: ReportFigures) -> list[Tile]:
+    """ARR, ARPU, LTV (and how it is estimated), the last full month's net MRR change and the
+    30-day forecast; none while no price is set (the MRR tile says how to set them)."""
+    values = report.values()
+    if values["mrr"] is None:
+        return []
+    month = values["last_full_month"]
+
+    def _signed(amount: float) -> str:
+        return numbers.money(amount, report.currency, signed=True, cents=None)
+
+    tiles = []
+    for key, name, line in _MONEY_TILES:
+        name = name.format(month=f"{month:%Y-%m}" if month is not None else "last full month")
+        unmeasured = _needs(report, key, name)
+        if unmeasured is not None:
+            tiles.append(unmeasured)
+            continue
+        value = values[key]
+        signed = key.endswith("_change")
+        if value is None:
+            text = "n/a"
+        else:
+            text = _signed(value) if signed else numbers.money(value, report.currency, cents=None)
+        if key == "ltv":
+            line = _LTV_METHODS.get(values["ltv_method"] or "", "")
+        if key == "last_full_month_mrr_net_change":
+            line = ", ".join(
+                f"{part} {_signed(sign * (values[f'last_full_month_mrr_{part}'] or 0.0))}"
+                for part, sign in (("new", 1), ("churned", -1), ("reactivated", 1))
+            )
+        tone = _tone(value) if signed and value is not None else ""
+        tiles.append(Tile(name, text, line, tone))
+    return tiles
+
+
+def _tiles_html(tiles: Sequence[Tile], minor: bool = False) -> str:
+    if not tiles:
+        return ""
+    cells = [
+        '<div class="tile">'
+        f'<div class="name">{_esc(t.name)}</div>'
+        f'<div class="value{" unmeasured" if t.unmeasured else ""}">{_esc(t.value)}</div>'
+        f'<div class="change{" " + t.tone if t.tone else ""}">{_esc(t.line)}</div>'
+        "</div>"
+        for t in tiles
+    ]
+    return f'<div class="tiles{" minor" if minor else ""}">\n' + "\n".join(cells) + "\n</div>"
 
 
 def _chart_frames(reader: _Reader) -> dict[str, pd.DataFrame]:
@@ -67,47 +291,56 @@ def _chart_frames(reader: _Reader) -> dict[str, pd.DataFrame]:
 
 
 def _chart_images(
-    frames: Mapping[str, pd.DataFrame], as_of: datetime | None
-) -> list[tuple[str, bytes]]:
-    """The charts drawn, as (title, PNG): drawn after the connection is closed."""
-    return [
-        (charts.BY_NAME[name].title, charts.png_bytes(charts.BY_NAME[name].draw(frame, as_of)))
-        for name, frame in frames.items()
-    ]
+    frames: Mapping[str, pd.DataFrame], report: ReportFigures
+) -> list[tuple[str, bytes | str]]:
+    """The charts, as (title, PNG), drawn after the connection is closed; or (title, the line
+    saying what the chart still needs) for one that cannot show anything yet."""
+    shown: list[tuple[str, bytes | str]] = []
+    as_of = report.as_of
+    for name, frame in frames.items():
+        chart = charts.BY_NAME[name]
+        needs = chart.needs_history(frame, report.history)
+        shown.append((chart.title, needs or charts.png_bytes(chart.draw(frame, as_of))))
+    return shown
 
 
-def format_html(report: ReportFigures, images: Sequence[tuple[str, bytes]]) -> str:
-    """The page; every text `html.escape`d, and one line without control characters
-    (`display.terminal`: a right-to-left override would reorder what the page shows)."""
+def _chart_html(title: str, shown: bytes | str) -> str:
+    if isinstance(shown, str):
+        return f'<p class="chart"><strong>{_esc(title)}</strong>: {_esc(shown)}</p>'
+    return (
+        f'<figure><img alt="{_esc(title)}" '
+        f'src="data:image/png;base64,{base64.b64encode(shown).decode()}"></figure>'
+    )
 
-    def esc(text: str) -> str:
-        return html_lib.escape(display.terminal(text))
 
-    as_of = _as_of(report)
+def format_html(report: ReportFigures, images: Sequence[tuple[str, bytes | str]]) -> str:
+    """The page: the tiles, the charts (IMAGES: PNG, or the line of a chart that cannot show
+    anything yet), every figure; every text `_esc`aped."""
     rows = []
     for section in report.sections[1:]:
-        rows.append(f'<tr class="section"><td colspan="2">{esc(section.title)}</td></tr>')
-        rows.extend(
-            f'<tr><td class="sub">{esc(m.label)}</td>'
-            f'<td class="{"note" if m.kind == "statuses" else "value"}">{esc(_text(m))}</td></tr>'
-            for m in _shown(section)
-        )
+        rows.append(f'<tr class="section"><td colspan="2">{_esc(section.title)}</td></tr>')
+        for label, text, how in _rows(section, grouped=True):
+            if how in ("note", "needs"):
+                rows.append(f'<tr><td class="needs" colspan="2">{_esc(text)}</td></tr>')
+            else:
+                cell = "note" if how == "statuses" else "value"
+                rows.append(
+                    f'<tr><td class="sub">{_esc(label)}</td>'
+                    f'<td class="{cell}">{_esc(text)}</td></tr>'
+                )
     basis_class = "basis partial" if report.partial else "basis"
     if report.partial:
         head, _, rest = report.basis.partition(":")
-        basis = f'<p class="{basis_class}"><strong>{esc(head)}:</strong>{esc(rest)}</p>'
+        basis = f'<p class="{basis_class}"><strong>{_esc(head)}:</strong>{_esc(rest)}</p>'
     else:
-        basis = f'<p class="{basis_class}">{esc(report.basis)}</p>'
-    figures = [
-        f'<figure><img alt="{esc(title)}" '
-        f'src="data:image/png;base64,{base64.b64encode(png).decode()}"></figure>'
-        for title, png in images
-    ]
+        basis = f'<p class="{basis_class}">{_esc(report.basis)}</p>'
+    tiles = _tiles_html(_tiles(report)) + "\n" + _tiles_html(_money_tiles(report), minor=True)
     return _PAGE.format(
-        title=esc(f"Subscriptions as of {as_of}"),
+        title=_esc(f"Subscriptions as of {_as_of(report)}"),
         basis=basis,
+        tiles=tiles.strip(),
         rows="\n".join(rows),
-        charts="\n".join(figures),
+        charts="\n".join(_chart_html(title, shown) for title, shown in images),
     )
 
 
@@ -129,27 +362,22 @@ def _read_page(
     return report, _chart_frames(reader) if with_charts else {}
 
 
-def write_html(warehouse: str | Path, path: str | Path, destination: str | None = None) -> Path:
-    """Write the self-contained HTML page (figures and charts) to PATH."""
-    with _reading(warehouse, destination) as reader:
+def write_html(target: Where, path: str | Path) -> Path:
+    """Write the self-contained HTML page (figures and charts) of TARGET to PATH."""
+    with _reading(target) as reader:
         report, frames = _read_page(reader)
-    return _write(path, format_html(report, _chart_images(frames, report.as_of)))
+    return _write(path, format_html(report, _chart_images(frames, report)))
 
 
-def print_report(
-    warehouse: str | Path,
-    fmt: str = "table",
-    html: str | Path | None = None,
-    destination: str | None = None,
-) -> None:
-    """Print the report in FMT; with HTML, also write the page there. DESTINATION "postgres"
-    reads the models in PostgreSQL instead of the DuckDB warehouse."""
+def print_report(target: Where, fmt: str = "table", html: str | Path | None = None) -> None:
+    """Print the report of TARGET (a `Target`, or the DuckDB warehouse file's path) in FMT;
+    with HTML, also write the page there."""
     if fmt not in FORMATS:
         raise DevportalError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
-    with _reading(warehouse, destination) as reader:
+    with _reading(target) as reader:
         report, frames = _read_page(reader, with_charts=html is not None)
     print(render(report, fmt))
     if html is not None:
-        target = _write(html, format_html(report, _chart_images(frames, report.as_of)))
+        page = _write(html, format_html(report, _chart_images(frames, report)))
         # stdout stays one document for json/csv; the note goes with the logs
-        print(f"wrote {target}", file=sys.stderr if fmt in ("json", "csv") else sys.stdout)
+        print(f"wrote {page}", file=sys.stderr if fmt in ("json", "csv") else sys.stdout)

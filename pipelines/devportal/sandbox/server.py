@@ -437,18 +437,12 @@ class Sandbox:
         retry_after: int = 1,
     ) -> None:
         """Inject faults at `rate` over `kinds` (None or rate 0 clears). Restarts the sequence."""
-        config: FaultConfig | None
-        if rate is None or isinstance(rate, FaultConfig):
-            config = rate
-        elif isinstance(rate, Mapping):
-            config = FaultConfig.from_mapping(rate)
-        else:
-            if isinstance(kinds, str):
-                kinds = [k for k in kinds.split(",") if k.strip()]
-            config = FaultConfig(
-                rate=float(rate), kinds=tuple(kinds), seed=seed, retry_after=retry_after
-            )
-        self._faults.configure(config)
+        if rate is not None and not isinstance(rate, FaultConfig | Mapping):
+            # the keywords are the mapping's keys: one reader of fault settings
+            rate = {"rate": rate, "kinds": kinds, "seed": seed, "retry_after": retry_after}
+        if isinstance(rate, Mapping):
+            rate = FaultConfig.from_mapping(rate)
+        self._faults.configure(rate)
 
     def queue_faults(self, *kinds: str | None) -> None:
         """The next API requests meet these faults in order (None = succeeds), then `rate` resumes."""
@@ -466,14 +460,11 @@ class Sandbox:
     ) -> None:
         """Limit each bearer token to `per_second` requests/s, bursts of `burst` (default
         max(1, R)); None or 0 clears. Every bucket starts full again."""
-        config: RateLimit | None
-        if per_second is None or isinstance(per_second, RateLimit):
-            config = per_second
-        elif isinstance(per_second, Mapping):
-            config = RateLimit.from_mapping(per_second)
-        else:
-            config = RateLimit(per_second, burst) if float(per_second) != 0 else None
-        self._limiter.configure(config)
+        if isinstance(per_second, Mapping):
+            per_second = RateLimit.from_mapping(per_second)
+        elif per_second is not None and not isinstance(per_second, RateLimit):
+            per_second = RateLimit(per_second, burst) if float(per_second) != 0 else None
+        self._limiter.configure(per_second)
 
     def set_server_ms(self, ms: float) -> None:
         """Serial server time per admitted API request (a global lock held `ms`); 0 = none."""

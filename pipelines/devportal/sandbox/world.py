@@ -82,26 +82,14 @@ class World:
     def rates(self) -> Rates:
         return self._clock.rates
 
-    @rates.setter
-    def rates(self, value: Rates) -> None:
-        self._clock.rates = value
-
     @property
     def test_share(self) -> float:
         return self._clock.test_share
-
-    @test_share.setter
-    def test_share(self, value: float) -> None:
-        self._clock.test_share = value
 
     @property
     def version(self) -> int:
         """Bumped on every change; lets readers notice drift."""
         return self._store.version
-
-    @version.setter
-    def version(self, value: int) -> None:
-        self._store.version = value
 
     @property
     def now(self) -> datetime:

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from devportal.errors import scrub
+from devportal.runrecord import ProblemRecord
 
 # the data-quality problem of a row that has no usable key: set aside, counted, never loaded
 ID_DROPPED = "missing_or_invalid_id_row_dropped"
@@ -64,16 +65,17 @@ class DataQuality:
         return sum(p.count for p in self.problems.values())
 
     def records(self, run_id: str) -> list[dict[str, Any]]:
+        """The rows of `data_quality` for run RUN_ID (`ProblemRecord`)."""
         return [
-            {
-                "run_id": run_id,
-                "table_name": table,
-                "column_name": column,
-                "problem": problem,
-                "row_count": p.count,
-                "sample_ids": ", ".join(p.sample_ids),
-                "sample_values": ", ".join(p.sample_values),
-            }
+            ProblemRecord(
+                run_id=run_id,
+                table_name=table,
+                column_name=column,
+                problem=problem,
+                row_count=p.count,
+                sample_ids=", ".join(p.sample_ids),
+                sample_values=", ".join(p.sample_values),
+            ).row()
             for (table, column, problem), p in sorted(self.problems.items())
         ]
 

@@ -1,0 +1,118 @@
+-- mrr_changes: every change of a live subscription's MRR, classified, up to as_of.
+--
+-- Grain: one row per (subscription_id, changed_at): each instant at which one of the
+-- subscription's mrr_spells starts or ends (at most one of each: its spells do not overlap),
+-- at or before as_of.
+-- `amount_before` / `amount_after`: its monthly-normalised amount just before and from
+--   `changed_at` (0 when it had no spell then: not usable); `period_before` / `period_after`:
+--   the spells' billing periods (NULL without a spell). `is_priced`: every spell involved has a
+--   price (amounts of spells without one are NULL, and so is every money figure they touch).
+-- `day`: the mrr_daily day the change first shows in: the day of the first snapshot at or
+--   after it (a change at exactly midnight closes the day before), the first sync's day for
+--   anything before; `is_base`: on that first day, so part of the MRR the history starts with,
+--   not a movement.
+-- `movement` (the published MRR convention: dbt's mrr-playbook, ChartMogul; mrr_movements
+--   says where devportal differs):
+--   'new': a spell starts, none ended here, and the subscription had none before (first use
+--     seen; a subscription first seen at a later sync is new at that sync);
+--   'reactivated': a spell starts after a gap in its use (it churned and came back);
+--   'churned': a spell ends and none follows (its use ran out at `expires_at`, or it was no
+--     longer listed); the amount lost is `amount_before`;
+--   'expansion' / 'contraction': the billing period changed (monthly <-> yearly, or from or to
+--     'unknown') and the amount rose / fell;
+--   'price_change': same period, another amount (the price book changed; a version or a
+--     renewal at an unchanged price is such a row with a change of 0);
+--   'period_switch': the period changed and the amount did not (or is not known: no price).
+--
+-- @test unique(subscription_id, changed_at)
+-- @test not_null(subscription_id, changed_at, day, is_base, movement, is_priced)
+-- @test accepted_values(movement: new, reactivated, churned, expansion, contraction, price_change, period_switch)
+
+with clock as (
+    select
+        as_of,
+        first_sync_at::date as first_day
+    from analytics.as_of
+),
+
+firsts as (
+    select
+        subscription_id,
+        min(spell_start) as first_start
+    from analytics.mrr_spells
+    group by subscription_id
+),
+
+starts as (
+    select
+        subscription_id,
+        service_id,
+        spell_start as changed_at,
+        period as period_after,
+        mrr_amount as amount_after
+    from analytics.mrr_spells
+),
+
+ends as (
+    select
+        subscription_id,
+        service_id,
+        spell_end as changed_at,
+        period as period_before,
+        mrr_amount as amount_before
+    from analytics.mrr_spells
+),
+
+changes as (
+    select
+        coalesce(starts.subscription_id, ends.subscription_id) as subscription_id,
+        coalesce(starts.service_id, ends.service_id) as service_id,
+        coalesce(starts.changed_at, ends.changed_at) as changed_at,
+        ends.period_before,
+        starts.period_after,
+        ends.subscription_id is not null as had_spell,
+        starts.subscription_id is not null as has_spell,
+        case when ends.subscription_id is null then 0 else ends.amount_before end
+            as amount_before,
+        case when starts.subscription_id is null then 0 else starts.amount_after end
+            as amount_after
+    from starts
+    full outer join ends
+        on ends.subscription_id = starts.subscription_id
+        and ends.changed_at = starts.changed_at
+),
+
+final as (
+    select
+        changes.subscription_id,
+        changes.service_id,
+        changes.changed_at,
+        greatest((changes.changed_at - interval 1 microsecond)::date, clock.first_day) as day,
+        greatest((changes.changed_at - interval 1 microsecond)::date, clock.first_day)
+        = clock.first_day as is_base,
+        changes.period_before,
+        changes.period_after,
+        changes.amount_before,
+        changes.amount_after,
+        changes.amount_before is not null and changes.amount_after is not null as is_priced,
+        case
+            when not changes.had_spell and changes.changed_at = firsts.first_start then 'new'
+            when not changes.had_spell then 'reactivated'
+            when not changes.has_spell then 'churned'
+            when changes.period_before <> changes.period_after
+                and changes.amount_after > changes.amount_before
+                then 'expansion'
+            when changes.period_before <> changes.period_after
+                and changes.amount_after < changes.amount_before
+                then 'contraction'
+            when changes.period_before <> changes.period_after then 'period_switch'
+            else 'price_change'
+        end as movement
+    from changes
+    cross join clock
+    inner join firsts on firsts.subscription_id = changes.subscription_id
+    where changes.changed_at <= clock.as_of
+)
+
+select * from final
+order by changed_at, subscription_id

@@ -1,0 +1,73 @@
+-- mrr_spells: what each live subscription adds to MRR, as stretches of time with one amount.
+--
+-- Grain: one row per (subscription_id, spell_start): consecutive, non-overlapping stretches
+-- [spell_start, spell_end) of a live subscription's use, each with one billing period and one
+-- price. A subscription counts while it is usable, exactly as daily_subscribers counts it: from
+-- the sync that saw a version until the version was replaced or its use ran out
+-- (subscription_versions.usable_until: its own `expires_at`, or the next version's if later),
+-- so a canceled subscription counts until its `expires_at` (churn at period end), and one no
+-- longer listed stops at the sweep that missed it. Those stretches are cut where the billing
+-- segment changes (billing_segments: a time t is in the segment with segment_start <= t <
+-- segment_end) and where the price of its period changes (price_timeline), so each row has
+-- one `period` and one `mrr_amount`.
+-- `period`: the segment's (billing_segments.period); `segment_end`: that segment's expiry.
+-- `mrr_amount`: the monthly-normalised price after the revenue share of that period then
+--   (price_timeline.mrr_amount; yearly / 12), decimal(18, 6); NULL where no price is set.
+-- `price_valid_from`: the price row's `valid_from` (NULL for the flat keys or no price).
+--
+-- @test unique(subscription_id, spell_start)
+-- @test not_null(subscription_id, spell_start, spell_end, period)
+
+with usable_spells as (
+    select
+        id as subscription_id,
+        service_id,
+        valid_from as used_from,
+        case
+            when valid_to is null then usable_until
+            else least(valid_to, usable_until)
+        end as used_until
+    from analytics.subscription_versions
+    where not is_test and usable_until > valid_from
+),
+
+segmented as (
+    select
+        usable_spells.subscription_id,
+        usable_spells.service_id,
+        greatest(usable_spells.used_from, segments.segment_start) as segment_used_from,
+        least(usable_spells.used_until, segments.segment_end) as segment_used_until,
+        segments.segment_end,
+        segments.period
+    from usable_spells
+    inner join analytics.billing_segments as segments
+        on segments.subscription_id = usable_spells.subscription_id
+        and (segments.segment_start is null or segments.segment_start < usable_spells.used_until)
+        and segments.segment_end > usable_spells.used_from
+),
+
+priced as (
+    select
+        segmented.subscription_id,
+        segmented.service_id,
+        greatest(segmented.segment_used_from, timeline.starts_at) as spell_start,
+        least(segmented.segment_used_until, timeline.ends_at) as spell_end,
+        segmented.period,
+        segmented.segment_end,
+        timeline.mrr_amount,
+        timeline.valid_from as price_valid_from
+    from segmented
+    inner join analytics.price_timeline as timeline
+        on timeline.period = segmented.period
+        and (timeline.starts_at is null or timeline.starts_at < segmented.segment_used_until)
+        and (timeline.ends_at is null or timeline.ends_at > segmented.segment_used_from)
+),
+
+final as (
+    select *
+    from priced
+    where spell_start < spell_end
+)
+
+select * from final
+order by subscription_id, spell_start

@@ -1,0 +1,124 @@
+"""The report's revenue block in every format: with prices, amounts with thousands separators
+and the currency, the basis (gross or net) in the title, JSON and CSV the exact numbers; without
+prices, every money figure null and one line saying how to set them, not an error.
+
+The figures with prices are a row as `report.collect` reads it from report_figures (the models'
+amounts are tested by the revenue known answers); the row without prices is the known-answer
+story's, read from its warehouse."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devportal import charts, display, report
+from devportal.report.page import format_html
+
+MONEY = {
+    "currency": "EUR",
+    "revenue_basis": "net",
+    "mrr": 12345.678,
+    "arr": 148148.136,
+    "arpu": 4.99,
+    "ltv": 1234567.0,
+    "ltv_method": "churn_rate",
+    "last_full_month_mrr_new": 1500.0,
+    "last_full_month_mrr_churned": 250.5,
+    "last_full_month_mrr_reactivated": 0.0,
+    "last_full_month_mrr_net_change": -12.25,
+    "forecast_30d_mrr": 12000.0,
+    "mrr_month_before": 11000.0,
+}
+TEXTS = {
+    "mrr": "EUR 12,345.68",
+    "arr": "EUR 148,148.14",
+    "arpu": "EUR 4.99",
+    "ltv": "EUR 1,234,567.00",
+    "last_full_month_mrr_new": "EUR 1,500.00",
+    "last_full_month_mrr_churned": "EUR 250.50",
+    "last_full_month_mrr_reactivated": "EUR 0.00",
+    "last_full_month_mrr_net_change": "-EUR 12.25",
+    "forecast_30d_mrr": "EUR 12,000.00",
+    "mrr_month_before": "EUR 11,000.00",
+}
+TITLE = "Revenue (net of the platform's share, EUR)"
+
+
+def _priced() -> report.ReportFigures:
+    row: dict[str, Any] = dict.fromkeys(report._KINDS)
+    row |= {
+        "as_of": datetime(2026, 3, 5),
+        "first_sync_at": datetime(2026, 1, 15),
+        "has_verified_sweep": True,
+        "last_verified_sweep_at": datetime(2026, 3, 5),
+        "last_full_month": datetime(2026, 2, 1),
+        "last_full_month_is_estimate": False,
+        "survival_curve_days": 2,
+        "usable_subscribers": 16804,
+        **MONEY,
+    }
+    return report._report(row)
+
+
+def test_json_has_the_money_keys_at_the_top_level_exactly() -> None:
+    figures = json.loads(report.format_json(_priced()))
+    assert {key: figures[key] for key in MONEY} == MONEY
+    assert figures["prices_hint"] is None
+    assert figures["not_measurable_yet"] == {}
+
+
+def test_people_read_amounts_with_separators_and_the_currency() -> None:
+    priced = _priced()
+    table = report.format_table(priced).splitlines()
+    start = table.index(TITLE)
+    shown = {m.key: m.label for m in priced.metrics() if m.key in TEXTS}
+    block = [
+        re.split(r"\s{2,}", line.strip()) for line in table[start + 1 : start + 1 + len(shown)]
+    ]
+    assert block == [[shown[key], text] for key, text in TEXTS.items()]
+    markdown = report.format_markdown(priced).splitlines()
+    assert f"| **{display.markdown_cell(TITLE)}** | |" in markdown
+    assert f"| {shown['mrr']} | EUR 12,345.68 |" in markdown
+    rows = {r["metric"]: r["value"] for r in csv.DictReader(io.StringIO(report.format_csv(priced)))}
+    assert rows["mrr"] == "12345.678" and rows["currency"] == "EUR" and rows["prices_hint"] == ""
+
+
+def test_the_page_leads_with_the_mrr_tile_and_its_change() -> None:
+    page = format_html(_priced(), [])
+    tile = re.search(r'<div class="tile">.*?</div></div>', page, re.S)
+    assert tile is not None
+    assert "MRR (net)" in tile.group(0) and "EUR 12,346" in tile.group(0)
+    # against the end of February: 11,000 -> 12,345.68
+    assert "+EUR 1,346 (+12.2%) vs end of 2026-02" in tile.group(0)
+    assert '<td class="value">EUR 148,148.14</td>' in page
+    assert '<td class="value">16,804</td>' in page  # counts thousands separated on the page
+
+
+def test_without_prices_one_line_says_how_to_set_them(
+    story_warehouse: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    report.print_report(story_warehouse, fmt="json")
+    figures = json.loads(capsys.readouterr().out)
+    assert {key: figures[key] for key in MONEY} == dict.fromkeys(MONEY)
+    assert figures["prices_hint"] == charts.PRICES_HINT
+    assert (
+        "ANALYTICS__PRICE_MONTHLY" in charts.PRICES_HINT
+        and ".dlt/config.toml" in charts.PRICES_HINT
+    )
+    report.print_report(story_warehouse, fmt="table")
+    table = capsys.readouterr().out.splitlines()
+    start = table.index("Revenue")
+    assert table[start + 1] == f"    {charts.PRICES_HINT}"
+    assert not table[start + 2].startswith(" ")  # the next section: no money rows
+    report.print_report(story_warehouse, fmt="markdown")
+    hint = display.markdown_cell(charts.PRICES_HINT)  # shown literally: [ ] _ escaped
+    assert f"| *{hint}* | |" in capsys.readouterr().out.splitlines()
+    page = report.write_html(story_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
+    assert "no prices set" in page and ">EUR " not in page  # no amount anywhere
