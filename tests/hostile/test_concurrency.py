@@ -37,6 +37,7 @@ from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 # How long a held request waits for the state it waits for: only a broken controller (or a
 # test waiting for what cannot happen) ever reaches it, so it is generous.
 HOLD_S = 20.0
+STARTUP_S = 240.0  # the most a test waits for a sync to reach the state it holds the server in
 
 
 @pytest.fixture
@@ -236,6 +237,7 @@ class Counting:
         self.most = 0
         self.held = 0
         self.arrivals: list[float] = []
+        self.pages: list[int] = []  # the page each arrival asked for
         self.throttle_at: dict[int, str] = {}  # arrival number -> Retry-After
         self.throttled_at: list[float] = []
         self.throttled_after: list[int] = []
@@ -263,6 +265,7 @@ class Counting:
             self.most = max(self.most, self.now)
             number = len(self.arrivals)
             self.arrivals.append(self.clock())
+            self.pages.append(int(req.query.get("page", "1")))
             retry_after = self.throttle_at.get(number)
             self.cond.notify_all()
             try:
@@ -408,16 +411,18 @@ def test_retry_after_pauses_all_workers_not_just_one(
 
     def end_the_pause() -> None:
         with server.cond:
-            idle = server.cond.wait_for(
-                lambda: bool(server.throttled_at) and pause_seen() and server.now == 0, HOLD_S
-            )
+            # the sync may take long to get there on a busy machine (its start is not timed):
+            # wait for the 429 itself, then give the client HOLD_S to take the pause in
+            sent = server.cond.wait_for(lambda: bool(server.throttled_at), STARTUP_S)
+            idle = sent and server.cond.wait_for(lambda: pause_seen() and server.now == 0, HOLD_S)
         clock.advance(1.0)  # the pause is over (moved even if never idle: the test then fails)
-        assert idle, "requests were still in flight after the 429"
+        assert sent, "no 429 went out"
+        assert idle, f"requests were still in flight after the 429; pages asked {server.pages}"
 
     mover = threading.Thread(target=end_the_pause)
     mover.start()
     result, warehouse = run_sync(devportal, many_pages, tmp_path, "--workers", "6")
-    mover.join(HOLD_S)
+    mover.join(STARTUP_S + HOLD_S)
     assert len(clients) == 1 and clients[0] is not None
     [throttled], [answered] = server.throttled_at, server.throttled_after
     later = server.arrivals[answered:]  # sent after the 429 went out
@@ -426,6 +431,8 @@ def test_retry_after_pauses_all_workers_not_just_one(
     record = sync_runs(warehouse)
     assert (record["rate_limited"], record["paused_s"]) == (1, 1.0)
     assert record["requests"] == 81  # 80 pages and the one retried
+    # every page asked once, but the throttled one, asked again
+    assert sorted(server.pages) == sorted([*range(1, 81), server.pages[12]])
     assert "paused 1.0s on Retry-After" in result.out
 
 
