@@ -81,9 +81,10 @@ lint: $(STAMP)  ## ruff, mypy and deptry (every import declared)
 bench: $(STAMP)  ## benchmarks: devportal vs dlt rest_api vs the HTTP floor (writes benchmarks/results/)
 	$(BIN)/python -m benchmarks.run $(ARGS)
 
-notebook: $(STAMP)  ## open Jupyter on notebooks/ (installs the pinned jupyterlab on first use)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-notebook.lock
-	$(BIN)/jupyter lab notebooks/
+notebook: $(STAMP)  ## open Jupyter on notebooks/, reading the warehouse make report reads (installs the pinned jupyterlab on first use)
+	@$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-notebook.lock >&2
+	@DEVPORTAL_WAREHOUSE="$(abspath $(WAREHOUSE))" $(BIN)/jupyter lab notebooks/ \
+	    $$(if [ "$$(id -u)" = 0 ]; then echo --allow-root; fi)
 
 lock:  ## regenerate requirements.lock from pyproject.toml in a scratch venv
 	rm -rf .lockvenv && $(PYTHON) -m venv .lockvenv

@@ -54,7 +54,7 @@ SCRUB_PREFIXES = (
     *("RUNTIME__", "PIPELINES__", "DLT_", "DEVPORTAL_SPEEDUPS"),
 )
 SYNC_RUN_FIELDS = ("requests", "retries", *CONCURRENCY_FIELDS)  # read from `sync_runs`
-SUMMARY = re.compile(r"sync ok \((\w+)\) in ([\d.]+)s: (.*)")
+SUMMARY = re.compile(r"sync ok \((\w+)\)(?: into .+?)? in ([\d.]+)s: (.*)")  # into: the warehouse
 SUMMARY_FIELDS = {  # the summary line's concurrency, when `sync_runs` cannot be read
     "retries": r"(\d+) retries",
     "rate_limited": r"(\d+) rate-limited \(429\)",

@@ -16,8 +16,12 @@ os.environ.setdefault("RUNTIME__LOG_LEVEL", "WARNING")
 # no anonymous usage reports to dlt's servers from a test run (and no network beyond loopback)
 os.environ.setdefault("RUNTIME__DLTHUB_TELEMETRY", "false")
 for _key in list(os.environ):
-    if _key.startswith("SOURCES__DEVPORTAL__"):
+    if _key.startswith(("SOURCES__DEVPORTAL__", "ALERTS__")):
         del os.environ[_key]
+# no alert leaves a test run for a developer's own webhook (in .dlt/secrets.toml or ~/.dlt: the
+# environment wins over both); tests/operations points them at a receiver of its own
+os.environ["ALERTS__WEBHOOK_URL"] = ""
+os.environ["RUNTIME__SLACK_INCOMING_HOOK"] = ""
 
 
 @pytest.fixture

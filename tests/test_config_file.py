@@ -18,11 +18,16 @@ from typing import Any
 
 import pytest
 
+from devportal.alerts.settings import AlertsConfig
 from devportal.config import HISTORY_IGNORE_DEFAULT, AnalyticsConfig, DevportalConfig
 
 CONFIG_FILE = Path(__file__).resolve().parents[1] / ".dlt" / "config.toml"
 NO_DEFAULT = "(no default)"
-SECTIONS = {"sources.devportal": DevportalConfig, "analytics": AnalyticsConfig}
+SECTIONS = {
+    "sources.devportal": DevportalConfig,
+    "analytics": AnalyticsConfig,
+    "alerts": AlertsConfig,
+}
 
 # `# key = ...`: a commented setting (prose never starts with an identifier and ` = `)
 KEY_LINE = re.compile(r"^#\s?(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(?P<rest>.*)$")
@@ -38,11 +43,12 @@ class Listed:
     line_no: int
 
 
-def listed_keys() -> list[Listed]:
-    """Every commented `key = value` line of the file, with its section and parsed value."""
+def listed_keys(path: Path = CONFIG_FILE) -> list[Listed]:
+    """Every commented `key = value` line of the file at PATH (default: the checked-in
+    .dlt/config.toml), with its section and parsed value."""
     found = []
     section = ""
-    for line_no, line in enumerate(CONFIG_FILE.read_text("utf-8").splitlines(), start=1):
+    for line_no, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
         if match := SECTION_LINE.match(line.strip()):
             section = match["name"].strip()
             continue
@@ -55,7 +61,7 @@ def listed_keys() -> list[Listed]:
             value = tomllib.loads(f"{key} = {rest}")[key]
         except tomllib.TOMLDecodeError as err:
             raise AssertionError(
-                f".dlt/config.toml line {line_no}: `# {key} = {rest}` is no TOML value ({err})"
+                f"{path} line {line_no}: `# {key} = {rest}` is no TOML value ({err})"
             ) from err
         # the marker belongs to the line's own trailing comment, after the value
         no_default = NO_DEFAULT in _trailing_comment(key, rest)
@@ -127,3 +133,23 @@ def test_no_devportal_setting_is_set_in_the_checked_in_file() -> None:
     assert set(data.get("sources", {})) <= {"devportal"}
     # [runtime] holds dlt's settings devportal sets on purpose; none is a devportal field
     assert set(data.get("runtime", {})) == {"log_level", "dlthub_telemetry"}
+
+
+def test_the_sections_checked_are_what_dlt_resolves() -> None:
+    """The file is checked against the spec dlt registered for the source (not only the class
+    this test names), and `LoadConfig` (the load connection's settings, resolved on their own
+    from the same section) adds no key `DevportalConfig` lacks: every key dlt reads under
+    [sources.devportal] is among those listed."""
+    from dlt.extract.reference import SourceReference
+
+    import devportal.source
+    from devportal.config import LoadConfig
+
+    registered = {
+        name: ref.SPEC
+        for name, ref in SourceReference.SOURCES.items()
+        if name.startswith("devportal.")
+    }
+    source = f"{devportal.source.__name__}.{devportal.source.devportal_source.__name__}"
+    assert registered == {source: SECTIONS["sources.devportal"]}
+    assert set(LoadConfig.get_resolvable_fields()) <= set(defaults(DevportalConfig))

@@ -139,8 +139,10 @@ def test_the_layers_import_downwards() -> None:
     for module in sorted(warehouse):  # the package and each of its modules
         assert graph[module] <= {"devportal.errors", "devportal.filelock"} | warehouse, module
     # the HTTP settings are defined once, in the client's settings module (dlt-free)
-    assert graph["devportal.client.settings"] <= {"devportal.errors"}
-    assert graph["devportal.config"] <= {"devportal.errors", "devportal.client.settings"}
+    assert graph["devportal.client.settings"] <= {"devportal.errors", "devportal.api"}
+    assert graph["devportal.config_sources"] == set()  # where dlt reads settings: asks dlt only
+    config = {"devportal.errors", "devportal.client.settings", "devportal.config_sources"}
+    assert graph["devportal.config"] <= config | {"devportal.alerts.settings"}
     assert graph["devportal.target"] <= {"devportal.errors"}  # one decision of where, base layer
     allowed = {"devportal.errors", "devportal.warehouse", "devportal.duckdb_destination"}
     allowed |= {"devportal.config", "devportal.target"}

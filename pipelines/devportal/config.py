@@ -1,24 +1,36 @@
-"""Every setting under `[sources.devportal]`: one configspec, resolved by dlt.
+"""Every setting under `[sources.devportal]`: one configspec, resolved by dlt; `[analytics]`'s.
 
 dlt looks each field up in the environment (`SOURCES__DEVPORTAL__<FIELD>`), `.dlt/secrets.toml`
-and `.dlt/config.toml`, in that order; `devportal_source(...)` receives them as arguments and
-`resolve()` turns what is missing or malformed into a one-line `ConfigError`. The only secret is
-`access_token`: it reaches the HTTP session's headers and nothing else.
+and `.dlt/config.toml`, in that order, the project's `.dlt/` (in the current folder) before
+dlt's global one (`config_sources` names them); `devportal_source(...)` receives them as
+arguments and `resolve()` turns what is missing or malformed into a one-line `ConfigError`. The
+only secret is `access_token`: it reaches the HTTP session's headers and nothing else. A key
+under `[sources.devportal]`, `[analytics]` or `[alerts]` that no setting reads (a misspelt
+`max_worker`) is one warning naming the closest key (`warn_unknown_keys`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
+import hashlib
 import json
+import logging
+import os
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dlt.common.configuration import configspec
 from dlt.common.configuration.specs import BaseConfiguration
 from dlt.common.typing import TSecretStrValue
+from dlt.destinations.impl.postgres.configuration import PostgresCredentials
 
-from devportal.client.settings import HttpSettings
-from devportal.errors import ConfigError
+from devportal import config_sources
+from devportal.client.settings import HttpSettings, check_base_url
+from devportal.errors import ConfigError, register_secret
+
+log = logging.getLogger("devportal.config")
 
 SECTION = "devportal"
 SECTIONS = ("sources", SECTION)
@@ -175,6 +187,7 @@ def resolve_analytics() -> AnalyticsConfig:
     from dlt.common.configuration.exceptions import ConfigValueCannotBeCoercedException
     from dlt.common.configuration.resolve import resolve_configuration
 
+    warn_unknown_keys()
     try:
         cfg = resolve_configuration(AnalyticsConfig(), sections=ANALYTICS_SECTIONS)
     except ConfigValueCannotBeCoercedException as err:
@@ -212,6 +225,7 @@ def resolve(*, require_api: bool = True, **explicit: Any) -> DevportalConfig:
     )
     from dlt.common.configuration.resolve import resolve_configuration
 
+    warn_unknown_keys()
     given = {k: v for k, v in explicit.items() if v is not None}
     try:
         cfg = resolve_configuration(
@@ -219,7 +233,7 @@ def resolve(*, require_api: bool = True, **explicit: Any) -> DevportalConfig:
         )
     except ConfigFieldMissingException as err:
         raise ConfigError(
-            f"missing configuration {err.fields}: see README 'Configuration'"
+            f"missing configuration {err.fields} under [sources.devportal]: {config_sources.where_read()}"
         ) from err  # names the keys tried, never a value
     except ConfigValueCannotBeCoercedException as err:
         # from None: the cause carries the value given (`field_value`, and the coercion error
@@ -235,6 +249,7 @@ def resolve_load() -> LoadConfig:
     from dlt.common.configuration.exceptions import ConfigValueCannotBeCoercedException
     from dlt.common.configuration.resolve import resolve_configuration
 
+    warn_unknown_keys()
     try:
         return resolve_configuration(LoadConfig(), sections=SECTIONS)
     except ConfigValueCannotBeCoercedException as err:
@@ -258,18 +273,112 @@ def check_workers(cfg: DevportalConfig) -> None:
 
 
 def require_endpoint(cfg: DevportalConfig) -> DevportalConfig:
-    """The settings without which nothing can be read: a base URL and a token."""
+    """The settings without which nothing can be read: a base URL and a token, the URL checked
+    (`client.check_base_url`) before anything else is done."""
     if not cfg.base_url:
         raise ConfigError(
-            "no base_url: set [sources.devportal] base_url in .dlt/config.toml, "
-            "SOURCES__DEVPORTAL__BASE_URL, or pass --base-url"
+            "no base_url: set base_url under [sources.devportal] in .dlt/config.toml, "
+            f"SOURCES__DEVPORTAL__BASE_URL, or pass --base-url; {config_sources.where_read()}"
         )
     if not cfg.access_token:
         raise ConfigError(
-            "no access token: set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token under "
-            "[sources.devportal] in .dlt/secrets.toml"
+            "no access token: set SOURCES__DEVPORTAL__ACCESS_TOKEN, or access_token under "
+            f"[sources.devportal] in .dlt/secrets.toml; {config_sources.where_read()}"
         )
+    check_base_url(cfg.base_url, cfg.allow_insecure_remote)
     return cfg
+
+
+# -- keys nobody reads -----------------------------------------------------------------------
+
+# The sections devportal owns, with their configspec (the `[alerts]` one is imported when asked:
+# `alerts_spec`). dlt ignores a key no field asks for, so a misspelt `max_worker = 64` would
+# silently leave the default in place.
+OWN_SECTIONS: tuple[tuple[str, ...], ...] = (SECTIONS, ANALYTICS_SECTIONS, ("alerts",))
+WARNED_ENV = "DEVPORTAL_WARNED_KEYS"
+_warned_lock = threading.Lock()
+
+
+def alerts_spec() -> type[BaseConfiguration] | None:
+    """`[alerts]`' configspec (`devportal.alerts.settings.AlertsConfig`), None where absent."""
+    try:
+        from devportal.alerts.settings import AlertsConfig
+    except ImportError:
+        return None
+    return cast("type[BaseConfiguration]", AlertsConfig)
+
+
+def known_keys() -> dict[tuple[str, ...], set[str]]:
+    """Each section devportal owns and the keys its configspec reads."""
+    specs: list[type[BaseConfiguration] | None] = [DevportalConfig, AnalyticsConfig, alerts_spec()]
+    return {
+        section: set(spec.get_resolvable_fields())
+        for section, spec in zip(OWN_SECTIONS, specs, strict=True)
+        if spec is not None
+    }
+
+
+def unknown_keys() -> list[str]:
+    """One line for each key written under a section devportal owns that no setting reads:
+    in a TOML file dlt reads (the project's `.dlt/` or the global one; config or secrets) or
+    in the environment (`SOURCES__DEVPORTAL__<KEY>`, `ANALYTICS__<KEY>`, `ALERTS__<KEY>`).
+    The closest known key is named; a value is never shown."""
+    known = known_keys()
+    lines = []
+    for section, keys in known.items():
+        name = f"[{'.'.join(section)}]"
+        for path, table in config_sources.written(section):
+            for key in table:
+                if key not in keys:
+                    hint = _closest(key, section, keys, known, env=False)
+                    lines.append(f"unknown key {key} under {name} in {path} is ignored{hint}")
+        prefix = "__".join(section).upper() + "__"
+        for variable in config_sources.environment(prefix):
+            key = variable[len(prefix) :].split("__")[0].lower()
+            if key not in keys:
+                hint = _closest(key, section, keys, known, env=True)
+                lines.append(f"unknown environment variable {variable} is ignored{hint}")
+    return lines
+
+
+def warn_unknown_keys() -> None:
+    """Log each unknown key (`unknown_keys`) once per run, however often settings are
+    resolved: every command that reads settings calls it. A run is this process, the process
+    image `devportal sync` execs for the models included (`cli.speedups`): the keys warned of
+    are marked in the environment under this process id, which an exec keeps."""
+    lines = unknown_keys()
+    if not lines:
+        return
+    with _warned_lock:
+        owner, _, marks = os.environ.get(WARNED_ENV, "").partition(" ")
+        warned = set(marks.split(",")) if owner == str(os.getpid()) else set()
+        for line in lines:
+            mark = hashlib.sha1(line.encode()).hexdigest()[:12]
+            if mark not in warned:
+                warned.add(mark)
+                log.warning("%s", line)
+        os.environ[WARNED_ENV] = f"{os.getpid()} {','.join(sorted(warned - {''}))}"
+
+
+def _closest(
+    key: str,
+    section: tuple[str, ...],
+    keys: set[str],
+    known: dict[tuple[str, ...], set[str]],
+    *,
+    env: bool,
+) -> str:
+    """`: did you mean max_workers?` (in the environment's spelling for a variable), or where
+    the key belongs when another section reads it."""
+    prefix = "__".join(section).upper() + "__" if env else ""
+    close = difflib.get_close_matches(key, sorted(keys), n=1)
+    if close:
+        return f": did you mean {prefix}{close[0].upper() if env else close[0]}?"
+    for other, other_keys in known.items():
+        if other != section and key in other_keys:
+            where = "__".join(other).upper() + "__" + key.upper() if env else f"[{'.'.join(other)}]"
+            return f": {key} belongs {'in' if env else 'under'} {where}"
+    return f": [{'.'.join(section)}] has no such key (docs/configuration.md lists them)"
 
 
 def bad_value(name: str, value: Any, hint: Any) -> str:
@@ -282,3 +391,53 @@ def bad_value(name: str, value: Any, hint: Any) -> str:
         f"configuration {name} = {shown} is not {kind}: fix [sources.devportal] {name} in "
         f".dlt/config.toml or SOURCES__DEVPORTAL__{name.upper()}"
     )
+
+
+# -- dlt's PostgreSQL credentials, as every command reads them ------------------------------
+
+POSTGRES_SECTIONS = ("destination", "postgres", "credentials")
+POSTGRES_FORM = "postgresql://user[:password]@host:5432/database"
+POSTGRES_WHERE = (
+    "DESTINATION__POSTGRES__CREDENTIALS (or [destination.postgres.credentials] in "
+    ".dlt/secrets.toml)"
+)
+
+
+@configspec(init=False)
+class PostgresLogin(PostgresCredentials):
+    """dlt's credentials of its `postgres` destination, the password optional.
+
+    dlt's `PostgresCredentials` requires one ("Missing 1 field(s) ... password"), but a server
+    that trusts the connection (trust auth, a local socket) needs none, and libpq finds one in
+    `~/.pgpass` or `PGPASSWORD` when the URI has none: then none is sent, as psql would do."""
+
+    password: TSecretStrValue | None = None  # type: ignore[assignment]  # optional here
+
+
+def postgres_login() -> PostgresLogin:
+    """The `postgres` destination's credentials from env/secrets/config, resolved once the same
+    way for every command (the sync's pipeline, the models, the report, the writer lock); what
+    is missing or malformed is one line naming it, never a value."""
+    from dlt.common.configuration.exceptions import (
+        ConfigFieldMissingException,
+        ConfigurationException,
+    )
+    from dlt.common.configuration.resolve import resolve_configuration
+
+    warn_unknown_keys()
+    try:
+        login = resolve_configuration(PostgresLogin(), sections=POSTGRES_SECTIONS)
+    except ConfigFieldMissingException as err:
+        missing = ", ".join(err.fields)
+        raise ConfigError(
+            f"PostgreSQL credentials lack {missing} (a password is optional): set "
+            f"{POSTGRES_WHERE} to {POSTGRES_FORM}; {config_sources.where_read()}"
+        ) from None  # dlt's error may chain the URI's parse error, which quotes its password
+    except ConfigurationException:  # the URI does not parse; its text may hold the password
+        raise ConfigError(
+            f"DESTINATION__POSTGRES__CREDENTIALS is not a connection URI: write it as "
+            f"{POSTGRES_FORM}"
+        ) from None
+    if login.password:  # a driver's message may quote it: every shown text is scrubbed
+        register_secret(str(login.password))
+    return login

@@ -113,7 +113,7 @@ def local_postgres() -> Iterator[LocalPostgres]:
     except ImportError as err:
         raise ConfigError(
             f"no PostgreSQL: set {POSTGRES_ENV} to a server's URI, or install pgserver "
-            "(`pip install pgserver`, in `make setup`'s venv already) for a throwaway one"
+            "(`pip install pgserver`) for a throwaway one"
         ) from err
     folder = tempfile.mkdtemp(prefix="devportal-pg-")
     try:

@@ -4,7 +4,8 @@
   errors); tables are named with the file's catalog (`"<catalog>"."devportal"."subscriptions"`).
 - `postgres`: a PostgreSQL server, reached with dlt's own credentials for the `postgres`
   destination (`DESTINATION__POSTGRES__CREDENTIALS`, or `[destination.postgres.credentials]` in
-  `.dlt/secrets.toml`), so the pipeline that loads and the models that read use one setting.
+  `.dlt/secrets.toml`; a password optional: `config.postgres_login`), so the pipeline that
+  loads and the models that read use one setting, resolved one way.
   Raw tables live in the schema `devportal`, models in `analytics`, in that database.
 
 Parameters are written `?` in SQL given to `Engine.execute`, on every engine.
@@ -16,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from devportal.errors import ConfigError, DevportalError, first_line, register_secret
+from devportal.errors import DevportalError, first_line
 from devportal.target import Target, Where
 from devportal.warehouse import catalog_of, quote_ident
 
@@ -136,32 +137,11 @@ class PostgresEngine(Engine):
 
 
 def postgres_dsn() -> str:
-    """The connection string of dlt's `postgres` destination, as dlt resolves it."""
-    from dlt.common.configuration.exceptions import (
-        ConfigFieldMissingException,
-        ConfigurationException,
-    )
-    from dlt.common.configuration.resolve import resolve_configuration
-    from dlt.destinations.impl.postgres.configuration import PostgresCredentials
+    """The connection string of dlt's `postgres` destination (`config.postgres_login`: the same
+    credentials the sync's pipeline loads with; a password is optional)."""
+    from devportal.config import postgres_login
 
-    form = "postgresql://user:password@host:5432/database"
-    try:
-        credentials = resolve_configuration(
-            PostgresCredentials(), sections=("destination", "postgres", "credentials")
-        )
-    except ConfigFieldMissingException as err:
-        missing = ", ".join(err.fields)
-        raise ConfigError(
-            f"PostgreSQL credentials lack {missing}: set DESTINATION__POSTGRES__CREDENTIALS="
-            f"{form} (or [destination.postgres.credentials] in .dlt/secrets.toml)"
-        ) from None  # dlt's error may chain the URI's parse error, which quotes its password
-    except ConfigurationException:  # the URI does not parse; its text may hold the password
-        raise ConfigError(
-            f"DESTINATION__POSTGRES__CREDENTIALS is not a connection URI: write it as {form}"
-        ) from None
-    if credentials.password:  # a driver's message may quote it: every shown text is scrubbed
-        register_secret(str(credentials.password))
-    return str(credentials.to_native_representation())
+    return str(postgres_login().to_native_representation())
 
 
 def postgres_connection(**options: Any) -> Any:
@@ -174,10 +154,14 @@ def postgres_connection(**options: Any) -> Any:
     except psycopg2.Error as err:
         # from None: a connection refused names host and user, but a DSN libpq cannot parse
         # ("invalid dsn: ...") is quoted, password included
-        raise DevportalError(
-            f"cannot connect to PostgreSQL ({first_line(err)}); check "
-            "DESTINATION__POSTGRES__CREDENTIALS and that the server is running"
-        ) from None
+        cause = first_line(err)
+        fix = (
+            "the server asks for a password: add it to the URI (postgresql://user:password@...), "
+            "or to ~/.pgpass or PGPASSWORD"
+            if "no password supplied" in cause
+            else "check DESTINATION__POSTGRES__CREDENTIALS and that the server is running"
+        )
+        raise DevportalError(f"cannot connect to PostgreSQL ({cause}); {fix}") from None
 
 
 @contextmanager

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from devportal.target import Target
 from devportal.warehouse import (
     NO_EXTENSION_AUTOLOAD,
     RAW_SCHEMA,
+    SESSION_SETTINGS,
     Draft,
     check_warehouse_path,
     make_parent,
@@ -45,17 +47,42 @@ def open_pipeline(target: Target, progress: Any = None) -> Any:
     path = check_warehouse_path(target.warehouse, duckdb=target.is_file)
     make_parent(path)
     _percent_safe_job_files()
-    dest = _duckdb(dlt, Draft(path).path) if target.is_file else target.destination
+    dest = _duckdb(dlt, Draft(path).path) if target.is_file else _destination(dlt, target)
     kwargs: dict[str, Any] = {}
     if progress is not None:
         kwargs["progress"] = progress
+    folder = pipelines_dir(path)
+    log.info("dlt's own CLI reaches this pipeline with: %s", dlt_command(target))
     return dlt.pipeline(
         pipeline_name=target.pipeline_name,
-        pipelines_dir=str(pipelines_dir(path)),
+        pipelines_dir=str(folder),
         destination=dest,
         dataset_name=DATASET,
         **kwargs,
     )
+
+
+def dlt_command(target: Target, command: str = "info") -> str:
+    """The `dlt pipeline` command line that reaches TARGET's pipeline (`info`, `trace`, ...).
+
+    The pipeline lives beside its warehouse (`<dir>/.<file stem>.dlt/`), not in dlt's default
+    folder (`~/.dlt/pipelines`): each warehouse has its own state and packages, so two
+    warehouses synced from one folder never share them. dlt's CLI is told with one flag."""
+    folder = pipelines_dir(check_warehouse_path(target.warehouse, duckdb=target.is_file))
+    return (
+        f"dlt pipeline --pipelines-dir {shlex.quote(str(folder))} {target.pipeline_name} {command}"
+    )
+
+
+def _destination(dlt: Any, target: Target) -> Any:
+    """A destination other than the warehouse file, as the target names it. PostgreSQL by name
+    gets the credentials every command reads (`config.postgres_login`: dlt's own, with the
+    password optional for a server that trusts the connection or libpq's ~/.pgpass)."""
+    if target.is_postgres and isinstance(target.destination, str):
+        from devportal.config import postgres_login
+
+        return dlt.destinations.postgres(credentials=postgres_login())
+    return target.destination
 
 
 def spool_root(pipeline: Any) -> Path:
@@ -106,7 +133,10 @@ def _duckdb(dlt: Any, path: Path) -> Any:
         "threads": cfg.duckdb_threads,
         "memory_limit": cfg.duckdb_memory_limit,
     }
-    return warehouse_duckdb({"database": str(path), "global_config": settings})
+    local = dict(SESSION_SETTINGS)  # per session: DuckDB refuses it as a global setting
+    return warehouse_duckdb(
+        {"database": str(path), "global_config": settings, "local_config": local}
+    )
 
 
 # dlt runs up to 20 load jobs at once on one DuckDB database, and what DuckDB cannot spill is

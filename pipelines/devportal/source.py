@@ -69,6 +69,7 @@ from devportal.config import SECTION, DevportalConfig, require_endpoint, schema_
 from devportal.errors import ConfigError
 from devportal.holdings import Holdings
 from devportal.pipeline import spool_root
+from devportal.progress import Lines
 from devportal.reading import (
     Progress,
     SubscriptionsRead,
@@ -114,6 +115,7 @@ def devportal_source(
     client: ApiClient | None = None,
     recorder: RunRecorder | None = None,
     inputs: RunInputs | None = None,
+    progress: Progress | None = None,
 ) -> list[Any]:
     """Every resource of one run; the run reads and verifies the API when dlt extracts them.
 
@@ -122,7 +124,9 @@ def devportal_source(
     resolves them into `config` (the spec) before the body runs, and the body reads every
     setting, those two included, from `config`. `resources` picks what to read (default all); `since` or `window` read a
     `start`/`end` window instead of a full sweep (`window`: from the last run's clock minus
-    `lookback_hours`). `progress_every_s` prints a line while lists are paged. `client`: an
+    `lookback_hours`). `progress`: what the read reports its pages and requests to (a
+    `devportal.progress.Progress`); else `progress_every_s` prints a line while lists are
+    paged. `client`: an
     `ApiClient` already reading (see `client.adopt`), used and closed instead of a new one.
     `recorder`: receives the run's record (`sync_runs`' row) once the lists are read; its
     `read()` has the run read before dlt extracts it.
@@ -157,7 +161,7 @@ def devportal_source(
                 cfg,
                 inputs or RunInputs.of(pipeline),
                 _Asked(wanted, since, window, cursor),
-                Progress(progress_every_s),
+                progress or (Lines(progress_every_s) if progress_every_s else Progress()),
             )
 
     lazy = _LazyRun(read, recorder)
@@ -404,7 +408,7 @@ def _read(
     if "user_accounts" in run.resources:
         due = held.accounts_due(seen, run.observed_at, cfg.accounts_ttl_days)
         columns = transform.account_columns(shape_of.naming, shape_of.known.get("user_accounts"))
-        accounts = read_accounts(client, due, run.observed_at, columns)
+        accounts = read_accounts(client, due, run.observed_at, columns, progress)
         reads.per_user[ACCOUNTS_TABLES.name] = (accounts.accounts, accounts.profiles)
         dq.merge(accounts.dq)
         rows.update(user_accounts=len(accounts.accounts))

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import dlt
+from dlt.common.configuration.exceptions import ConfigurationException
+from dlt.common.destination.exceptions import DestinationException
 from dlt.common.schema.exceptions import DataValidationError
 
 from devportal import config as settings
@@ -34,6 +34,8 @@ from devportal import shape
 from devportal.client import RESOURCES, ApiClient, adopt
 from devportal.errors import DevportalError
 from devportal.holdings import DatasetReader
+from devportal.progress import Progress
+from devportal.progress import of as progress_of
 from devportal.runrecord import RunRecord, RunRecorder
 from devportal.source import RunInputs, devportal_source
 from devportal.target import Target, Where
@@ -41,8 +43,6 @@ from devportal.transaction import writing
 
 log = logging.getLogger("devportal.sync")
 
-# seconds between progress lines: "auto" speaks only on long runs
-PROGRESS_PERIOD = {"auto": 10.0, "on": 2.0}
 # the statuses the spec shows; the summary names any other with its count
 KNOWN_STATUSES = ("active", "canceled")
 # dlt's variant column of a column: `<column>__v_<type>` (shape.variant_column)
@@ -64,6 +64,8 @@ class SyncResult:
     # the record's schema changes as the load left them (`_landed`)
     schema_changes: list[dict[str, Any]] = field(default_factory=list)
     status_map: dict[str, str] = field(default_factory=dict)  # [analytics] status_map
+    # where the run wrote (`written_to`): a second warehouse is noticed in the summary
+    written_to: str = ""
 
     def _schema(self) -> str:
         clause = shape.summary(self.schema_changes)
@@ -130,8 +132,9 @@ class SyncResult:
             "kept_open": f"{self.extra.get('kept_open')} subscription(s) the list did not show "
             "could not be confirmed gone: left current until a later sweep",
         }
+        into = f" into {self.written_to}" if self.written_to else ""
         return (
-            f"sync ok ({record.mode}) in {self.seconds:.1f}s: "
+            f"sync ok ({record.mode}){into} in {self.seconds:.1f}s: "
             + (", ".join(parts) or "no rows")
             + f"; subscription history +{self.new_versions} versions, {self.closed_versions} closed"
             + f"; {record.requests} requests, {record.retries} retries"
@@ -153,7 +156,7 @@ def sync(
     since: datetime | None = None,
     window: bool = False,
     include_test: bool | None = None,
-    progress: str = "off",
+    progress: str | Progress = "off",
     build_models: bool = True,
     early: ApiClient | None = None,
     **overrides: Any,
@@ -164,7 +167,9 @@ def sync(
     Settings come from `[sources.devportal]` (see `config.py`); non-None arguments and
     `overrides` (any of its fields) win over it. `early`: a client that started reading the
     first list before the settings were resolved (`devportal sync` does); used if it reads
-    the same API with the same token (`client.adopt`), else closed.
+    the same API with the same token (`client.adopt`), else closed. `progress`: what the
+    run shows while it reads and loads (a `devportal.progress.Progress`, closed when the load
+    is over; `auto` and `on`: a line every 10 and 2 seconds on stderr; `off`: nothing).
     """
     target = Target.of(target)
     cfg = settings.resolve(
@@ -174,14 +179,15 @@ def sync(
     started = time.monotonic()
     loaded: dict[str, Any] = {}
     recorder = RunRecorder()
-    with writing(target, _dlt_progress(progress)) as run:
+    shown = progress_of(progress)
+    with shown, writing(target, shown.collector()) as run:
         with DatasetReader(run.pipeline) as dest:
             before = dest.history_counts()
         source = devportal_source(
             resources=tuple(resources),
             since=since,
             window=window,
-            progress_every_s=PROGRESS_PERIOD.get(progress),
+            progress=shown,
             config=cfg,
             client=adopt(early, cfg),
             recorder=recorder,
@@ -206,11 +212,13 @@ def sync(
             return None
 
         run.load(source, what="sync", after_load=read_back, refusal=refusal)
+        where = written_to(target, run.pipeline)
     set_aside = run.settled
     assert recorder.record is not None  # the source recorded the run it loaded
     result = _result(recorder.record, before, loaded["after"])
     result.schema_changes = _landed(result.schema_changes, loaded["columns"], contract)
     result.status_map = _status_map()
+    result.written_to = where
     if result.schema_changes:
         # one line on stderr: a scheduler (cron) mails what a run says there
         log.warning(
@@ -228,10 +236,24 @@ def sync(
     return result
 
 
-def _dlt_progress(progress: str) -> Any:
-    """dlt's own collector (normalize and load progress) for the same setting."""
-    period = PROGRESS_PERIOD.get(progress)
-    return dlt.progress.log(log_period=period, logger=sys.stderr) if period else None
+def written_to(target: Target, pipeline: Any) -> str:
+    """Where a run wrote, for its summary line: the DuckDB file's absolute path (a relative
+    one depends on the folder a scheduler starts in), else the destination's name with what
+    its credentials say of where (database, host and port; never a password) and the
+    dataset."""
+    if target.is_file:
+        return str(target.warehouse.absolute())
+    try:
+        credentials = pipeline.destination_client().config.credentials
+    except (ConfigurationException, DestinationException):  # it loaded: say its name alone
+        credentials = None
+    place = [str(getattr(credentials, "database", None) or "")]
+    host, port = getattr(credentials, "host", None), getattr(credentials, "port", None)
+    if host:
+        place.append(f"on {host}:{port}" if port else f"on {host}")
+    where = " ".join(p for p in place if p)
+    database = f"database {where}, " if where else ""
+    return f"{target.name} ({database}dataset {pipeline.dataset_name})"
 
 
 def _result(record: RunRecord, before: tuple[int, int], after: tuple[int, int]) -> SyncResult:

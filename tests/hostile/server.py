@@ -106,6 +106,14 @@ class HostileApi:
             self._server.shutdown()
             self._server.server_close()
 
+    def stop_listening(self) -> None:
+        """Close the listening socket (connections already open keep being served): a new
+        connection to `base_url` is refused from now on, as when the API goes down. Safe to
+        call from a route."""
+        assert self._server is not None
+        self._server.shutdown()
+        self._server.socket.close()
+
     @property
     def base_url(self) -> str:
         assert self._server is not None

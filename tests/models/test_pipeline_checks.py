@@ -39,7 +39,7 @@ def test_random_world_passes_check_and_matches_the_sandbox(
     assert "subscriptions_current" in summary["built"]
     assert set(summary["skipped"]) == {"stg_app_manifests", "app_releases"}  # no manifest yet
 
-    assert main(["models", "--warehouse", str(warehouse), "--check"]) == 0
+    assert main(["models", "--warehouse", str(warehouse), "--check", "--verbose"]) == 0
     out = capsys.readouterr().out
     assert "data tests passed" in out and "skipped stg_app_manifests" in out
 

@@ -7,6 +7,7 @@ The PostgreSQL server is the throwaway cluster of tests/postgres.py, a fresh dat
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 from decimal import Decimal
 from pathlib import Path
@@ -102,7 +103,7 @@ def test_after_a_load_the_models_follow_the_destination(
     assert models.build_after_load(Target.of(warehouse, "bigquery")) is None
     # a dlt destination object
     assert models.build_after_load(Target.of(warehouse, object())) is None
-    options.build_models(Target.of(warehouse, "bigquery"))
+    options.build_models(argparse.Namespace(), Target.of(warehouse, "bigquery"), after_sync=False)
     assert capsys.readouterr().out == (
         "models: skipped (they are built on DuckDB and PostgreSQL, not on bigquery; "
         "query the raw tables in the dataset devportal there)\n"

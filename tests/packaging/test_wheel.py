@@ -64,3 +64,14 @@ def test_wheel_in_a_fresh_venv_runs_demo_models_and_manifest(tmp_path: Path) -> 
     shipped = Path(where.strip()).parent / "demo_app"
     assert (shipped / "manifest.json").is_file() and not shipped.is_symlink()
     run(devportal, "manifest", "validate", shipped, cwd=elsewhere, env=env)
+    # `devportal init` from the wheel writes this checkout's config, secrets template, notebooks
+    run(devportal, "init", "project", cwd=elsewhere, env=env)
+    sources = {
+        ".dlt/config.toml": ".dlt/config.toml",
+        ".dlt/secrets.toml": ".dlt/secrets.toml.example",
+    }
+    sources |= {
+        f"notebooks/{p.name}": f"notebooks/{p.name}" for p in REPO.glob("notebooks/*.ipynb")
+    }
+    for written, source in sources.items():
+        assert (elsewhere / "project" / written).read_bytes() == (REPO / source).read_bytes()

@@ -21,7 +21,7 @@ def run_program(sb: Any, warehouse: Path, *extra: str, speedups: str = "on") -> 
     env = {"SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token, "DEVPORTAL_SPEEDUPS": speedups}
     return run_devportal(
         "--debug", "sync", "--base-url", sb.base_url, "--warehouse", str(warehouse),
-        "--progress", "off", *extra, env=env, timeout=300,
+        "--progress", "off", "--verbose", *extra, env=env, timeout=300,
     )  # fmt: skip
 
 
@@ -47,7 +47,7 @@ def test_a_sync_inside_another_process_builds_them_in_place(
     sb = sandbox_factory(subscriptions=300, users=30, seed=41)
     monkeypatch.setenv("SOURCES__DEVPORTAL__ACCESS_TOKEN", sb.token)
     warehouse = tmp_path / "wh.duckdb"
-    code = main(["sync", "--base-url", sb.base_url, "--warehouse", str(warehouse)])
+    code = main(["sync", "--base-url", sb.base_url, "--warehouse", str(warehouse), "--verbose"])
     out = capsys.readouterr().out
     assert code == 0 and out.splitlines()[-1].startswith("models ok: ")
     assert query(warehouse, "select count(*) from analytics.as_of") == [(1,)]

@@ -291,9 +291,9 @@ def test_sync_records_the_configured_manifest_before_models(
     sb = sandbox_factory(subscriptions=120, users=20, seed=16)
     monkeypatch.setenv("SOURCES__DEVPORTAL__ACCESS_TOKEN", sb.token)
     app = Path(__file__).resolve().parents[2] / "examples" / "demo-app"
-    code = main(
-        ["sync", "--base-url", sb.base_url, "--warehouse", str(warehouse), "--manifest", str(app)]
-    )
+    argv = ["sync", "--base-url", sb.base_url, "--warehouse", str(warehouse), "--manifest"]
+    # --verbose: the models' line too, which a log does not get
+    code = main([*argv, str(app), "--verbose"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "recorded Stream Widgets 1.4.0" in out and "models ok" in out

@@ -1,4 +1,5 @@
-"""Command-line interface: `devportal sync | demo | models | packages | report | manifest | sandbox`.
+"""Command-line interface: `devportal sync | status | digest | demo | models | packages | report |
+manifest | migrate | init | sandbox`.
 
 One module per command (`devportal.cli.<command>`), each exposing `register(subparsers)` and
 its handler, which parses nothing more, calls the feature, prints, and returns the exit code;
@@ -15,16 +16,31 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from devportal import __version__
-from devportal.cli import demo, manifest, models, packages, report, sandbox, sync
+from devportal.cli import (
+    demo,
+    digest,
+    init,
+    manifest,
+    migrate,
+    models,
+    options,
+    packages,
+    report,
+    sandbox,
+    status,
+    sync,
+)
 from devportal.errors import DevportalError, scrub
 
 # the order of `devportal --help`
-COMMANDS = (sync, demo, models, packages, report, manifest, sandbox)
+COMMANDS = (sync, status, digest, demo, models, packages, report, manifest, migrate, init, sandbox)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,22 +93,82 @@ def _scrubbed_records() -> None:
     logging.setLogRecordFactory(scrubbed)
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """Log records to whatever `sys.stderr` is when each is written: while a progress bar is
+    drawn (`devportal.progress.Bar`), rich's stand-in, which prints them above the bar."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always the current sys.stderr
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    """Records to stderr: warnings and errors always (--quiet included: what a scheduler mails
+    is what needs a look); devportal's info records too with --verbose; everything with
+    --debug."""
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=[_CurrentStderr()],
+    )
+    verbose = options.verbosity(args) >= options.VERBOSE and not args.debug
+    # set on every call: main may run more than once in a process (tests, a notebook)
+    logging.getLogger("devportal").setLevel(logging.INFO if verbose else logging.NOTSET)
+    _scrubbed_records()
+    if not args.debug:
+        logging.getLogger("dlt").addFilter(_one_line_dlt_records)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code. A reader that stops reading stdout (`devportal report |
+    head -1`) ends the command quietly with 141, as the shell reports a program SIGPIPE ended
+    (`cat`, `grep`): no traceback, and `set -o pipefail` sees what it would of any of them."""
+    try:
+        try:
+            return _main(argv)
+        finally:
+            # what is still buffered: a closed pipe is found here, inside main, not at exit
+            # (argparse's --help swallows the error of its own write and exits)
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+# 128 + SIGPIPE: what a shell reports for a program its reader left (`yes | head -1`)
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null: Python flushes it again at exit, and a flush into the closed
+    pipe would print "Exception ignored ... BrokenPipeError" (Python's own recipe, see the
+    `signal` module's documentation). Only the process's own stdout (a file descriptor)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # replaced (a test's capture): nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     # devportal runs as its own program (the console script, `python -m devportal`), not inside
     # a caller's process: a command may then hand the rest of its work to a fresh process image
     args.own_process = argv is None
-    logging.basicConfig(
-        level=logging.DEBUG if args.debug else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    _scrubbed_records()
-    if not args.debug:
-        logging.getLogger("dlt").addFilter(_one_line_dlt_records)
+    _configure_logging(args)
     try:
         return int(args.func(args))
+    except BrokenPipeError:
+        raise  # main's
     except DevportalError as err:
         if args.debug:
             _print_traceback(err)

@@ -7,8 +7,7 @@ from typing import Any
 
 from devportal.cli import options
 from devportal.target import Target
-
-DEMO_WAREHOUSE = "warehouse/demo.duckdb"
+from devportal.warehouse.paths import DEMO_WAREHOUSE
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -17,7 +16,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="sandbox -> sync -> clock advance -> sync -> models -> report",
         description=(
             "Start the sandbox in-process, sync, advance its clock, sync again (so history "
-            "exists), build the models and print the report. Recreates --warehouse."
+            "exists), build the models and print the report. Recreates --warehouse. "
+            "--quiet prints only the report; on a terminal, each sync shows a progress bar."
         ),
     )
     options.add_warehouse(d, default=DEMO_WAREHOUSE)
@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     d.add_argument("--advance-days", type=float, default=30.0, help="days between syncs")
     d.add_argument("--fault-rate", type=float, default=0.0, help="share of requests that fail")
     d.add_argument("--html", help="also write the HTML report here")
+    options.add_verbosity(d)
     d.set_defaults(func=run)
 
 
@@ -50,7 +51,9 @@ def run(args: argparse.Namespace) -> int:
         demo.require_empty_postgres(target)
         server: Any = nullcontext()
     else:
-        print("demo: starting a throwaway PostgreSQL server (pgserver), removed at the end")
+        options.say(
+            args, "demo: starting a throwaway PostgreSQL server (pgserver), removed at the end"
+        )
         server = demo.throwaway_postgres()
     with server:
         return _run(args, target)
@@ -64,9 +67,10 @@ def _run(args: argparse.Namespace, target: Target) -> int:
 
     delete_warehouse(args.warehouse)
     start = demo.clock_start(args.advance_days, args.syncs)
-    print(
+    options.say(
+        args,
         f"demo: sandbox with {args.subscriptions} subscriptions and {args.users} users, "
-        f"clock at {start:%Y-%m-%d}; warehouse {args.warehouse} (recreated)"
+        f"clock at {start:%Y-%m-%d}; warehouse {args.warehouse} (recreated)",
     )
     with Sandbox(
         subscriptions=args.subscriptions,
@@ -79,31 +83,44 @@ def _run(args: argparse.Namespace, target: Target) -> int:
         for n in range(1, args.syncs + 1):
             if n > 1:
                 changes = sb.advance(days=args.advance_days)
-                print(
+                options.say(
+                    args,
                     f"demo: clock +{args.advance_days:g} days -> {sb.now:%Y-%m-%d}: "
-                    + ", ".join(f"{k} {v}" for k, v in changes.items())
+                    + ", ".join(f"{k} {v}" for k, v in changes.items()),
                 )
             result = sync(
                 target,
                 base_url=sb.base_url,
                 access_token=sb.token,
                 build_models=False,
-                progress="off",
+                progress=options.progress(args),
             )
-            print(f"demo: sync {n}/{args.syncs}: {result.summary()}")
+            options.say(args, f"demo: sync {n}/{args.syncs}: {result.summary()}")
             if n == 1 or n == args.syncs:
                 release = demo.record_release(target, first=n == 1)
-                print(
+                options.say(
+                    args,
                     f"demo: manifest {release.name} {release.version} recorded "
-                    f"({len(release.errors)} errors, {len(release.warnings)} warnings)"
+                    f"({len(release.errors)} errors, {len(release.warnings)} warnings)",
                 )
     with demo.demo_prices():  # the demo's price book, where the user set none
-        options.build_models(target)
-    print()
+        options.build_models(args, target, after_sync=False)
+    options.say(args, "")
     report.print_report(target, fmt="table", html=args.html)
-    if target.is_file:
-        print(
-            f"\nnext: make report WAREHOUSE={args.warehouse} ARGS='--html report.html'  "
-            f"(charts), make notebook (pandas), or any DuckDB client on {args.warehouse}"
-        )
+    if target.is_file:  # a throwaway PostgreSQL server is gone by now
+        options.say(args, "\n" + _next(args.warehouse))
     return 0
+
+
+def _next(warehouse: str) -> str:
+    """What to try after the demo: `make` targets when make ran it from this checkout
+    (`options.under_make`), else the devportal commands a pip install has."""
+    if options.under_make("report"):
+        return (
+            f"next: make report WAREHOUSE={warehouse} ARGS='--html report.html' (charts), "
+            f"make notebook (pandas), or any DuckDB client on {warehouse}"
+        )
+    return (
+        f"next: devportal report --warehouse {warehouse} --html report.html (charts), "
+        f"devportal init (writes the notebooks: pandas), or any DuckDB client on {warehouse}"
+    )

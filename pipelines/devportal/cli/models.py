@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from devportal.cli import options
+from devportal.target import Target
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -21,7 +22,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
             "not-null keys, accepted values, reconciliations) and exits 1 naming each failure. "
             "--destination postgres builds them in the PostgreSQL database of dlt's postgres "
             "destination instead (raw tables in schema devportal, models in analytics), the "
-            "models translated from DuckDB SQL by sqlglot."
+            "models translated from DuckDB SQL by sqlglot. Prints one line (skipped models "
+            "counted; with --verbose or on a terminal, each with why); --quiet prints nothing "
+            "on success."
         ),
     )
     options.add_warehouse(p)
@@ -32,12 +35,27 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         "only places the lock file)",
     )
     p.add_argument("--check", action="store_true", help="run the data tests after building")
+    options.add_verbosity(p)
+    # `devportal sync` execs this command to build the models (`cli.speedups`): its line is
+    # then the sync's detail, as when the sync builds them itself (`options.build_models`)
+    p.add_argument("--after-sync", action="store_true", help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from devportal.alerts.events import watched
+
+    target = options.target(args)
+    # a failure is recorded and posted, a build recorded and its churn checked (also when
+    # `devportal sync` runs this command in its place: cli.speedups)
+    return watched("models", target, lambda: _run(args, target))
+
+
+def _run(args: argparse.Namespace, target: Target) -> int:
     from devportal import models
 
-    summary = models.build(options.target(args), check=args.check)
-    print(models.summary_line(summary))
+    with options.progress(args) as shown:
+        summary = models.build(target, check=args.check, progress=shown)
+    tell = options.detail if args.after_sync else options.say
+    tell(args, models.summary_line(summary, reasons=options.shows_detail(args)))
     return 0

@@ -5,17 +5,34 @@
 SQL models are built on DuckDB and PostgreSQL, not on other destinations), options handed on
 as they are (`passed`), and the argument types for dates and resource lists. Nothing heavy is
 imported here.
+
+How much a command says (`add_verbosity`: `--quiet`, `--verbose`), written once for all:
+
+- its result, one line on stdout (`say`): `sync ok ...`, `models ok ...`; nothing with --quiet;
+- detail a person at a terminal wants and a scheduler's log does not (`detail`): the models'
+  line after a sync, the reasons a model was skipped. On stdout when it is a terminal, or
+  with --verbose; so a sync run by cron logs one line per success;
+- progress (`progress`): on stderr only, a bar when stderr is a terminal (`--progress` and
+  `devportal.progress.for_run` decide), lines with --verbose when it is not;
+- warnings and errors: on stderr always, --quiet included (what a scheduler mails);
+  --verbose adds devportal's info records (`cli.main`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from devportal.progress import Progress, for_run, is_terminal
 from devportal.target import Target
 from devportal.warehouse import DEFAULT_WAREHOUSE
+
+# how much a command says (`verbosity`)
+QUIET, NORMAL, VERBOSE = 0, 1, 2
 
 
 def add_warehouse(
@@ -45,19 +62,94 @@ def target(args: argparse.Namespace) -> Target:
     return Target.of(args.warehouse, getattr(args, "destination", None))
 
 
-def build_models(target: Target) -> None:
-    """Build the SQL models after a load and print the summary line, or say why not: they are
-    built on DuckDB (the warehouse) and PostgreSQL only (`models.build_after_load`)."""
+def build_models(args: argparse.Namespace, target: Target, *, after_sync: bool = True) -> None:
+    """Build the SQL models after a load and say so (`detail` AFTER_SYNC: the sync's line said
+    the result; else `say`), or say why not: they are built on DuckDB (the warehouse) and
+    PostgreSQL only (`models.build_after_load`)."""
     from devportal import models
 
-    summary = models.build_after_load(target)
+    with progress(args) as shown:
+        summary = models.build_after_load(target, shown)
+    tell = detail if after_sync else say
     if summary is None:
-        print(
+        tell(
+            args,
             f"models: skipped (they are built on DuckDB and PostgreSQL, not on {target.name}; "
-            "query the raw tables in the dataset devportal there)"
+            "query the raw tables in the dataset devportal there)",
         )
     else:
-        print(models.summary_line(summary))
+        tell(args, models.summary_line(summary, reasons=shows_detail(args)))
+
+
+def add_verbosity(parser: argparse.ArgumentParser) -> None:
+    """`-q/--quiet` and `-v/--verbose` (one or the other): how much the command says."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const=QUIET,
+        help="print nothing on success (warnings and errors still go to stderr)",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=VERBOSE,
+        help="say more: each step's detail and, when stderr is not a terminal, progress lines",
+    )
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """QUIET, NORMAL or VERBOSE; NORMAL for a command without `add_verbosity`."""
+    level = getattr(args, "verbosity", None)
+    return NORMAL if level is None else int(level)
+
+
+def verbosity_flags(args: argparse.Namespace) -> list[str]:
+    """The options giving ARGS' verbosity to another devportal command (`-q`, `-v`, none)."""
+    return {QUIET: ["--quiet"], VERBOSE: ["--verbose"]}.get(verbosity(args), [])
+
+
+def shows_detail(args: argparse.Namespace) -> bool:
+    """Whether `detail` prints: with --verbose, or on a terminal unless --quiet."""
+    level = verbosity(args)
+    return level >= VERBOSE or (level > QUIET and is_terminal(sys.stdout))
+
+
+def say(args: argparse.Namespace, text: str) -> None:
+    """The command's result TEXT on stdout, unless --quiet."""
+    if verbosity(args) > QUIET:
+        print(text, flush=True)
+
+
+def detail(args: argparse.Namespace, text: str) -> None:
+    """TEXT on stdout when a person reads it (a terminal) or asked for it (--verbose)."""
+    if shows_detail(args):
+        print(text, flush=True)
+
+
+def progress(args: argparse.Namespace) -> Progress:
+    """What the command shows on stderr while it works (`devportal.progress.for_run`), for its
+    `--progress` (auto when it has none) and verbosity."""
+    level = verbosity(args)
+    mode = getattr(args, "progress", None) or "auto"
+    return for_run(mode, quiet=level == QUIET, verbose=level >= VERBOSE)
+
+
+def under_make(target: str) -> bool:
+    """Whether this command was started by make (which exports MAKELEVEL to what it runs) from
+    a folder whose Makefile has TARGET: then a hint may name `make TARGET`; otherwise it names
+    the devportal command (a pip user has no such Makefile)."""
+    if not os.environ.get("MAKELEVEL"):
+        return False
+    try:
+        with open("Makefile", encoding="utf-8") as makefile:
+            return any(line.startswith(f"{target}:") for line in makefile)
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 def passed(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from devportal.cli import options
+
 if TYPE_CHECKING:
     from devportal.target import Target
 
@@ -96,7 +98,8 @@ def models_in_a_fresh_process(args: argparse.Namespace, target: Target) -> None:
 
 def _exec_models(args: argparse.Namespace, target: Target) -> NoReturn:
     argv = [sys.executable, "-m", "devportal", *(["--debug"] if args.debug else [])]
-    argv += ["models", "--warehouse", str(target.warehouse)]
+    argv += ["models", "--after-sync", *options.verbosity_flags(args)]
+    argv += ["--warehouse", str(target.warehouse)]
     argv += [] if target.is_file else ["--destination", target.name]
     logging.getLogger("devportal.cli").debug("models: building them in a fresh process: exec")
     sys.stdout.flush()

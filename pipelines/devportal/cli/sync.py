@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import sys
 from typing import Any
 
 from devportal.cli import options, speedups
+from devportal.progress import MODES
 from devportal.target import Target
 
 
@@ -16,7 +20,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         description=(
             "Read subscriptions, user settings and user accounts into the warehouse "
             "(SCD2 history for subscriptions), then rebuild the SQL models. Default: a full "
-            "sweep. --since/--window read only a start/end window (see README: Sync modes)."
+            "sweep. --since/--window read only a start/end window (see README: Sync modes). "
+            "On success it prints one line naming the warehouse it wrote (--quiet: none); "
+            "warnings and errors go to stderr. On a terminal, a progress bar on stderr; "
+            "elsewhere (cron, a log file) no progress unless --verbose or --progress on."
         ),
     )
     p.add_argument("--base-url", help="API base URL (else [sources.devportal] base_url)")
@@ -59,13 +66,26 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--manifest", help="also validate and record this manifest.json or bundle")
     p.add_argument("--no-models", action="store_true", help="do not rebuild the SQL models")
     p.add_argument(
-        "--progress", choices=("auto", "on", "off"), default="auto", help="progress log on stderr"
+        "--progress",
+        choices=MODES,
+        default="auto",
+        help="progress on stderr: auto (default) a bar when stderr is a terminal, else none "
+        "(lines with --verbose); on: a bar, or lines every 2 s when not a terminal; off: none",
     )
+    options.add_verbosity(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from devportal.alerts.events import watched
+
     target = options.target(args)
+    # a failure is recorded for `devportal status` and posted to the alert webhooks; models
+    # built here are recorded and their churn checked (devportal.alerts.events)
+    return watched("sync", target, lambda: _run(args, target), builds_models=not args.no_models)
+
+
+def _run(args: argparse.Namespace, target: Target) -> int:
     early = speedups.early_client(args, target)
     try:
         with speedups.without_pandas():
@@ -73,20 +93,34 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if early is not None:
             early.close()
-    print(result.summary())
+    options.say(args, result.summary())
     from devportal.config import resolve
 
     code = 0
     manifest = args.manifest or resolve(require_api=False).manifest_path
     if manifest:
-        from devportal.manifest.output import load_and_report
-
-        # a manifest with errors is recorded with its findings; exit 1 so a scheduler notices
-        code = load_and_report(manifest, target)
+        code = _record_manifest(args, manifest, target)
     if not args.no_models:
         if code == 0:
             speedups.models_in_a_fresh_process(args, target)  # returns when it does not exec
-        options.build_models(target)
+        options.build_models(args, target)
+    return code
+
+
+def _record_manifest(args: argparse.Namespace, manifest: str, target: Target) -> int:
+    """Record the manifest, as `devportal manifest load` does; its exit code. What that prints
+    (the findings, the `recorded ...` line) is the sync's detail: the same manifest is recorded
+    on every scheduled run. A manifest with errors is recorded with its findings, which then
+    go to stderr, and exits 1, so that a scheduler notices."""
+    from devportal.manifest.output import load_and_report
+
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said):
+        code = load_and_report(manifest, target)
+    if code != 0:
+        print(said.getvalue(), end="", file=sys.stderr)
+    elif text := said.getvalue().rstrip("\n"):
+        options.detail(args, text)
     return code
 
 
@@ -96,7 +130,6 @@ PASSED = (
     "since",
     "window",
     "include_test",
-    "progress",
     "allow_mass_close",
     "workers",
     "max_workers",
@@ -109,4 +142,7 @@ def _sync(args: argparse.Namespace, target: Target, early: Any) -> Any:
 
     resources = args.resources or list(RESOURCES)
     passed = options.passed(args, PASSED)
-    return sync(target, resources=resources, build_models=False, early=early, **passed)
+    shown = options.progress(args)
+    return sync(
+        target, resources=resources, build_models=False, early=early, progress=shown, **passed
+    )

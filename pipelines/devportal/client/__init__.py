@@ -8,7 +8,7 @@ a URL it sent) reaches messages only through `errors.server_text`.
 One job per module, imported one way (each only from those above it):
 
     settings   the HTTP settings the client reads; the base URL and token checks
-    errors     RetryableError (worth another attempt) and NotFound (404)
+    errors     RetryableError (worth another attempt), NotFound (404), connection failures
     budget     one `get_json()`'s retry budget: deadlines, attempts, why the retries stopped
     watchdog   the deadline on a request's status line and headers
     body       one body read by its deadline, within its cap, gzip/deflate undone

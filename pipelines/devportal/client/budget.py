@@ -1,18 +1,25 @@
 """The retry budget of one `get_json()`: the whole call takes at most `max_wait_s`, each
 attempt min(`timeout_s`, what is left); a sleep that does not fit in what is left ends the
-retries at once, and the budget records why (attempts, time, the last answer). Also a
-`Retry-After` header read as seconds."""
+retries at once, and the budget records why (attempts, time, the last answer). A host that
+never answered gets two quick attempts when it refuses the connection or its name is not
+found. Also a `Retry-After` header read as seconds."""
 
 from __future__ import annotations
 
 import email.utils
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from tenacity import RetryCallState
 
 from devportal.client.errors import RetryableError
 from devportal.client.settings import HttpSettings
+
+# A host that never answered: attempts at most, and the pause between them (at most
+# `backoff_max_s`), when the connection is refused or the host name is not found.
+UNREACHED_ATTEMPTS = 2
+UNREACHED_PAUSE_S = 1.0
 
 
 def retry_after_seconds(header: str | None) -> float | None:
@@ -39,13 +46,18 @@ class Budget:
     """One `get_json()`: its deadline (`max_wait_s`), its attempts, the cap on each body it
     reads, and why it stopped."""
 
-    def __init__(self, config: HttpSettings, body_cap: int) -> None:
+    def __init__(
+        self, config: HttpSettings, body_cap: int, answered: Callable[[], bool] = lambda: True
+    ) -> None:
         self.config = config
         self.body_cap = body_cap
+        self.answered = answered  # whether the API's host has ever answered the client
         self.started = time.monotonic()
         self.deadline = self.started + config.max_wait_s
         self.attempts = 0
         self.why_stopped = ""
+        # the retries stopped because nothing ever answered: `why_stopped` is the whole story
+        self.unreachable = False
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -64,6 +76,20 @@ class Budget:
         Records `why_stopped`: the last answer and what ended the retries, with the fix.
         """
         exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, RetryableError) and exc.unreachable and not self.answered():
+            # A refused connection or an unknown host name from a host that never answered:
+            # a wrong base_url, or an API not started. One quick attempt more covers an API
+            # (re)starting this very second; the whole budget (7 warnings over 15 s) would
+            # only hide the one line that says which host:port. Once the host has answered,
+            # a refusal is a restart and gets the full budget below.
+            if state.attempt_number < min(UNREACHED_ATTEMPTS, self.config.max_attempts):
+                return False
+            tries = state.attempt_number
+            self.why_stopped = (
+                f"{exc} ({tries} attempt{'s' if tries != 1 else ''}): {exc.unreachable}"
+            )
+            self.unreachable = True
+            return True
         budget = f"the {_secs(self.config.max_wait_s)} retry budget (max_wait_s)"
         later = "try again later or raise max_wait_s"
         # Not "the same body twice ends the retries": a proxy or load balancer serves the same

@@ -25,6 +25,7 @@ import requests
 import urllib3
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_random_exponential
 
+from devportal.api import API_PREFIX
 from devportal.client.body import (
     BODY_CEILING,
     BODY_FLOOR,
@@ -39,8 +40,8 @@ from devportal.client.body import (
     format_size,
     read_body,
 )
-from devportal.client.budget import Budget, retry_after_seconds
-from devportal.client.errors import NotFound, RetryableError
+from devportal.client.budget import UNREACHED_PAUSE_S, Budget, retry_after_seconds
+from devportal.client.errors import NotFound, RetryableError, connection_failure, host_port
 from devportal.client.jsonparse import error_message, parse_json
 from devportal.client.pages import Page, page_parser
 from devportal.client.paging import Check, Paging, Prefetch
@@ -104,6 +105,10 @@ class ApiClient(Paging):
             pause_cap_s=config.retry_after_cap_s,
         )
         self._prefetch: Prefetch | None = None
+        # whether the API's host ever answered this client: until it has, a refused connection
+        # or an unknown host name is a wrong base_url (or an API not started), worth one quick
+        # attempt more, not the whole retry budget (`budget.Budget.stop`)
+        self.answered = False
         # turns to read a body past LARGE_BODY: the bodies in flight stay bounded in memory
         self._large_bodies = threading.BoundedSemaphore(LARGE_BODIES)
         register_secret(token)  # any text quoting it back is scrubbed (errors.scrub)
@@ -170,7 +175,7 @@ class ApiClient(Paging):
         """
         url = self.url(path_or_url)
         self._check_same_origin(url)
-        budget = Budget(self.config, self.body_cap(per_page))
+        budget = Budget(self.config, self.body_cap(per_page), lambda: self.answered)
         retrying = Retrying(
             retry=retry_if_exception_type(RetryableError),
             stop=budget.stop,
@@ -182,6 +187,8 @@ class ApiClient(Paging):
             return retrying(self._get_once, url, params, check, budget, counted)
         except RetryableError as err:
             attempts = budget.attempts
+            if budget.unreachable:  # the message is whole: which host, what to check
+                raise ApiError(f"cannot reach the API: {budget.why_stopped}") from err
             spent = time.monotonic() - budget.started
             raise ApiError(
                 f"GET {_display(url, params)} still failing after {attempts} "
@@ -249,7 +256,10 @@ class ApiClient(Paging):
                 f"access denied (403) for {_display(url, params)}: the token lacks access to this app"
             )
         if status == 404:
-            raise NotFound(f"not found (404): {_display(url, params)}")
+            raise NotFound(
+                f"not found (404): {_display(url, params)} on {host_port(url)}; check base_url "
+                f"({self.base_url}): the API's paths ({API_PREFIX}/...) are added to it"
+            )
         if status == 422:
             raise ApiError(
                 f"the API rejected the request (422) {_display(url, params)}: "
@@ -321,14 +331,19 @@ class ApiClient(Paging):
                     stream=True,
                     allow_redirects=False,
                 )
+        except requests.ConnectTimeout as err:
+            raise RetryableError(
+                f"timeout connecting to {host_port(url)} (within {bound})", timed_out=True
+            ) from err
         except requests.Timeout as err:
             raise _timeout(bound) from err
         except requests.RequestException as err:
             # from None: requests quotes a header value it refuses (InvalidHeader), and the
-            # Authorization header holds the token; the type name below says what failed
+            # Authorization header holds the token; `connection_failure` says what failed
             if time.monotonic() >= deadline:  # the watchdog cut a request dripping its headers
                 raise _timeout(bound) from None
-            raise RetryableError(f"connection error ({type(err).__name__})") from None
+            raise connection_failure(err, url) from None
+        self.answered = True  # a status line came back: this host is there
         try:
             content = read_body(resp, deadline, cap, self._large_bodies)
         except DeadlinePassed as err:
@@ -353,7 +368,7 @@ class ApiClient(Paging):
             http.client.HTTPException,
             OSError,
         ) as err:  # the response's failure: no request header in its text
-            raise RetryableError(f"connection error ({type(err).__name__})") from err
+            raise connection_failure(err, url) from err
         finally:
             resp.close()  # after a whole body: back to the pool; otherwise the socket is closed
         self.stats.count_request(len(content))
@@ -383,6 +398,8 @@ class ApiClient(Paging):
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, RetryableError) and exc.retry_after is not None:
             return min(exc.retry_after, self.config.retry_after_cap_s)
+        if self._first_contact(exc):  # an API starting or restarting this very second
+            return min(UNREACHED_PAUSE_S, self.config.backoff_max_s)
         backoff = wait_random_exponential(
             multiplier=self.config.backoff_initial_s, max=self.config.backoff_max_s
         )(state)
@@ -395,7 +412,10 @@ class ApiClient(Paging):
         url = state.args[0] if state.args else "?"
         params = state.args[1] if len(state.args) > 1 else None
         wait = state.next_action.sleep if state.next_action else 0.0
-        log.warning(
+        # the one quick attempt more at a host that never answered: no warning, the error (if
+        # that attempt fails too) says it all
+        log.log(
+            logging.DEBUG if self._first_contact(exc) else logging.WARNING,
             "retry %d/%d for GET %s in %.2fs: %s",
             state.attempt_number,
             self.config.max_attempts,
@@ -403,6 +423,10 @@ class ApiClient(Paging):
             wait,
             exc,
         )
+
+    def _first_contact(self, exc: BaseException | None) -> bool:
+        """EXC is a connection refused or a host name not found at a host that never answered."""
+        return isinstance(exc, RetryableError) and bool(exc.unreachable) and not self.answered
 
 
 def adopt(early: ApiClient | None, settings: HttpSettings) -> ApiClient | None:

@@ -1,5 +1,9 @@
 """The HTTP settings (`HttpSettings`, the one definition of their names, types and defaults)
-and the checks on the base URL and the token made before anything is sent."""
+and the checks on the base URL and the token made before anything is sent.
+
+`base_url` is the API's address without its path (the spec's `{base_url}`, e.g.
+`https://api.example.com`): the client adds `/api/v1/developer/...` to it; a base_url that
+already ends in `/api/v1` (or goes further) is refused with the value to set."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import ipaddress
 from dataclasses import dataclass, fields
 from urllib.parse import urlsplit
 
+from devportal.api import API_PREFIX
 from devportal.errors import ConfigError
 
 TOKEN_HINT = "set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token in .dlt/secrets.toml"
@@ -77,7 +82,33 @@ def check_base_url(base_url: str, allow_insecure_remote: bool = False) -> str:
             f"refusing to send the access token over plain http to {parts.hostname}; "
             "use https (or a loopback address for the sandbox)"
         )
+    before = before_api_path(parts.path)
+    if before is not None:
+        # Refused, not mended: base_url keeps one meaning everywhere it is read (the early
+        # start, a notebook, the user's own pipeline), and the one edit is made once, at setup
+        origin = f"{parts.scheme}://{parts.netloc}"
+        raise ConfigError(
+            f"base_url {origin}{parts.path} holds the API's own path "
+            f"{parts.path[len(before) :].rstrip('/')}: devportal adds {API_PREFIX}/... itself; "
+            f"set base_url to {origin}{before} (in .dlt/config.toml, "
+            "SOURCES__DEVPORTAL__BASE_URL or --base-url)"
+        )
     return base_url.strip().rstrip("/")
+
+
+def before_api_path(path: str) -> str | None:
+    """What comes before the API's own path (`/api/v1`, `/api/v1/developer`, an endpoint's
+    path) when PATH holds it, else None: `/proxy/api/v1/` -> `/proxy`, `/api/v1` -> ``.
+
+    Only `/api/v1` and what follows it: a bare `/api` may be where a gateway mounts the API
+    (`https://gateway/api` + `/api/v1/developer/...`)."""
+    ours = API_PREFIX.strip("/").lower().split("/")  # api, v1, developer
+    segments = path.rstrip("/").split("/")
+    for at in range(len(segments)):
+        tail = [s.lower() for s in segments[at : at + len(ours)]]
+        if len(tail) >= 2 and tail == ours[: len(tail)]:
+            return "/".join(segments[:at])
+    return None
 
 
 def is_loopback(host: str) -> bool:

@@ -8,11 +8,12 @@ record each distinct manifest in the `devportal` dataset, and how findings are p
 
 Two layers, imports running one way (recording -> validation, never back):
 
-    validation  reader, schema, rules, report, facts, bundle, images, validate: pure, no
-                warehouse, no dlt, no duckdb; history comes in as `previous_platforms`
+    validation  reader, schema, rules, report, facts, bundle, images, validate, positions
+                (where a pointer is written): pure, no warehouse, no dlt, no duckdb; history
+                comes in as `previous_platforms`
     recording   tables (table names), history (reads the recorded platforms, validates
                 against them), resource (rows, dlt resources, load_manifest), output (findings
-                as text or JSON, load_and_report)
+                as text, JSON or GitHub annotations, load_and_report)
 
 Public entry points:
     validate_path(path, previous_platforms=None) -> ManifestReport

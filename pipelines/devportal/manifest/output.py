@@ -1,24 +1,36 @@
-"""How a manifest's findings are shown to people: text grouped by severity, or a JSON list, and
-the summary line of a load (recording layer: `load_and_report` records through resource.py).
+"""How a manifest's findings are shown: text grouped by severity, a JSON list, or GitHub
+Actions annotations (`::error file=...,line=...,col=...::`), and the summary line of a load
+(recording layer: `load_and_report` records through resource.py).
 
 Used by `devportal manifest validate | load` and `devportal sync --manifest`
 (devportal.cli.manifest, devportal.cli.sync).
 
 A manifest's name, version and keys (in pointers) are the author's text: each printed line goes
 through `display.terminal` (no control characters), and the JSON list is written with what a
-terminal would act on escaped (`display.json_document`: the same data).
+terminal would act on escaped (`display.json_document`: the same data). An annotation's message
+and properties are also escaped as GitHub's workflow commands require (`escape_data`,
+`escape_property`), so no text of the author's can end the command or start another.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from collections.abc import Mapping
+from json import JSONDecodeError
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO
 
 from devportal.display import json_document, terminal
-from devportal.manifest.report import Finding, ManifestReport
+from devportal.errors import ManifestUnreadable
+from devportal.manifest.positions import Positions
+from devportal.manifest.reader import decode, locate
+from devportal.manifest.report import ERROR, Finding, ManifestReport
 from devportal.target import Target
+
+Format = Literal["text", "json", "github"]
+FORMATS: tuple[Format, ...] = ("text", "json", "github")
 
 
 def load_and_report(path: str | Path, target: Target, *, as_json: bool = False) -> int:
@@ -64,16 +76,104 @@ def format_report(report: ManifestReport) -> str:
         if group:
             lines.append(f"{heading} ({len(group)}):")
             lines += [_line(f) for f in group]
-    verdict = "valid" if report.ok else "invalid"
-    counts = f"{_plural(len(report.errors), 'error')}, {_plural(len(report.warnings), 'warning')}"
-    lines.append(f"{verdict}: {counts}")
+    lines.append(_verdict(report))
     return "\n".join(terminal(line) for line in lines)
 
 
-def print_findings(report: ManifestReport, *, as_json: bool, out: TextIO | None = None) -> None:
+def _verdict(report: ManifestReport) -> str:
+    verdict = "valid" if report.ok else "invalid"
+    counts = f"{_plural(len(report.errors), 'error')}, {_plural(len(report.warnings), 'warning')}"
+    return f"{verdict}: {counts}"
+
+
+def print_findings(
+    report: ManifestReport,
+    *,
+    as_json: bool = False,
+    fmt: Format | None = None,
+    out: TextIO | None = None,
+) -> None:
+    """REPORT's findings in the format FMT (`as_json`: the format json)."""
     stream = out or sys.stdout
-    if as_json:
+    fmt = fmt or ("json" if as_json else "text")
+    if fmt == "json":
         stream.write(json_document(json.dumps(report.as_list(), indent=2, ensure_ascii=False)))
         stream.write("\n")
+    elif fmt == "github":
+        for line in github_annotations(report):
+            print(line, file=stream)
+        # The log's own line: annotations show on the file and in the run's summary.
+        print(
+            terminal(f"{report.manifest_path}: {_title(report)}: {_verdict(report)}"), file=stream
+        )
     else:
         print(format_report(report), file=stream)
+
+
+# --- GitHub Actions workflow commands -------------------------------------------------------
+# The escaping is GitHub's own (actions/toolkit, command.ts): `%`, CR and LF in the message;
+# in a property also `:` and `,`, which separate the properties.
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def workflow_command(command: str, properties: Mapping[str, str | int], message: str) -> str:
+    """`::COMMAND key=value,...::MESSAGE`, each part escaped and kept to one line."""
+    listed = ",".join(f"{key}={escape_property(terminal(str(v)))}" for key, v in properties.items())
+    return f"::{command} {listed}::{escape_data(terminal(message))}"
+
+
+def annotation_path(path: Path) -> str:
+    """PATH as GitHub matches it against the repository: relative to the workspace (the
+    checkout, `GITHUB_WORKSPACE`) or else to the current folder, when inside it."""
+    resolved = path.resolve()
+    for root in (os.environ.get("GITHUB_WORKSPACE"), os.getcwd()):
+        if root and resolved.is_relative_to(Path(root).resolve()):
+            return resolved.relative_to(Path(root).resolve()).as_posix()
+    return path.as_posix()
+
+
+def github_annotations(report: ManifestReport) -> list[str]:
+    """One `::error` or `::warning` per finding, at the line and column where its pointer is
+    written (a pointer the file does not hold, such as a missing required property: the
+    enclosing object)."""
+    text, _ = decode(report.raw, report.manifest_path)  # readable: the reader decoded it
+    positions = Positions(text)
+    file = annotation_path(report.manifest_path)
+    lines = []
+    for finding in report.findings:
+        where = positions.of(finding.pointer)
+        properties: dict[str, str | int] = {
+            "file": file,
+            "line": where.line,
+            "col": where.column,
+            "title": f"manifest {finding.rule}",
+        }
+        command = "error" if finding.severity == ERROR else "warning"
+        lines.append(
+            workflow_command(
+                command, properties, f"{finding.pointer or '(document)'}: {finding.message}"
+            )
+        )
+    return lines
+
+
+def unreadable_annotation(err: ManifestUnreadable, path: str | Path) -> str:
+    """The `::error` for a manifest that cannot be read: at the syntax error when there is one,
+    else on the file as a whole."""
+    try:
+        file = locate(path)  # a bundle folder: the manifest.json in it, where the error is
+    except ManifestUnreadable:
+        file = Path(path)
+    properties: dict[str, str | int] = {"file": annotation_path(file)}
+    cause = err.__cause__
+    if isinstance(cause, JSONDecodeError):
+        properties.update(line=cause.lineno, col=cause.colno)
+    properties["title"] = "manifest unreadable"
+    return workflow_command("error", properties, str(err))

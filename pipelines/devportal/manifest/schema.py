@@ -1,4 +1,6 @@
-"""The JSON Schema check: `manifest.schema.json` (Draft 2020-12) run with jsonschema.
+"""The JSON Schema: `manifest.schema.json` (Draft 2020-12), run with jsonschema and printed for
+editors (`devportal manifest schema`): one file serves both, so an editor flags what `validate`
+flags.
 
 Every error jsonschema finds becomes one finding with the JSON pointer of the offending value
 (for a missing property: the pointer the property would have), rule `schema.<keyword>` and a
@@ -38,11 +40,15 @@ _PATTERN_NAMES = {
 }
 
 
+def schema_text() -> str:
+    """The shipped schema file as it is (package data): what `devportal manifest schema` prints."""
+    return resources.files("devportal.manifest").joinpath(SCHEMA_FILE).read_text("utf-8")
+
+
 @cache
 def load_schema() -> dict[str, Any]:
-    """The shipped schema (package data), parsed once."""
-    text = resources.files("devportal.manifest").joinpath(SCHEMA_FILE).read_text("utf-8")
-    schema: dict[str, Any] = json.loads(text)
+    """The shipped schema, parsed once."""
+    schema: dict[str, Any] = json.loads(schema_text())
     return schema
 
 
@@ -110,7 +116,8 @@ def _unknown_properties(
     path: list[str | int], known: set[str], instance: dict[str, Any]
 ) -> Iterator[Finding]:
     unknown = [name for name in instance if name not in known]
-    listed = ", ".join(sorted(known))
+    # `$schema` is an editor's pointer to this schema, not a property worth suggesting.
+    listed = ", ".join(sorted(name for name in known if not name.startswith("$")))
     return _per_property(
         path,
         unknown,

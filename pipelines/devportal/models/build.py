@@ -30,6 +30,7 @@ from devportal.models.engine_sql import EngineSql, for_engine, render
 from devportal.models.project import SCHEMA, SOURCE_DIALECT, Model, load_models
 from devportal.models.seeds import Seed, seeds_from_settings
 from devportal.packages import settle_for_writer
+from devportal.progress import Progress
 from devportal.runlock import writer_lock
 from devportal.target import Target, Where
 from devportal.warehouse import (
@@ -102,9 +103,11 @@ def _build_all(
     models: Sequence[Model],
     code: Mapping[str, EngineSql],
     seeds: Sequence[Seed] = (),
+    progress: Progress | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Write SEEDS and build MODELS in one transaction: the names built (in order) and skipped
-    (with why)."""
+    (with why); PROGRESS hears of each model done."""
+    progress = progress or Progress()
     built: list[str] = []
     skipped: dict[str, str] = {}
     with engine.transaction():
@@ -117,7 +120,8 @@ def _build_all(
         engine.execute(f"create schema if not exists {_schema_name(engine)}")
         for seed in seeds:
             _write_seed(engine, seed, existing)
-        for model in models:
+        for done, model in enumerate(models, start=1):
+            progress.items("models", done - 1, len(models), "done")
             reason = _skip_reason(model, raw_tables, skipped)
             if reason is None:
                 _build_model(engine, model, code[model.name], raw_tables, existing)
@@ -126,6 +130,7 @@ def _build_all(
                 skipped[model.name] = reason
                 _drop(engine, model.name, existing)
                 log.info("skipped %s.%s: %s", SCHEMA, model.name, reason)
+        progress.items("models", len(models), len(models), "done")
     return built, skipped
 
 
@@ -135,6 +140,7 @@ def _build_within_memory(
     code: Mapping[str, EngineSql],
     check: bool,
     seeds: Sequence[Seed] = (),
+    progress: Progress | None = None,
 ) -> tuple[list[str], dict[str, str], int]:
     """Build (and with CHECK, test) within DuckDB's memory cap for devportal's connections
     (`warehouse.OWN_CONNECTION`: lean, where DuckDB's default is 80% of the machine's RAM). A
@@ -144,7 +150,7 @@ def _build_within_memory(
     that rarely happens. PostgreSQL is built once."""
 
     def attempt() -> tuple[list[str], dict[str, str], int]:
-        built, skipped = _build_all(engine, models, code, seeds)
+        built, skipped = _build_all(engine, models, code, seeds, progress)
         written = {seed.name for seed in seeds}
         return built, skipped, run_tests(engine, models, set(built) | written) if check else 0
 
@@ -189,11 +195,11 @@ def _draft(warehouse: str | Path) -> Draft:
     return draft
 
 
-def build_after_load(target: Target) -> dict[str, Any] | None:
+def build_after_load(target: Target, progress: Progress | None = None) -> dict[str, Any] | None:
     """The models after a load: built on the engine the load wrote to (`Target.engine`: DuckDB
     or PostgreSQL); None for any other destination, including a dlt destination object (where
     it writes is its own business)."""
-    return build(target) if target.engine is not None else None
+    return build(target, progress=progress) if target.engine is not None else None
 
 
 def build(
@@ -202,6 +208,7 @@ def build(
     *,
     sql_dir: Path | None = None,
     lock: bool = True,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Build every model into `analytics` (one transaction); with CHECK, run the data tests.
 
@@ -214,7 +221,7 @@ def build(
     `destination` (the engine). Raises DevportalError naming the failing model (or
     the file sqlglot cannot translate, before anything runs), or every failing data test. LOCK
     takes the warehouse lock, so a sync cannot write while the models read; pass False when the
-    caller already holds it.
+    caller already holds it. PROGRESS (`devportal.progress`) hears of each model built.
     """
     started = time.monotonic()
     target = Target.of(target)
@@ -230,7 +237,9 @@ def build(
         draft = _draft(warehouse) if engine_name == SOURCE_DIALECT else None
         try:
             with engines.connect(draft.path if draft else target) as engine:
-                built, skipped, tests_run = _build_within_memory(engine, models, code, check, seeds)
+                built, skipped, tests_run = _build_within_memory(
+                    engine, models, code, check, seeds, progress
+                )
         except DataTestsFailed:
             if draft is not None:
                 draft.publish()  # the build committed; its data tests failed
@@ -251,15 +260,19 @@ def build(
     }
 
 
-def summary_line(summary: Mapping[str, Any]) -> str:
+def summary_line(summary: Mapping[str, Any], *, reasons: bool = True) -> str:
     """One line for people about a `build`: what was built (and where, when not on DuckDB), what
-    was skipped and why, tests run."""
+    was skipped (with REASONS, why; else how many: a model skipped because nothing was loaded
+    into its table yet, such as `stg_app_manifests` before any manifest, is skipped on every
+    build, and a scheduler's log need not say why each time), tests run."""
     engine = summary.get("destination", SOURCE_DIALECT)
     where = "" if engine == SOURCE_DIALECT else f" on {engine}"
     line = f"models ok: {len(summary['built'])} built{where} in {summary['seconds']:.1f}s"
-    if summary["skipped"]:
+    if summary["skipped"] and reasons:
         notes = ", ".join(f"{name} ({why})" for name, why in summary["skipped"].items())
         line += f"; skipped {notes}"
+    elif summary["skipped"]:
+        line += f"; {len(summary['skipped'])} skipped (--verbose says why)"
     if summary["tests"]:
         line += f"; {summary['tests']} data tests passed"
     return line

@@ -9,16 +9,19 @@ turns the results into dlt resources.
 One job per module, imports running one way (checks <- spool <- subscriptions <- closes;
 checks <- users):
 
-    checks         `ListRead`, the page and id checks a read must pass, the progress line
+    checks         `ListRead`, the page and id checks a read must pass
     spool          a subscription read spooled to a local Arrow file, batch by batch
     subscriptions  the partitions of the subscription list, each read until it adds up
     closes         settling what a sweep would close (`settle_closes`); the mass-close guard
     users          the user settings list and the accounts of the users due
 
+Each read reports its pages and requests to the run's `Progress` (devportal.progress).
+
 Callers use the names below (`from devportal.reading import read_subscriptions`).
 """
 
-from devportal.reading.checks import ListMoved, ListRead, Progress, check_pages, verify_ids
+from devportal.progress import Progress  # what a read reports its pages to
+from devportal.reading.checks import ListMoved, ListRead, check_pages, verify_ids
 from devportal.reading.closes import (
     GONE,
     LISTED,

@@ -2,13 +2,11 @@
 dlt: every page reports the same `total`, and the unique ids read plus the rows set aside for
 lacking an id add up to it (else `ListMoved`: the read is no snapshot). A read whose pages carry
 no `total` cannot be verified. `read_until_it_adds_up`: a list paged again until one read passes
-them. Also the progress line while a list is paged."""
+them."""
 
 from __future__ import annotations
 
 import logging
-import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -47,29 +45,6 @@ class ListRead:
 
 class ListMoved(Exception):
     """The list changed while it was paged; the read is not a snapshot of anything."""
-
-
-@dataclass
-class Progress:
-    """A line on stderr every `every_s` while a list is paged (dlt sees the rows only once a
-    read is verified, so its own progress would stay silent meanwhile). None: silent."""
-
-    every_s: float | None = None
-    _last: float = 0.0
-
-    def page(self, what: str, page: Page, report: ListRead, rows: int) -> None:
-        if self.every_s is None:
-            return
-        now = time.monotonic()
-        if now - self._last < self.every_s:
-            return
-        self._last = now
-        print(
-            f"progress: {what} page {report.pages}/{page.last_page or '?'}, {rows} rows read"
-            + (f" (read {report.attempts})" if report.attempts > 1 else ""),
-            file=sys.stderr,
-            flush=True,
-        )
 
 
 def check_pages(pages: Iterator[Page], report: ListRead) -> Iterator[Page]:

@@ -23,7 +23,7 @@ from devportal.api import SUBSCRIPTIONS_PATH
 from devportal.client import ApiClient, NotFound
 from devportal.config import DevportalConfig
 from devportal.errors import ApiError, IntegrityError
-from devportal.reading.checks import Progress
+from devportal.progress import Progress
 from devportal.reading.subscriptions import Partition, SubscriptionsRead, read_into
 from devportal.values import to_int
 
@@ -136,7 +136,10 @@ def _settle(
     if 0 < missing.size <= cfg.confirm_closes_max:
         settling.asked = int(missing.size)
         found: list[dict[str, Any]] = []
-        for sub_id, (verdict, row) in _ask_each(client, part.is_test, missing, shared):
+        asked = _ask_each(client, part.is_test, missing, shared)
+        what = "subscriptions to confirm" + (" (is_test)" if part.is_test else "")
+        for done, (sub_id, (verdict, row)) in enumerate(asked, start=1):
+            progress.items(what, done, settling.asked)
             getattr(settling, verdict).append(sub_id)
             if row is not None:
                 found.append(row)

@@ -15,7 +15,8 @@ from devportal import extras, transform
 from devportal.api import SUBSCRIPTIONS_PATH, TIMESTAMP_FORMAT
 from devportal.client import ApiClient, Page
 from devportal.config import DevportalConfig, history_ignore
-from devportal.reading.checks import ListRead, Progress, read_until_it_adds_up, verify_ids
+from devportal.progress import Progress
+from devportal.reading.checks import ListRead, read_until_it_adds_up, verify_ids
 from devportal.reading.spool import Spool, spool_pages
 
 log = logging.getLogger("devportal.reading")
@@ -144,6 +145,7 @@ def _read_partition(
 ) -> Spool:
     """Read one partition into a spool file until it adds up (at most `sweep_attempts`)."""
     report = ListRead(endpoint=SUBSCRIPTIONS_PATH, params=part.params)
+    what = "subscriptions (is_test)" if part.is_test else "subscriptions"
     ignored = extras.ignore_matcher(history_ignore(cfg))
 
     def read_once(pages: Iterator[Page]) -> tuple[Spool, set[int]]:
@@ -156,7 +158,9 @@ def _read_partition(
                 dq,
                 spool_path,
                 cfg.batch_rows,
-                lambda page, rows: progress.page("subscriptions", page, report, rows),
+                lambda page, rows: progress.page(
+                    what, report.pages, page.last_page, rows, report.attempts
+                ),
                 fields,
                 statuses,
             )

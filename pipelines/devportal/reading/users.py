@@ -15,7 +15,8 @@ from devportal import extras, transform
 from devportal.api import USER_ACCOUNTS_PATH, USER_SETTINGS_PATH
 from devportal.client import ApiClient, NotFound, Page
 from devportal.config import DevportalConfig
-from devportal.reading.checks import ListRead, Progress, read_until_it_adds_up, verify_ids
+from devportal.progress import Progress
+from devportal.reading.checks import ListRead, read_until_it_adds_up, verify_ids
 
 log = logging.getLogger("devportal.reading")
 
@@ -59,7 +60,9 @@ def read_settings(
             )
             read.users.extend(users)
             read.values.extend(values)
-            progress.page("user settings", page, report, len(read.users))
+            progress.page(
+                "user settings", report.pages, page.last_page, len(read.users), report.attempts
+            )
         verify_ids(
             np.array([u["user_id"] for u in read.users], dtype=np.int64),
             report,
@@ -94,8 +97,10 @@ def read_accounts(
     user_ids: Sequence[int],
     observed_at: datetime,
     columns: extras.Columns | None = None,
+    progress: Progress | None = None,
 ) -> AccountsRead:
-    """Fetch each user's account, up to the in-flight limit at a time; a 404 is recorded, not raised."""
+    """Fetch each user's account, up to the in-flight limit at a time; a 404 is recorded, not
+    raised. PROGRESS hears of each account answered."""
 
     def fetch(user_id: int) -> Any:
         try:
@@ -107,7 +112,10 @@ def read_accounts(
     read = AccountsRead([], [], transform.DataQuality())
     if columns is not None:
         read.columns = columns
-    for user_id, body in client.map_concurrent(fetch, list(user_ids)):
+    due = list(user_ids)
+    progress = progress or Progress()
+    for done, (user_id, body) in enumerate(client.map_concurrent(fetch, due), start=1):
+        progress.items("user accounts", done, len(due))
         account, profiles = transform.account_records(
             user_id, body, observed_at, read.dq, read.fields, read.columns
         )

@@ -379,5 +379,5 @@ def print_report(target: Where, fmt: str = "table", html: str | Path | None = No
     print(render(report, fmt))
     if html is not None:
         page = _write(html, format_html(report, _chart_images(frames, report)))
-        # stdout stays one document for json/csv; the note goes with the logs
-        print(f"wrote {page}", file=sys.stderr if fmt in ("json", "csv") else sys.stdout)
+        # stdout stays one document for json/csv/markdown; the note goes with the logs
+        print(f"wrote {page}", file=sys.stdout if fmt == "table" else sys.stderr)

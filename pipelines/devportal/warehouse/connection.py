@@ -16,6 +16,11 @@ from devportal.warehouse.paths import not_duckdb_error, require_warehouse, shown
 # Connections devportal opens never fetch or load extensions behind the user's back: a SQLite
 # file at the warehouse path would otherwise make DuckDB try to download `sqlite_scanner`.
 NO_EXTENSION_AUTOLOAD = {"autoload_known_extensions": False, "autoinstall_known_extensions": False}
+# Session settings of every connection devportal opens, its own and dlt's (`local_config`):
+# DuckDB's Python client draws a progress bar on stdout for any statement over 2 s, terminal or
+# not, which would land inside a report's JSON and a scheduled sync's one line. Both switches:
+# setting `progress_bar_time` turns the first back on, never the second.
+SESSION_SETTINGS = {"enable_progress_bar": False, "enable_progress_bar_print": False}
 # devportal's own connections (models, report, manifest history): DuckDB's buffers are capped
 # (it spills to `<warehouse>.tmp` beyond), so a models build stays flat in memory however large
 # the history; DuckDB's default is 80% of the machine's RAM.
@@ -103,9 +108,17 @@ def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
     import duckdb  # here, not at import: `devportal --help` stays fast
 
     try:
-        return duckdb.connect(str(path), read_only=read_only, config=dict(OWN_CONNECTION))
+        con = duckdb.connect(str(path), read_only=read_only, config=dict(OWN_CONNECTION))
     except duckdb.Error as err:
         raise open_error(path, err) from err
+    for key, value in SESSION_SETTINGS.items():  # not accepted by connect's config
+        try:
+            con.execute(f"set {key} = {value}")
+        except duckdb.InvalidInputException:
+            # in a Jupyter kernel (a notebook) DuckDB refuses any change to its progress bar
+            # without ipywidgets installed; the bar is off there already (it would be a widget)
+            continue
+    return con
 
 
 @contextmanager

@@ -23,6 +23,7 @@ ANALYTICS_SCHEMA = "analytics"
 # dataset (`devportal`) or the models' schema (`analytics`) makes `devportal.subscriptions`
 # ambiguous for DuckDB's binder, in dlt's own SQL and in every user's query.
 DEFAULT_WAREHOUSE = "warehouse/warehouse.duckdb"
+DEMO_WAREHOUSE = "warehouse/demo.duckdb"  # what `devportal demo` writes by default
 RESERVED_STEMS = (RAW_SCHEMA, ANALYTICS_SCHEMA, "main", "system", "temp")
 # What DuckDB cannot have in a database's path, on any system (tested with DuckDB 2.0): it reads
 # `\` as a folder separator, so `/data/back\slash/w.duckdb` opens `/data/back/slash/w.duckdb`
