@@ -19,9 +19,16 @@
 --   `expires_at` passed is no longer usable, and not churn either (it may yet renew).
 -- `is_initial_load`: `event_at` <= the first sync (as_of.first_sync_at): backfill describing the
 --   past, not news. The first sync's `new` events and expiries before it are backfill.
+-- `event_month`: the calendar month (its first instant) the event counts in, for every monthly
+--   mart: the month of `event_at`, except that an `event_at` exactly at a month's first instant
+--   (00:00:00 on the 1st) counts in the month before (month_spine): a sync then saw changes
+--   made before it, and an expiry then ended a use that lasted through the month before
+--   (usable means `expires_at` > t: the month before's base holds it, the next one's does
+--   not). The first sync's observations (and earlier runs'), expiries aside, count in the
+--   month they were made in: the history opens there.
 --
 -- @test unique(subscription_id, event_type, event_at)
--- @test not_null(subscription_id, event_type, event_at, is_initial_load)
+-- @test not_null(subscription_id, event_type, event_at, is_initial_load, event_month)
 -- @test accepted_values(event_type: new, canceled, reactivated, renewed, expired)
 
 with live_versions as (
@@ -116,7 +123,17 @@ final as (
         all_events.event_at,
         all_events.expires_at,
         all_events.previous_expires_at,
-        all_events.event_at <= clock.first_sync_at as is_initial_load
+        all_events.event_at <= clock.first_sync_at as is_initial_load,
+        date_trunc(
+            'month',
+            case
+                when
+                    all_events.event_type <> 'expired'
+                    and all_events.event_at <= clock.first_sync_at
+                    then all_events.event_at
+                else all_events.event_at - interval 1 microsecond
+            end
+        ) as event_month
     from all_events
     cross join analytics.as_of as clock
 )

@@ -7,7 +7,8 @@
 --   the new one in every month); 'unknown' when the account is missing (404), not fetched yet,
 --   or the subscription has no service id.
 -- `subscribers_at_start`, `churned`, `churn_rate`, `is_estimate`, `is_complete`: as in
---   monthly_churn, counted per platform, so they sum over the platforms to monthly_churn's
+--   monthly_churn (an expiry in the month of subscription_events.event_month), counted per
+--   platform, so they sum over the platforms to monthly_churn's
 --   (the bases are the same rows, month_start_subscribers: observed from the history from the
 --   first sync on, estimated from the first sync's list before it).
 --
@@ -48,13 +49,13 @@ base_counts as (
 
 churn_counts as (
     select
-        date_trunc('month', events.event_at) as month_start,
+        events.event_month as month_start,
         platforms_of.platform,
         count(*) as churned
     from analytics.subscription_events as events
     inner join platforms_of on platforms_of.id = events.subscription_id
     where events.event_type = 'expired'
-    group by date_trunc('month', events.event_at), platforms_of.platform
+    group by events.event_month, platforms_of.platform
 ),
 
 final as (

@@ -3,17 +3,21 @@
 --
 -- Grain: one row per (cohort, month_offset).
 -- `cohort`: the month a live subscription was first seen (subscriptions_current.first_seen_at,
---   'YYYY-MM'); the API has no creation date, so first seen is the nearest start there is.
+--   'YYYY-MM'); the API has no creation date, so first seen is the nearest start there is. A
+--   sync at 00:00:00 on the 1st saw what started before it: those subscriptions join the month
+--   before's cohort, which it measures at that month's end (the instant of that sync), as
+--   their `new` events count in that month (subscription_events.event_month).
 --   The subscriptions the first sync listed (first_seen_at <= as_of.first_sync_at) started at
 --   unknown times before it: they form the cohort 'backfill' (`is_backfill`), whose
---   `cohort_month` is the first sync's month.
+--   `cohort_month` is the first sync's month (the month it opens, as in month_spine).
 -- `cohort_month`: the cohort's month (first day); `month_offset`: 0 for it, 1 for the next...;
 --   `month`: the calendar month measured (first day). Only observed months: from the cohort
 --   month to the month of as_of (the months of month_spine from the cohort's on), nothing
 --   extrapolated.
 -- `cohort_size`: the cohort's subscriptions.
 -- `usable`: those usable at the end of `month` (the first instant of the next month), or at
---   as_of for the month as_of falls in (then `is_complete` is false). Usable at an instant t:
+--   as_of for the month of as_of (month_spine's last; `is_complete` false unless as_of is
+--   exactly its end). Usable at an instant t:
 --   the version valid at t (valid_from <= t < valid_to, or still current) has `usable_until` > t
 --   (see subscription_versions), as in monthly_churn's bases and daily_subscribers; a
 --   subscription the API stopped listing has no version valid after that.
@@ -27,14 +31,12 @@ with members as (
     select
         current_subscriptions.id,
         current_subscriptions.first_seen_at <= clock.first_sync_at as is_backfill,
-        date_trunc(
-            'month',
-            case
-                when current_subscriptions.first_seen_at <= clock.first_sync_at
-                    then clock.first_sync_at
-                else current_subscriptions.first_seen_at
-            end
-        ) as cohort_start
+        case
+            when current_subscriptions.first_seen_at <= clock.first_sync_at
+                then date_trunc('month', clock.first_sync_at)
+            -- first seen at a month's first instant: seen at the month before's end
+            else date_trunc('month', current_subscriptions.first_seen_at - interval 1 microsecond)
+        end as cohort_start
     from analytics.subscriptions_current as current_subscriptions
     cross join analytics.as_of as clock
     where not current_subscriptions.is_test

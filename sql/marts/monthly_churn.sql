@@ -2,7 +2,12 @@
 --
 -- Grain: one row per calendar month (`month`, its first day) from the earliest month with data
 -- (the first sync, or an earlier observed expiry: churn is counted when the expiry falls) to
--- the month of as_of; the months of month_spine from there on.
+-- the month of as_of; the months of month_spine from there on. A month holds the instants after
+-- its first up to its end (month_spine): an event exactly at 00:00:00 on the 1st counts in the
+-- month before (subscription_events.event_month), so every month's flows lead from its base to
+-- the next month's: a subscription first seen then is in the next month's base and new in the
+-- month before, one expiring then was usable through the month before (in its base, not in the
+-- next month's) and churned in it.
 -- `churned`: canceled subscriptions whose `expires_at` falls in the month and is <= as_of (the
 --   `expired` events of the month, backfill included: an expiry date is a fact even when the
 --   sync learned it later).
@@ -27,7 +32,8 @@
 
 with first_month as (
     -- the earliest month with data: the first sync's, or an earlier observed expiry's
-    select date_trunc('month', least(clock.first_sync_at, min(events.event_at))) as month_start
+    select
+        least(date_trunc('month', clock.first_sync_at), min(events.event_month)) as month_start
     from analytics.as_of as clock
     left join analytics.subscription_events as events on true
     group by clock.first_sync_at
@@ -49,7 +55,7 @@ bases as (
 
 monthly_events as (
     select
-        date_trunc('month', live_events.event_at) as month_start,
+        live_events.event_month as month_start,
         count(*) filter (where live_events.event_type = 'expired') as churned,
         count(*) filter (
             where live_events.event_type = 'expired' and periods.period = 'monthly'

@@ -11,7 +11,9 @@
 -- sync recorded, the use the subscription had paid for up to then. An expiry between two syncs
 -- that a renewal had already moved on before the next sync saw it is not in the history, so
 -- sparse syncs see fewer due dates (billing_periods tells how many months a step spans).
--- `came_due`: due dates falling in the month (after as_of too, within its month).
+-- `came_due`: due dates falling in the month (after as_of too, within its month); a due date
+--   exactly at 00:00:00 on the 1st ends the month before (the paid use lasted through it), as
+--   its expiry does in monthly_churn (subscription_events.event_month).
 -- `churned`: the due date is the subscription's `expired` event (subscription_events: its
 --   latest version is canceled with this expiry, <= as_of); so the `churned` of period 'all'
 --   equals monthly_churn.churned of the month.
@@ -70,7 +72,7 @@ extended as (
 
 outcomes as (
     select
-        date_trunc('month', due_dates.expires_at) as month_start,
+        date_trunc('month', due_dates.expires_at - interval 1 microsecond) as month_start,
         coalesce(periods.period, 'unknown') as period,
         case
             when expiries.subscription_id is not null then 'churned'
@@ -78,7 +80,6 @@ outcomes as (
             else 'undecided'
         end as outcome
     from due_dates
-    cross join analytics.as_of as clock
     left join expiries
         on expiries.subscription_id = due_dates.id
         and expiries.expires_at = due_dates.expires_at
@@ -86,7 +87,8 @@ outcomes as (
         on extended.id = due_dates.id
         and extended.expires_at = due_dates.expires_at
     left join analytics.billing_periods as periods on periods.subscription_id = due_dates.id
-    where due_dates.expires_at < date_trunc('month', clock.as_of) + interval 1 month
+    -- up to the end of as_of's month (month_spine's last)
+    where due_dates.expires_at <= (select max(spine.month_end) from analytics.month_spine as spine)
 ),
 
 months as (

@@ -4,7 +4,8 @@
 -- to the month of as_of (a reactivation is a change between two syncs, so none is seen before):
 -- the months of month_spine from the first sync's on.
 -- A reactivation is a `reactivated` event of subscription_events (status active where the
--- previous version was canceled), in the month of its `event_at`: when a sync first saw it.
+-- previous version was canceled), in the month of its `event_at`, when a sync first saw it
+-- (`event_month`: a sync at 00:00:00 on the 1st saw what happened in the month before).
 -- `saved`: seen before the canceled version's `expires_at` (the event's `previous_expires_at`):
 --   the subscriber changed their mind while the paid period still ran, no use was lost.
 -- `won_back`: seen at or after that expiry: the subscription had lapsed and came back (or the
@@ -27,12 +28,12 @@ with months as (
 
 monthly_reactivations as (
     select
-        date_trunc('month', event_at) as month_start,
+        event_month as month_start,
         count(*) as reactivated,
         count(*) filter (where event_at < previous_expires_at) as saved
     from analytics.subscription_events
     where event_type = 'reactivated'
-    group by date_trunc('month', event_at)
+    group by event_month
 ),
 
 final as (

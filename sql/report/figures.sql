@@ -7,7 +7,9 @@
 -- `survival_curve_days`: the rows of survival_curve (none while no subscription first seen
 --   after the first sync has been followed).
 -- `usable_month_before`: daily_subscribers' usable on the last day of the month before the
---   month of as_of (NULL when that day is before the first sync).
+--   month of as_of (NULL when that day is before the first sync); an as_of at 00:00:00 on the
+--   1st ends the month before, which is then as_of's month (as report_figures'
+--   `mrr_month_before`).
 -- `month_before_last_churn_rate`, `month_before_last_is_estimate`: monthly_churn of the month
 --   before `last_full_month`; `month_before_last_renewal_rate`: monthly_renewals (period all)
 --   of that month (NULL in estimated months). NULL when there is no such month.
@@ -22,7 +24,9 @@ select
 from analytics.report_figures as figures
 cross join analytics.as_of as clock
 left join analytics.daily_subscribers as daily
-    on daily.day = cast(date_trunc('month', clock.as_of) - interval '1 day' as date)
+    on daily.day = cast(
+        date_trunc('month', clock.as_of - interval '1 microsecond') - interval '1 day' as date
+    )
 left join analytics.monthly_churn as churn_before
     on churn_before.month = cast(figures.last_full_month - interval '1 month' as date)
 left join analytics.monthly_renewals as renewals_before

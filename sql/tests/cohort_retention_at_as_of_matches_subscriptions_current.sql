@@ -1,7 +1,8 @@
 -- cohort_retention_at_as_of_matches_subscriptions_current: ties the month of as_of in
 -- analytics.cohort_retention to analytics.subscriptions_current.
 --
--- Expects: the usable subscriptions of that month, summed over the cohorts, are the live
+-- Expects: the usable subscriptions of the month measured at as_of (`measured_at`; one month:
+--   the last, also when as_of is exactly its end), summed over the cohorts, are the live
 --   subscriptions usable now.
 -- Returns: both totals when they differ.
 
@@ -10,7 +11,7 @@ select * from (
         (select coalesce(sum(retention.usable), 0)
          from analytics.cohort_retention as retention
          cross join analytics.as_of as clock
-         where retention.month = date_trunc('month', clock.as_of)) as usable_in_cohorts,
+         where retention.measured_at = clock.as_of) as usable_in_cohorts,
         (select count(*) from analytics.subscriptions_current
          where not is_test and is_usable) as usable_now
 ) as totals

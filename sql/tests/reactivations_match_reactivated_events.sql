@@ -1,14 +1,14 @@
 -- reactivations_match_reactivated_events: ties analytics.reactivations to
 -- analytics.subscription_events.
 --
--- Expects: each month with `reactivated` events has a row whose `reactivated` is their number, and
---   saved + won_back = reactivated.
+-- Expects: each month with `reactivated` events (their `event_month`) has a row whose
+--   `reactivated` is their number, and saved + won_back = reactivated.
 -- Returns: the months where that does not hold.
 
 with events as (
-    select date_trunc('month', event_at)::date as month, count(*) as reactivated
+    select event_month::date as month, count(*) as reactivated
     from analytics.subscription_events where event_type = 'reactivated'
-    group by date_trunc('month', event_at)::date
+    group by event_month::date
 )
 select coalesce(events.month, reactivations.month) as month,
        events.reactivated as events, reactivations.reactivated

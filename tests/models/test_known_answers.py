@@ -245,11 +245,12 @@ EXPECTED_FIGURES = {
     "new_30d": 2,  # 11 (T2) and 12 (T3); the first sync's backfill is before the window anyway
     "canceled_30d": 3,  # 5 and 6 (T2), 8 (T3)
     "churned_30d": 2,  # 5 (02-05) and 12 (03-03)
-    # due in February: 1 (02-01), 2 and 9 (02-20), 11 (02-25) renewed, 5 (02-05) churned, 10
-    # (02-28, then no longer listed) undecided: 4 of the 5 decided renewed
-    "last_full_month_came_due": 6,
-    "last_full_month_renewed": 4,
-    "last_full_month_renewal_rate": 0.8,
+    # due in February: 2 and 9 (02-20), 11 (02-25), 1 and 6 (03-01 00:00:00: the paid use ends
+    # with February; 1's 02-01 is January's) renewed, 5 (02-05) churned, 10 (02-28, then no
+    # longer listed) undecided: 5 of the 6 decided renewed
+    "last_full_month_came_due": 7,
+    "last_full_month_renewed": 5,
+    "last_full_month_renewal_rate": 5 / 6,
     # followed (first seen after the first sync): 12 churned on day 0 (first seen expired), 11
     # still active 23 days after T2: the curve is at 1/2 on day 0
     "median_lifetime_days": 0,

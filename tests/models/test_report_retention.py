@@ -3,9 +3,10 @@
 On the known-answer story (test_known_answers.py's docstring), as_of 2026-03-05, last full
 month February:
 
-- came due in February: 1 (02-01), 5 (02-05), 2 and 9 (02-20), 11 (02-25), 10 (02-28): 6;
-  renewed 1, 2, 9, 11: 4; churned 5; undecided 10 (no longer listed at T3, no renewal seen):
-  the renewal rate is of the decided ones, 4 / 5 = 80%;
+- came due in February: 5 (02-05), 2 and 9 (02-20), 11 (02-25), 10 (02-28), 1 and 6 (03-01
+  00:00:00: the paid use ends with February; 1's 02-01 is January's): 7; renewed 1, 2, 6, 9,
+  11: 5; churned 5; undecided 10 (no longer listed at T3, no renewal seen): the renewal rate
+  is of the decided ones, 5 / 6 = 83.3%;
 - the survival curve follows the subscriptions first seen after the first sync, 11 (T2, still
   active at as_of: censored after 23 days) and 12 (first seen at T3 already expired: churned on
   day 0): 1/2 on day 0, so the median lifetime is 0 days;
@@ -34,9 +35,9 @@ from devportal.sync import sync
 from tests.helpers import query
 
 BLOCK = {
-    "last_full_month_came_due": ("came due, last full month", 6, "6"),
-    "last_full_month_renewed": ("renewed", 4, "4"),
-    "last_full_month_renewal_rate": ("renewal rate (of those decided)", 0.8, "80.0%"),
+    "last_full_month_came_due": ("came due, last full month", 7, "7"),
+    "last_full_month_renewed": ("renewed", 5, "5"),
+    "last_full_month_renewal_rate": ("renewal rate (of those decided)", 5 / 6, "83.3%"),
     "median_lifetime_days": ("median lifetime since first seen", 0, "0 days"),
     "top_churn_platform": ("highest-churn platform", "youtube", "youtube"),
     "top_churn_platform_churn_rate": ("its churn rate, last full month", 0.5, "50.0%"),

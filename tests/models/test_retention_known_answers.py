@@ -148,10 +148,10 @@ def test_monthly_renewals(retention_warehouse: Path) -> None:
     """Due dates (every recorded expiry) by month, up to April (as_of's month):
 
     Dec: D 12-20 churned (u).
-    Jan: A 01-25, E 01-20 renewed (m).
-    Feb: A 02-25, F 02-10, G 02-01 (won back: a later version has a later expiry), H 02-20
-         renewed (m); E 02-20 churned (m); B 02-15 renewed (y); M 02-25 churned (u); N 02-28
-         undecided (u: removed before a renewal was seen).
+    Jan: A 01-25, E 01-20, G 02-01 00:00:00 (its paid use ends with January: sql/intermediate
+         /month_spine.sql; won back: a later version has a later expiry) renewed (m).
+    Feb: A 02-25, F 02-10, H 02-20 renewed (m); E 02-20 churned (m); B 02-15 renewed (y); M
+         02-25 churned (u); N 02-28 undecided (u: removed before a renewal was seen).
     Mar: A 03-25, G 03-22 renewed (m); I 03-10, J 03-25 churned (u).
     Apr: F 04-10 renewed (m); A 04-25, G 04-22, H 04-20 (canceled, usable until then) undecided
          (m, after as_of); K 04-03 churned (u); L 04-25 undecided (u).
@@ -169,12 +169,12 @@ def test_monthly_renewals(retention_warehouse: Path) -> None:
         (dec, "monthly", 0, 0, 0, 0, None, t, t),
         (dec, "unknown", 1, 0, 1, 0, None, t, t),
         (dec, "yearly", 0, 0, 0, 0, None, t, t),
-        (jan, "all", 2, 2, 0, 0, None, t, t),
-        (jan, "monthly", 2, 2, 0, 0, None, t, t),
+        (jan, "all", 3, 3, 0, 0, None, t, t),
+        (jan, "monthly", 3, 3, 0, 0, None, t, t),
         (jan, "unknown", 0, 0, 0, 0, None, t, t),
         (jan, "yearly", 0, 0, 0, 0, None, t, t),
-        (feb, "all", 8, 5, 2, 1, 5 / 7, f, t),
-        (feb, "monthly", 5, 4, 1, 0, 4 / 5, f, t),
+        (feb, "all", 7, 4, 2, 1, 4 / 6, f, t),
+        (feb, "monthly", 4, 3, 1, 0, 3 / 4, f, t),
         (feb, "unknown", 2, 0, 1, 1, 0.0, f, t),
         (feb, "yearly", 1, 1, 0, 0, 1.0, f, t),
         (mar, "all", 4, 2, 2, 0, 2 / 4, f, t),

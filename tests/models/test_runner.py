@@ -284,7 +284,7 @@ def test_a_history_too_big_for_the_memory_cap_is_built_again_without_it(
     monkeypatch.setattr(  # where `open_duckdb` reads it
         warehouse.connection, "OWN_CONNECTION", {**warehouse.OWN_CONNECTION, "memory_limit": "2MB"}
     )
-    with caplog.at_level("WARNING", logger="devportal.models"):
+    with caplog.at_level("INFO", logger="devportal.models"):
         summary = models.build(copy, check=True)
     assert "ran out of its memory cap" in caplog.text and "Out of Memory" in caplog.text
     assert summary["tests"] > 100 and "monthly_renewals" in summary["built"]

@@ -146,8 +146,9 @@ def _build_within_memory(
     (`warehouse.OWN_CONNECTION`: lean, where DuckDB's default is 80% of the machine's RAM). A
     history too large for it (DuckDB spills most work to disk, not all of what one transaction
     holds) makes DuckDB run out of memory: the attempt is rolled back and made again under
-    DuckDB's own limit, with a warning. The cap grows with the history (`_memory_cap`), so
-    that rarely happens. PostgreSQL is built once."""
+    DuckDB's own limit (an info line, `--verbose`: nothing is wrong and nothing is asked of the
+    user, so a scheduled run stays one line). The cap grows with the history (`_memory_cap`),
+    so that rarely happens. PostgreSQL is built once."""
 
     def attempt() -> tuple[list[str], dict[str, str], int]:
         built, skipped = _build_all(engine, models, code, seeds, progress)
@@ -163,7 +164,7 @@ def _build_within_memory(
     except DevportalError as err:
         if engine.dialect != SOURCE_DIALECT or "Out of Memory" not in str(err):
             raise
-        log.warning("models: DuckDB ran out of its memory cap (%s); building again without it", err)
+        log.info("models: DuckDB ran out of its memory cap (%s); building again without it", err)
     engine.execute("reset memory_limit")
     return attempt()
 
