@@ -37,6 +37,18 @@ WRAPPER_FIELDS = [
 FAST_RETRY: dict[str, float] = {"backoff_initial_s": 0.001, "backoff_max_s": 0.01}
 
 
+# the SCD2 history of the subscriptions, in a stable order, and the ids with two current versions
+# (there must be none): asked of any warehouse, DuckDB or PostgreSQL
+HISTORY = (
+    "SELECT id, service_id, status, expires_at, is_test, _dlt_valid_from, _dlt_valid_to "
+    "FROM devportal.subscriptions ORDER BY id, _dlt_valid_from"
+)
+TWO_CURRENT = (
+    "SELECT id FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL "
+    "GROUP BY id HAVING count(*) > 1"
+)
+
+
 def sync_from(sb: Any, warehouse: Path, destination: Any = None, **kwargs: Any) -> Any:
     """`devportal.sync.sync` from sandbox SB into WAREHOUSE (on DESTINATION, as `--destination`
     takes it), its token and URL; the models are not built unless `build_models=True`. Other

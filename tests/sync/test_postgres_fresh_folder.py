@@ -21,16 +21,8 @@ import pytest
 
 from devportal.engines import connect
 from devportal.target import Target
-from tests.helpers import run_devportal
+from tests.helpers import HISTORY, TWO_CURRENT, run_devportal
 
-HISTORY = (
-    "SELECT id, service_id, status, expires_at, is_test, _dlt_valid_from, _dlt_valid_to "
-    "FROM devportal.subscriptions ORDER BY id, _dlt_valid_from"
-)
-TWO_CURRENT = (
-    "SELECT id FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL "
-    "GROUP BY id HAVING count(*) > 1"
-)
 # what a run records, without what differs between two runs of the same sync (ids, this
 # machine's clock, request counts and timings)
 RUNS = (

@@ -13,12 +13,8 @@ from devportal.engines import connect
 from devportal.errors import DevportalError
 from devportal.sync import sync
 from devportal.target import Target
-from tests.helpers import query, sync_from
+from tests.helpers import HISTORY, query, sync_from
 
-HISTORY = (
-    "SELECT id, service_id, status, expires_at, is_test, _dlt_valid_from, _dlt_valid_to "
-    "FROM devportal.subscriptions ORDER BY id, _dlt_valid_from"
-)
 TABLES = ("subscriptions", "user_settings", "user_setting_values", "user_accounts", "sync_runs")
 
 

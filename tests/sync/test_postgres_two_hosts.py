@@ -16,16 +16,7 @@ from typing import Any
 from devportal.engines import connect
 from devportal.sandbox.app import ENDPOINT_SETTINGS
 from devportal.target import Target
-from tests.helpers import finished, query, start_devportal, sync_from
-
-HISTORY = (
-    "SELECT id, service_id, status, expires_at, is_test, _dlt_valid_from, _dlt_valid_to "
-    "FROM devportal.subscriptions ORDER BY id, _dlt_valid_from"
-)
-TWO_CURRENT = (
-    "SELECT id FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL "
-    "GROUP BY id HAVING count(*) > 1"
-)
+from tests.helpers import HISTORY, TWO_CURRENT, finished, query, start_devportal, sync_from
 
 
 def on_postgres(sql: str) -> list[tuple[Any, ...]]:
