@@ -18,6 +18,7 @@
 --   that ends before a renewal was seen stays 'unknown': most churn is 'unknown', and the
 --   monthly and yearly groups hold subscriptions that renewed at least once (their renewal
 --   rates in monthly_renewals are upper bounds).
+-- The steps and their fit are billing_segments' (one per paid period, the rule applied once).
 -- `step_days`: the step that decided the period; for 'unknown' the most recent step (which
 --   fits nothing), NULL when there is none. `step_months`: the months it spans (the smallest k
 --   that fits, 12 for a year), NULL for 'unknown'.
@@ -32,70 +33,37 @@ with live_subscriptions as (
     where not is_test
 ),
 
-expiries as (
-    select distinct
-        id,
-        expires_at
-    from analytics.subscription_versions
-    where not is_test and expires_at is not null
-),
-
-steps_with_first as (
-    select
-        id,
-        expires_at,
-        date_diff(
-            'day', lag(expires_at) over (partition by id order by expires_at), expires_at
-        ) as step_days
-    from expiries
-),
-
 steps as (
-    select *
-    from steps_with_first
-    where step_days is not null
-),
-
-month_counts as (
-    select series.k
-    from generate_series(1, 11) as series(k)
-),
-
-fitted_steps as (
+    -- every step between two consecutive recorded expiries, fitted once (billing_segments
+    -- applies the rule above to each)
     select
-        steps.id,
-        steps.expires_at,
-        steps.step_days,
-        case
-            when steps.step_days between 350 and 380 then 12
-            else (
-                select min(month_counts.k)
-                from month_counts
-                where steps.step_days between 28 * month_counts.k - 2 and 31 * month_counts.k + 4
-            )
-        end as step_months
-    from steps
+        subscription_id,
+        segment_end,
+        step_days,
+        step_months
+    from analytics.billing_segments
+    where segment_start is not null
 ),
 
 ranked_steps as (
     -- fitting steps first, then the latest
     select
-        id,
+        subscription_id,
         step_days,
         step_months,
         row_number() over (
-            partition by id
-            order by case when step_months is null then 1 else 0 end, expires_at desc
+            partition by subscription_id
+            order by case when step_months is null then 1 else 0 end, segment_end desc
         ) as step_rank
-    from fitted_steps
+    from steps
 ),
 
 step_counts as (
     select
-        id,
+        subscription_id,
         count(*) as observed_steps
     from steps
-    group by id
+    group by subscription_id
 ),
 
 final as (
@@ -111,9 +79,9 @@ final as (
         ranked_steps.step_months
     from live_subscriptions
     left join ranked_steps
-        on ranked_steps.id = live_subscriptions.id
+        on ranked_steps.subscription_id = live_subscriptions.id
         and ranked_steps.step_rank = 1
-    left join step_counts on step_counts.id = live_subscriptions.id
+    left join step_counts on step_counts.subscription_id = live_subscriptions.id
 )
 
 select * from final

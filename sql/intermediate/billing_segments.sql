@@ -9,8 +9,8 @@
 -- `segment_start`: the previous recorded expiry (NULL for the first: the use before it has no
 --   known start); `segment_end`: this expiry. A time t belongs to the segment with
 --   segment_start <= t < segment_end (the first: any t before its end).
--- `step_days`, `step_months`: as in billing_periods, of the step from segment_start to
---   segment_end (NULL for the first segment, and `step_months` NULL when the step fits no
+-- `step_days`, `step_months`: the fit of billing_periods' header (written here once; billing_periods
+--   reads it), of the step from segment_start to segment_end (NULL for the first segment, and `step_months` NULL when the step fits no
 --   number of months: 28k - 2 <= days <= 31k + 4 for k = 1..11 is monthly, 350..380 days is
 --   a year).
 -- `period`: 'monthly' or 'yearly' when the segment's own step fits; otherwise (the first

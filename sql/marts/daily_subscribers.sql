@@ -17,22 +17,18 @@
 -- @test not_null(day, snapshot_at, usable, active, canceled_usable, other_usable)
 
 with clock as (
-    -- as_of with the first and last day it spans (not a month: no month_spine)
+    -- as_of and the first day (changes before the first sync count on it)
     select
         as_of,
-        first_sync_at::date as first_day,
-        -- a sync at exactly midnight ends the previous day, it does not open a new one
-        greatest(first_sync_at::date, (as_of - interval 1 microsecond)::date) as last_day
+        first_sync_at::date as first_day
     from analytics.as_of
 ),
 
 snapshots as (
     select
-        series.day::date as day,
-        least(series.day + interval 1 day, clock.as_of) as snapshot_at
-    from clock,
-        generate_series(clock.first_day::timestamp, clock.last_day::timestamp, interval 1 day)
-            as series(day)
+        day,
+        snapshot_at
+    from analytics.day_spine
 ),
 
 usable_spells as (

@@ -22,19 +22,15 @@
 with clock as (
     select
         as_of,
-        first_sync_at::date as first_day,
-        -- a sync at exactly midnight ends the previous day, it does not open a new one
-        greatest(first_sync_at::date, (as_of - interval 1 microsecond)::date) as last_day
+        first_sync_at::date as first_day
     from analytics.as_of
 ),
 
 snapshots as (
     select
-        series.day::date as day,
-        least(series.day + interval 1 day, clock.as_of) as snapshot_at
-    from clock,
-        generate_series(clock.first_day::timestamp, clock.last_day::timestamp, interval 1 day)
-            as series(day)
+        day,
+        snapshot_at
+    from analytics.day_spine
 ),
 
 changes_by_day as (

@@ -23,6 +23,7 @@ INTERMEDIATE = {
     "subscription_events",
     "billing_periods",
     "subscription_lifetimes",
+    "day_spine",
     "month_spine",
     "month_start_subscribers",
     "billing_segments",
@@ -40,6 +41,9 @@ def test_the_helpers_are_intermediate_and_keep_their_table_names() -> None:
     # the marts read them as analytics.<name>, the one schema of every layer
     assert "subscription_versions" in loaded["subscriptions_current"].depends_on
     assert "billing_periods" in loaded["monthly_renewals"].depends_on
+    # the daily marts share one day spine, the period rule is applied once (billing_segments)
+    assert {"day_spine"} <= loaded["daily_subscribers"].depends_on & loaded["mrr_daily"].depends_on
+    assert "billing_segments" in loaded["billing_periods"].depends_on
 
 
 def test_long_models_end_in_a_final_cte() -> None:
