@@ -16,6 +16,7 @@ import pytest
 
 from tests.firstsync.conftest import write_settings
 from tests.helpers import FAST_RETRY, CliResult, subscription
+from tests.hostile.conftest import token_env
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
 
 TOKEN = "first-sync-token-0123456789"
@@ -119,7 +120,6 @@ def test_once_the_api_has_answered_a_refusal_is_a_restart_and_gets_every_attempt
             return answer
 
         api.route(SUBSCRIPTIONS, first_page_then_down)
-        settings = {f"SOURCES__DEVPORTAL__{k.upper()}": str(v) for k, v in FAST_RETRY.items()}
         result = devportal(
             "sync",
             "--base-url",
@@ -127,11 +127,7 @@ def test_once_the_api_has_answered_a_refusal_is_a_restart_and_gets_every_attempt
             "--warehouse",
             str(tmp_path / "wh" / "warehouse.duckdb"),
             "--no-models",
-            env={
-                "SOURCES__DEVPORTAL__ACCESS_TOKEN": api.token,
-                "SOURCES__DEVPORTAL__MAX_ATTEMPTS": "3",
-                **settings,
-            },
+            env=token_env(api, max_attempts=3, **FAST_RETRY),
         )
     assert result.code == 1, result.err
     assert len(api.requests) == 1  # page 1 only: everything after was refused
