@@ -67,6 +67,12 @@ class DevportalConfig(BaseConfiguration, HttpSettings, LoadSettings):
     lookback_hours: float = 48.0  # window mode: start this long before the last run
     window_horizon_days: float = 366.0  # window mode: `end` this far ahead
     accounts_ttl_days: float = 7.0  # a user account older than this is fetched again
+    # The settings list and the accounts have no time filter: a window run reads the whole
+    # settings list only when the last run that did is this many hours old or more, and fetches
+    # the accounts due by accounts_ttl_days likewise (it always fetches the accounts of users it
+    # sees for the first time). A sweep always reads both. 0: every window run reads both.
+    settings_refresh_hours: float = 24.0
+    accounts_refresh_hours: float = 24.0
     sweep_attempts: int = 3  # reads of a list that does not add up before giving up
     # a verified sweep asks the API about each subscription it would close (`?id=N`), up to
     # this many; with more, it reads the list again until two reads agree (sweep_attempts)

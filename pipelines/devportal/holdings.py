@@ -22,6 +22,7 @@ from dlt.common.destination.exceptions import DestinationException
 
 from devportal import shape
 from devportal.errors import DevportalError, WarehouseBusy, first_line
+from devportal.reading import HeldSettings
 
 # a destination column's SQL type (DuckDB's or PostgreSQL's information_schema) -> dlt's type,
 # by the type's first word
@@ -117,7 +118,14 @@ class DatasetReader:
             raise _cannot_read(err) from err
 
     def _qualified(self, sql: str) -> str:
-        names = ("subscriptions", "sync_runs", "user_accounts", "user_settings", "_dlt_loads")
+        names = (
+            "subscriptions",
+            "sync_runs",
+            "user_accounts",
+            "user_settings",
+            "user_settings_unlisted",
+            "_dlt_loads",
+        )
         return sql.format(**{n: self.table(n) for n in names if "{" + n + "}" in sql})
 
     # -- the questions a run asks ----------------------------------------------------------
@@ -165,6 +173,45 @@ class DatasetReader:
         ):
             users.update(int(r[0]) for r in known or ())
         return users
+
+    def held_settings(self) -> tuple[HeldSettings, bool]:
+        """Each stored user's settings version and the users marked unlisted; and whether the
+        table has the columns this version of devportal writes (False: a settings read must
+        add them before the models can read them)."""
+        columns = self.columns("user_settings")
+        if not columns:
+            return HeldSettings(), True
+        current = "_row_version" in columns
+        version = "_row_version" if current else "NULL"
+        rows = self.query(f"SELECT user_id, {version} FROM {{user_settings}}") or ()
+        unlisted = self.query("SELECT user_id FROM {user_settings_unlisted}") or ()
+        return (
+            HeldSettings(
+                versions={int(u): (None if v is None else int(v)) for u, v in rows},
+                unlisted=frozenset(int(r[0]) for r in unlisted),
+            ),
+            current,
+        )
+
+    def last_refreshed(self) -> dict[str, datetime]:
+        """When each list without a time filter was last read whole, by the clock of the loaded
+        run that did (`sync_runs.refreshed`; a run recorded before it: every resource it read)."""
+        has_column = "refreshed" in self.columns("sync_runs")
+        refreshed = "refreshed" if has_column else "NULL"
+        rows = self.query(
+            f"SELECT observed_at, {refreshed}, resources FROM {{sync_runs}} "
+            "WHERE _dlt_load_id IN (SELECT load_id FROM {_dlt_loads} WHERE status = 0)"
+        )
+        last: dict[str, datetime] = {}
+        for observed_at, tables, resources in rows or ():
+            if observed_at is None:
+                continue
+            names = _json(tables, []) if tables is not None else str(resources or "").split(",")
+            when = observed_at.replace(tzinfo=None)
+            for name in names:
+                if name and (name not in last or last[name] < when):
+                    last[str(name)] = when
+        return last
 
     def account_times(self) -> dict[int, datetime]:
         """When each user's account was last fetched."""
@@ -254,12 +301,21 @@ class Holdings:
     # warehouse whose runs recorded none
     known_fields: shape.Fields = field(default_factory=dict)
     last_full_fields: shape.Fields = field(default_factory=dict)
+    settings: HeldSettings = field(default_factory=HeldSettings)
+    # `user_settings` has the columns this version writes (or no table yet)
+    settings_current: bool = True
+    # when each list without a time filter was last read whole (`DatasetReader.last_refreshed`)
+    refreshed: dict[str, datetime] = field(default_factory=dict)
 
     @classmethod
     def read(cls, pipeline: Any | None) -> Holdings:
         with DatasetReader(pipeline) as dest:
             known_fields, last_full_fields = dest.held_fields()
+            settings, settings_current = dest.held_settings()
             return cls(
+                settings=settings,
+                settings_current=settings_current,
+                refreshed=dest.last_refreshed(),
                 last_observed=dest.last_observed(),
                 current={t: dest.current_ids(t) for t in (False, True)},
                 swept=dest.swept(),
@@ -272,8 +328,13 @@ class Holdings:
     def current_ids(self, is_test: bool) -> np.ndarray:
         return self.current.get(is_test, np.zeros(0, dtype=np.int64))
 
-    def accounts_due(self, seen: set[int], observed_at: datetime, ttl_days: float) -> list[int]:
-        """Users seen now or before whose accounts are missing or older than the TTL."""
+    def accounts_due(
+        self, seen: set[int], observed_at: datetime, ttl_days: float, refresh: bool = True
+    ) -> list[int]:
+        """Users whose accounts were never fetched, of those SEEN now; with REFRESH, also every
+        user seen now or before whose account is older than the TTL."""
+        if not refresh:
+            return sorted(user for user in seen if user not in self.account_times)
         fresh_after = observed_at - timedelta(days=ttl_days)
         return sorted(
             user

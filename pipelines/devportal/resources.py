@@ -11,8 +11,8 @@ tables they write and their keys are described in `source.py`'s docstring.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,7 +23,7 @@ import dlt
 from dlt.common.schema.typing import TFileFormat, TSchemaContract
 
 from devportal import extras, transform
-from devportal.reading import SubscriptionsRead
+from devportal.reading import RowSpool, SubscriptionsRead
 from devportal.runrecord import ProblemRecord, RunRecord
 
 log = logging.getLogger("devportal.source")
@@ -70,8 +70,8 @@ class SubscriptionsHandover:
     """What the subscriptions resource hands over, known once the run has read: the read, its
     `mode` (`sweep` or `window`), the run's clock (`observed_at`, the history boundary), how its
     extra fields are typed (`plan`), the columns the destination's `subscriptions` table has
-    (`stored`, None: no table yet) and the run's own spool folder (`spool_dir`, removed once the
-    rows are handed over)."""
+    (`stored`, None: no table yet) and the run's own spool folder (`spool_dir`, removed by the
+    last of its spools handed over)."""
 
     read: SubscriptionsRead
     mode: str
@@ -114,8 +114,9 @@ def subscriptions_resource(
         finally:
             dlt_log.removeFilter(_json_hint_notice)
             got.read.discard()
-            if got.spool_dir is not None:
-                shutil.rmtree(got.spool_dir, ignore_errors=True)
+            if got.spool_dir is not None:  # the last of the run's spools out removes it
+                with contextlib.suppress(OSError):
+                    got.spool_dir.rmdir()
 
     return dlt.resource(
         rows(),
@@ -221,15 +222,26 @@ ACCOUNTS_TABLES = UserTables(
     "user_account_profiles",
     transform.USER_ACCOUNT_PROFILES_COLUMNS,
 )
+UNLISTED_TABLE = "user_settings_unlisted"
+
+
+@dataclass
+class PerUserHandover:
+    """What a per-user table pair hands over: its rows and child rows, spooled (the child rows
+    with a tombstone for each user read with none); None: the run did not read the list."""
+
+    rows: RowSpool
+    child_rows: RowSpool
 
 
 def per_user_tables(
     tables: UserTables,
-    read: Callable[[], tuple[Rows, Rows]],
+    read: Callable[[], PerUserHandover | None],
     file_format: TFileFormat | None,
     contract: TSchemaContract = "evolve",
 ) -> list[Any]:
-    """TABLES' two resources: the rows and the child rows of `read()` (asked when dlt extracts).
+    """TABLES' two resources: the rows and the child rows of `read()` (asked when dlt extracts),
+    a spooled batch at a time.
 
     The table is upserted on `user_id`. Its child table is delete-insert on merge_key `user_id`,
     which replaces a user's children as a whole, so a settings key or a linked platform that
@@ -240,34 +252,66 @@ def per_user_tables(
     """
 
     def rows() -> Iterator[Rows]:
-        yield read()[0]
+        got = read()
+        if got is not None:
+            yield from got.rows.batches()
 
     def child_rows() -> Iterator[Rows]:
-        users, children = read()
-        ids = (row["user_id"] for row in users)
-        yield children + transform.tombstones(ids, children, tables.child_columns)
-
-    def table(data: Iterator[Rows], name: str, columns: Any, strategy: str, **key: str) -> Any:
-        return dlt.resource(  # type: ignore[call-overload]
-            data,
-            name=name,
-            write_disposition={"disposition": "merge", "strategy": strategy},
-            columns=columns,
-            schema_contract=contract,
-            **key,
-            **Formats.hint(file_format),
-        )
+        got = read()
+        if got is not None:
+            yield from got.child_rows.batches()
 
     return [
-        table(rows(), tables.name, tables.columns, "upsert", primary_key="user_id"),
-        table(
+        _user_table(rows(), tables.name, tables.columns, "upsert", file_format, contract),
+        _user_table(
             child_rows(),
             tables.child_name,
             tables.child_columns,
             "delete-insert",
-            merge_key="user_id",
+            file_format,
+            contract,
+            key="merge_key",
         ),
     ]
+
+
+def unlisted_table(read: Callable[[], Rows | None], file_format: TFileFormat | None) -> Any:
+    """`user_settings_unlisted`: users a verified settings read no longer listed, upserted on
+    `user_id`; a user listed again arrives as a tombstone that deletes the row."""
+
+    def rows() -> Iterator[Rows]:
+        got = read()
+        if got:
+            yield got
+
+    return _user_table(
+        rows(),
+        UNLISTED_TABLE,
+        transform.USER_SETTINGS_UNLISTED_COLUMNS,
+        "upsert",
+        file_format,
+        "evolve",
+    )
+
+
+def _user_table(
+    data: Iterator[Rows],
+    name: str,
+    columns: Any,
+    strategy: str,
+    file_format: TFileFormat | None,
+    contract: TSchemaContract,
+    key: str = "primary_key",
+) -> Any:
+    return dlt.resource(  # type: ignore[call-overload]
+        data,
+        name=name,
+        write_disposition={"disposition": "merge", "strategy": strategy},
+        columns=columns,
+        schema_contract=contract,
+        **{key: "user_id"},
+        **Formats.hint(file_format),
+    )
 
 
 # -- the run's own records --------------------------------------------------------------------

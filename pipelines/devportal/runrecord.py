@@ -52,6 +52,10 @@ class RunRecord(_Record):
     window_end: datetime | None = _column("timestamp")
     rows_read: dict[str, int] = _column("json", {})  # {table: rows}
     sweeps: list[dict[str, Any]] = _column("json", [])  # one `ListRead` per list read
+    # the lists without a time filter this run read whole: `user_settings` (the settings list),
+    # `user_accounts` (every account due by accounts_ttl_days); a window run reads them only
+    # when due (settings_refresh_hours, accounts_refresh_hours)
+    refreshed: list[str] = _column("json", [])
     data_quality_problems: int = _column("bigint", 0)
     # whose clock stamped the run: `server` (its Date header) or `machine` (it was too far off)
     clock_source: str = _column("text", "server")

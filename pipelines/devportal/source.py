@@ -85,12 +85,14 @@ from devportal.resources import (
     ACCOUNTS_TABLES,
     SETTINGS_TABLES,
     Formats,
+    PerUserHandover,
     Rows,
     SubscriptionsHandover,
     formats_for,
     per_user_tables,
     run_tables,
     subscriptions_resource,
+    unlisted_table,
 )
 from devportal.runrecord import RunRecord, RunRecorder
 
@@ -172,6 +174,7 @@ def devportal_source(
     if "user_settings" in wanted:
         settings = lazy.per_user(SETTINGS_TABLES.name)
         data.extend(per_user_tables(SETTINGS_TABLES, settings, formats.rows, contract))
+        data.append(unlisted_table(lazy.unlisted, formats.rows))
     if "user_accounts" in wanted:
         accounts = lazy.per_user(ACCOUNTS_TABLES.name)
         data.extend(per_user_tables(ACCOUNTS_TABLES, accounts, formats.rows, contract))
@@ -187,7 +190,8 @@ class _Reads:
     record: RunRecord
     problems: Rows
     subscriptions: SubscriptionsHandover | None = None
-    per_user: dict[str, tuple[Rows, Rows]] = field(default_factory=dict)
+    per_user: dict[str, PerUserHandover] = field(default_factory=dict)
+    unlisted: Rows = field(default_factory=list)  # `user_settings_unlisted` rows
 
 
 class _LazyRun:
@@ -223,8 +227,11 @@ class _LazyRun:
         assert handover is not None  # made only when the run reads subscriptions
         return handover
 
-    def per_user(self, table: str) -> Callable[[], tuple[Rows, Rows]]:
-        return lambda: self().per_user[table]
+    def per_user(self, table: str) -> Callable[[], PerUserHandover | None]:
+        return lambda: self().per_user.get(table)
+
+    def unlisted(self) -> Rows:
+        return self().unlisted
 
     def records(self) -> tuple[RunRecord, Rows]:
         reads = self()
@@ -298,6 +305,9 @@ class _Run:
     resources: tuple[str, ...]
     window: tuple[datetime, datetime] | None
     first_page: Page | None  # page 1 of the first list to read, when the clock came from it
+    # the lists without a time filter this run reads whole (`RunRecord.refreshed`): a sweep
+    # reads them all; a window only those due (`_due`)
+    refreshes: frozenset[str] = frozenset()
 
     @classmethod
     def start(
@@ -332,6 +342,11 @@ class _Run:
         if mode == "window":
             last_run = held.last_observed or (datetime.fromisoformat(cursor) if cursor else None)
             bounds = window_bounds(since, last_run, observed_at, cfg)
+        refreshes = {
+            name
+            for name in ("user_settings", "user_accounts")
+            if name in resources and _due(name, mode, resources, held, observed_at, cfg)
+        }
         return cls(
             run_id=uuid.uuid4().hex,
             started_at=started_at,
@@ -343,7 +358,30 @@ class _Run:
             resources=resources,
             window=bounds,
             first_page=first if reusable else None,
+            refreshes=frozenset(refreshes),
         )
+
+
+def _due(
+    name: str,
+    mode: str,
+    resources: tuple[str, ...],
+    held: Holdings,
+    observed_at: datetime,
+    cfg: DevportalConfig,
+) -> bool:
+    """Whether this run reads NAME, a list without a time filter, whole: a sweep always; a
+    window run (which reads subscriptions: the window is theirs) when the last run that read
+    it is `settings_refresh_hours` / `accounts_refresh_hours` old or more, when none did, and
+    for the settings, when the table lacks what this version writes. Paging 200,000 users'
+    settings every hour cost 10,000 requests for rows that rarely change."""
+    if mode == "sweep" or "subscriptions" not in resources:
+        return True
+    if name == "user_settings" and not held.settings_current:
+        return True
+    hours = cfg.settings_refresh_hours if name == "user_settings" else cfg.accounts_refresh_hours
+    last = held.refreshed.get(name)
+    return hours <= 0 or last is None or observed_at - last >= timedelta(hours=hours)
 
 
 def _read(
@@ -389,7 +427,7 @@ def _read(
         seen.update(subs.user_ids)
         fields["subscriptions"] = seen_fields.record(columns)
         statuses = subs.statuses
-    if "user_settings" in run.resources:
+    if "user_settings" in run.refreshes:
         known = shape_of.known.get("user_settings")
         settings = read_settings(
             client,
@@ -398,21 +436,25 @@ def _read(
             progress,
             first,
             transform.settings_columns(shape_of.naming, known),
+            held.settings,
+            inputs.spool_dir,
         )
-        reads.per_user[SETTINGS_TABLES.name] = (settings.users, settings.values)
+        reads.per_user[SETTINGS_TABLES.name] = PerUserHandover(settings.users, settings.values)
+        reads.unlisted = settings.unlisted
         dq.merge(settings.dq)
-        rows.update(user_settings=len(settings.users), user_setting_values=len(settings.values))
+        rows.update(user_settings=settings.listed, user_setting_values=settings.values_read)
         list_reads.append(vars(settings.report))
-        seen.update(user["user_id"] for user in settings.users)
+        seen.update(settings.listed_ids.tolist())
         fields["user_settings"] = settings.fields.record(settings.columns)
     if "user_accounts" in run.resources:
-        due = held.accounts_due(seen, run.observed_at, cfg.accounts_ttl_days)
+        refresh = "user_accounts" in run.refreshes
+        due = held.accounts_due(seen, run.observed_at, cfg.accounts_ttl_days, refresh)
         columns = transform.account_columns(shape_of.naming, shape_of.known.get("user_accounts"))
-        accounts = read_accounts(client, due, run.observed_at, columns, progress)
-        reads.per_user[ACCOUNTS_TABLES.name] = (accounts.accounts, accounts.profiles)
+        accounts = read_accounts(client, due, run.observed_at, columns, progress, inputs.spool_dir)
+        reads.per_user[ACCOUNTS_TABLES.name] = PerUserHandover(accounts.accounts, accounts.profiles)
         dq.merge(accounts.dq)
-        rows.update(user_accounts=len(accounts.accounts))
-        rows.update(user_account_profiles=len(accounts.profiles))
+        rows.update(user_accounts=accounts.accounts.rows)
+        rows.update(user_account_profiles=accounts.profiles_read)
         fields["user_accounts"] = accounts.fields.record(accounts.columns)
     if client.stats.replaced_surrogates:
         dq.add_count(
@@ -538,6 +580,7 @@ def _run_record(
         resources=",".join(run.resources),
         started_at=run.started_at,
         observed_at=run.observed_at,
+        refreshed=sorted(run.refreshes),
         window_start=run.window[0] if run.window else None,
         window_end=run.window[1] if run.window else None,
         rows_read=rows,

@@ -31,7 +31,7 @@ from dlt.common.schema.exceptions import DataValidationError
 
 from devportal import config as settings
 from devportal import shape
-from devportal.client import RESOURCES, ApiClient, adopt
+from devportal.client import RESOURCES, USER_SETTINGS_PATH, ApiClient, adopt
 from devportal.errors import DevportalError
 from devportal.holdings import DatasetReader
 from devportal.progress import Progress
@@ -115,7 +115,26 @@ class SyncResult:
 
     def summary(self) -> str:
         record = self.record
-        parts = [f"{table} {n}" for table, n in record.rows_read.items()]
+        # the settings list loads only the users whose entry changed
+        changed = {
+            report["endpoint"]: report["changed"]
+            for report in record.sweeps
+            if report.get("changed") is not None
+        }
+        parts = [
+            f"{table} {n}"
+            + (
+                f" ({changed[USER_SETTINGS_PATH]} changed)"
+                if table == "user_settings" and USER_SETTINGS_PATH in changed
+                else ""
+            )
+            for table, n in record.rows_read.items()
+        ]
+        not_due = [
+            name
+            for name in ("user_settings", "user_accounts")
+            if name in record.resources.split(",") and name not in record.refreshed
+        ]
         notes = {
             "set_aside": "the package of an interrupted run could not load and was set aside "
             f"({', '.join(self.extra.get('set_aside', []))}: see `devportal packages`)",
@@ -132,6 +151,14 @@ class SyncResult:
             "kept_open": f"{self.extra.get('kept_open')} subscription(s) the list did not show "
             "could not be confirmed gone: left current until a later sweep",
         }
+        if not_due:
+            notes["not_due"] = "not due in a window: " + " and ".join(
+                "the settings list (settings_refresh_hours)"
+                if name == "user_settings"
+                else "accounts past their TTL (accounts_refresh_hours)"
+                for name in not_due
+            )
+            self.extra["not_due"] = True
         into = f" into {self.written_to}" if self.written_to else ""
         return (
             f"sync ok ({record.mode}){into} in {self.seconds:.1f}s: "

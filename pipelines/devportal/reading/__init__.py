@@ -7,13 +7,14 @@ read, checked, with the fields its rows had (`extras.FieldStats`); the source (`
 turns the results into dlt resources.
 
 One job per module, imports running one way (checks <- spool <- subscriptions <- closes;
-checks <- users):
+checks, rowspool <- users):
 
     checks         `ListRead`, the page and id checks a read must pass
+    rowspool       dict rows spooled to a local file, handed over a batch at a time
     spool          a subscription read spooled to a local Arrow file, batch by batch
     subscriptions  the partitions of the subscription list, each read until it adds up
     closes         settling what a sweep would close (`settle_closes`); the mass-close guard
-    users          the user settings list and the accounts of the users due
+    users          the user settings list (what changed) and the accounts of the users due
 
 Each read reports its pages and requests to the run's `Progress` (devportal.progress).
 
@@ -31,6 +32,7 @@ from devportal.reading.closes import (
     judge_answer,
     settle_closes,
 )
+from devportal.reading.rowspool import RowSpool
 from devportal.reading.spool import BATCH_BYTES, Spool
 from devportal.reading.subscriptions import (
     Partition,
@@ -39,7 +41,13 @@ from devportal.reading.subscriptions import (
     read_subscriptions,
     window_bounds,
 )
-from devportal.reading.users import AccountsRead, SettingsRead, read_accounts, read_settings
+from devportal.reading.users import (
+    AccountsRead,
+    HeldSettings,
+    SettingsRead,
+    read_accounts,
+    read_settings,
+)
 
 __all__ = [
     "BATCH_BYTES",
@@ -47,10 +55,12 @@ __all__ = [
     "LISTED",
     "UNCLEAR",
     "AccountsRead",
+    "HeldSettings",
     "ListMoved",
     "ListRead",
     "Partition",
     "Progress",
+    "RowSpool",
     "SettingsRead",
     "Settling",
     "Spool",

@@ -41,6 +41,9 @@ class ListRead:
     note: str | None = None
     # how the current subscriptions this read did not list were settled (`Settling.record`)
     closing: dict[str, Any] | None = None
+    # rows that differ from what the destination holds, the only ones loaded (the settings
+    # list; None: every row read is loaded)
+    changed: int | None = None
 
 
 class ListMoved(Exception):

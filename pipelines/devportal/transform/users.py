@@ -6,9 +6,12 @@ that empty a user's child rows. Fields beyond the shown ones land in columns of 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from devportal import extras
 from devportal.transform.ledger import USER_ID_DROPPED, DataQuality, json_text, raw_text
@@ -156,6 +159,24 @@ def user_settings_records(
     return users, values
 
 
+# the fields of a settings row that say when it was written, not what the user has
+_WRITTEN_FIELDS = ("last_seen_at", "_row_version")
+
+
+def settings_version(user: Mapping[str, Any], values: Sequence[Mapping[str, Any]]) -> int:
+    """`user_settings._row_version`: a 64-bit hash of everything a user's rows would store (the
+    row but its write time, and its `user_setting_values`). A read whose version equals the one
+    held changes nothing, so it is not loaded: an hourly read of an unchanged list adds no rows.
+    """
+    row = {k: v for k, v in user.items() if k not in _WRITTEN_FIELDS}
+    text = orjson.dumps(
+        [row, [(v["key"], v["value"], v["value_type"]) for v in values]],
+        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+        default=str,
+    )
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little", signed=True)
+
+
 USER_SETTINGS_COLUMNS: dict[str, dict[str, Any]] = {
     "user_id": {"data_type": "bigint", "nullable": False, "primary_key": True},
     "platforms": {"data_type": "text"},
@@ -170,6 +191,7 @@ USER_SETTINGS_COLUMNS: dict[str, dict[str, Any]] = {
     "twitch_icon_url": {"data_type": "text"},
     "twitch_profile_banner_url": {"data_type": "text"},
     "twitch_profile_background_color": {"data_type": "text"},
+    "_row_version": {"data_type": "bigint"},
 }
 
 # A child row (user_setting_values, user_account_profiles) that only says "this user has none
@@ -200,6 +222,14 @@ USER_SETTING_VALUES_COLUMNS: dict[str, dict[str, Any]] = {
     "key": {"data_type": "text", "nullable": False},
     "value": {"data_type": "text"},
     "value_type": {"data_type": "text"},
+    TOMBSTONE: {**TOMBSTONE_COLUMN},
+}
+
+# `user_settings_unlisted`: users the latest verified settings read no longer listed (their
+# `user_settings` rows stay as last read); a user listed again gets a tombstone that deletes it
+USER_SETTINGS_UNLISTED_COLUMNS: dict[str, dict[str, Any]] = {
+    "user_id": {"data_type": "bigint", "nullable": False, "primary_key": True},
+    "unlisted_at": {"data_type": "timestamp", "timezone": False},
     TOMBSTONE: {**TOMBSTONE_COLUMN},
 }
 
