@@ -253,13 +253,11 @@ def per_user_tables(
 
     def rows() -> Iterator[Rows]:
         got = read()
-        if got is not None:
-            yield from got.rows.batches()
+        yield from _or_empty(got.rows.batches() if got is not None else iter(()))
 
     def child_rows() -> Iterator[Rows]:
         got = read()
-        if got is not None:
-            yield from got.child_rows.batches()
+        yield from _or_empty(got.child_rows.batches() if got is not None else iter(()))
 
     return [
         _user_table(rows(), tables.name, tables.columns, "upsert", file_format, contract),
@@ -280,9 +278,7 @@ def unlisted_table(read: Callable[[], Rows | None], file_format: TFileFormat | N
     `user_id`; a user listed again arrives as a tombstone that deletes the row."""
 
     def rows() -> Iterator[Rows]:
-        got = read()
-        if got:
-            yield got
+        yield read() or []
 
     return _user_table(
         rows(),
@@ -292,6 +288,19 @@ def unlisted_table(read: Callable[[], Rows | None], file_format: TFileFormat | N
         file_format,
         "evolve",
     )
+
+
+def _or_empty(batches: Iterator[Rows]) -> Iterator[Rows]:
+    """BATCHES, or one empty batch when there are none: dlt takes a table's hints into the
+    pipeline's schema from the items a resource yields, and a run that loads nothing into a
+    table (nothing changed, or a window that did not read the list) must not drop it from the
+    schema (a pipeline restored from the destination would no longer know it)."""
+    empty = True
+    for batch in batches:
+        empty = False
+        yield batch
+    if empty:
+        yield []
 
 
 def _user_table(
