@@ -7,6 +7,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
+from itertools import pairwise
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -55,6 +56,13 @@ class Settings:
     rate_burst: float = 50.0
     rate_rounds: int = 2  # 0 ms rounds that include the rate-limited pair
     models_rss: bool = True  # `devportal sync` with models in each 0 ms round
+    # the growth scenario (`growth.py`): [subscriptions, users, hourly runs] per world
+    growth_worlds: list[list[int]] = field(default_factory=list)
+    growth_folder_mb: float = 5.0  # the dlt folder's bound over its size after the first sweep
+    growth_warehouse_mb: float = 1.0  # the warehouse file's growth per window run (mean)
+    growth_rss_mb: float = 400.0  # peak RSS of every run of the growth sequence
+    growth_requests_share: float = 0.01  # a window run's requests / the first sweep's
+    only: str | None = None  # `growth`: nothing but the growth scenario
 
     @property
     def pinned(self) -> int:
@@ -113,6 +121,16 @@ class Run:
     rows_per_s: float | None = None  # derived (`derive`), saved for readers of the JSON
     request_rate_per_s: float | None = None  # requests / work_s
     request_rate_wall_per_s: float | None = None
+    # the growth scenario: the sandbox clock the run saw, what advancing it changed, the run's
+    # `sync_runs` mode and rows read per table, the disk after the run
+    clock: str | None = None
+    world_changes: dict[str, int] | None = None
+    sync_mode: str | None = None
+    rows_read: dict[str, int] | None = None
+    warehouse_bytes: int | None = None  # the .duckdb file
+    warehouse_wal_bytes: int | None = None  # its write-ahead log, when one is left
+    dlt_dir_bytes: int | None = None  # `.<stem>.dlt/` beside the warehouse
+    dlt_dir_files: int | None = None
 
     def derive(self) -> Run:
         sent = self.server_requests if self.server_requests is not None else self.requests
@@ -341,6 +359,7 @@ class Machine:
     pipelines_dirty: bool | None
     load_avg_at_start: list[float]
     load_avg_at_end: list[float] = field(default_factory=list)
+    source: str | None = None  # devportal ran from `git archive` of this commit (`--source`)
 
 
 @dataclass
@@ -415,3 +434,58 @@ def settled_range(runs: list[Run]) -> str:
         return ""
     settled = str(values[0]) if len(values) == 1 else f"{values[0]}-{values[-1]}"
     return f"settled at {settled}" + (f", peak {max(peaks)}" if peaks else "")
+
+
+GROWTH_PREFIX = "growth_"  # the growth scenario's runs: first sweep, windows, nightly sweep
+
+
+@dataclass
+class GrowthWorld:
+    """One world's growth sequence, in run order: first sweep, hourly windows, nightly sweep."""
+
+    size: int
+    users: int
+    hours: int
+    first: Run | None
+    windows: list[Run]
+    nightly: Run | None
+
+    @property
+    def runs(self) -> list[Run]:
+        return [r for r in (self.first, *self.windows, self.nightly) if r is not None]
+
+    def window_requests_share(self) -> list[float]:
+        """Each window run's requests (the sandbox's count) / the first sweep's."""
+        base = self.first.server_requests if self.first else None
+        return [v for w in self.windows if (v := ratio(w.server_requests, base)) is not None]
+
+    def warehouse_growth(self) -> list[int]:
+        """Bytes each successful window run added to the warehouse file (from the run before;
+        a failed run loads nothing, so it is left out)."""
+        runs = [r for r in (self.first, *self.windows) if r is not None]
+        return [
+            b.warehouse_bytes - a.warehouse_bytes
+            for a, b in pairwise(runs)
+            if b.ok and a.warehouse_bytes is not None and b.warehouse_bytes is not None
+        ]
+
+
+def growth_worlds(res: Result) -> list[GrowthWorld]:
+    """The growth sequences of `res`, one per `--growth-sizes` world that ran."""
+    out = []
+    for size, users, hours in res.settings.growth_worlds:
+        runs = [r for r in res.runs if r.size == size and r.scenario.startswith(GROWTH_PREFIX)]
+        if runs:
+            by = {
+                name: [r for r in runs if r.scenario == GROWTH_PREFIX + name]
+                for name in ("first_sweep", "window", "nightly_sweep")
+            }
+            out.append(
+                GrowthWorld(
+                    *(size, users, hours),
+                    next(iter(by["first_sweep"]), None),
+                    sorted(by["window"], key=lambda r: r.round),
+                    next(iter(by["nightly_sweep"]), None),
+                )
+            )
+    return out

@@ -8,17 +8,22 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.records import (
+    GROWTH_PREFIX,
+    MB,
     Group,
+    GrowthWorld,
     Result,
     Run,
     fmt,
     fmt_int,
     fmt_mb,
+    growth_worlds,
     median,
     ratio,
     slow_difference,
     slow_server_pairs,
 )
+from benchmarks.scenarios import NIGHTLY_AT
 
 PROSE = Path(__file__).with_name("report_text.md")
 POSTGRES_SCENARIOS = ("sweep_postgres", "models_setup_postgres", "models_postgres")
@@ -82,9 +87,10 @@ def _shown(value: float | None, unit: str) -> str:
         return "-"
     return {
         "s": f"{value:+.2f} s" if value < 0 else f"{value:.2f} s",
-        "MB": f"{value:,.0f} MB",
+        "MB": f"{value:,.0f} MB" if abs(value) >= 10 else f"{value:.2f} MB",
         "users/s": f"{value:,.0f} users/s",
         "x limit": f"{value:.2f}x the limit",
+        "share": f"{value:.2%}",
     }.get(unit, f"{value:.3f}")
 
 
@@ -252,6 +258,8 @@ def _machine(res: Result) -> list[str]:
         ", ".join(f"{x:.2f}" for x in a) for a in (m.load_avg_at_start, m.load_avg_at_end)
     )
     dirty = " (pipelines/ has uncommitted changes)" if m.pipelines_dirty else ""
+    if m.source:
+        dirty = f" (devportal and the sandbox ran from `git archive {m.source}`, pipelines/ as committed)"
     return [
         f"- Date: {res.started_at} UTC; total bench wall time {res.total_wall_s:,.0f} s; "
         f"command `{res.command.strip()}`",
@@ -264,7 +272,10 @@ def _machine(res: Result) -> list[str]:
 
 
 def render_markdown(res: Result) -> str:
-    s, summary = res.settings, res.summary
+    if res.settings.only == "growth":
+        return _render_growth_only(res)
+    s = res.settings
+    summary = [g for g in res.summary if not g.scenario.startswith(GROWTH_PREFIX)]
     off = any(p.speedups_off_wall_vs_on is not None for p in res.pairs)
     side = [g for g in summary if g.scenario in SIDE_BY_SIDE_SCENARIOS and g.size in s.sizes]
     stepped = [g for g in summary if g.steps]
@@ -297,9 +308,190 @@ def render_markdown(res: Result) -> str:
         *_slow_server_section(res),
         *_rate_limited_section(res),
         *_postgres_section(res),
+        *_growth_section(res),
         *_method(res),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _render_growth_only(res: Result) -> str:
+    lines = [
+        text("growth_intro"),
+        "",
+        *_machine(res),
+        *section("## Targets", table(TARGETS, res.targets)),
+        *_growth_section(res),
+        *section("## Method", text("growth_method", night=_night())),
+    ]
+    lines += [text("interrupted")] if res.interrupted else []
+    return "\n".join(lines) + "\n"
+
+
+def _night() -> str:
+    return f"{NIGHTLY_AT[0]:02d}:{NIGHTLY_AT[1]:02d}"
+
+
+def _run_name(r: Run) -> str:
+    if r.scenario == GROWTH_PREFIX + "window":
+        return f"hourly `--window` {r.round}"
+    return r.scenario.removeprefix(GROWTH_PREFIX).replace("_", " ")
+
+
+def _megabytes(value: int | None, before: int | None = None) -> str:
+    if value is None:
+        return "-"
+    change = f" ({(value - before) / MB:+.2f})" if before is not None else ""
+    return f"{value / MB:,.1f}{change}"
+
+
+def _folder(r: Run, before: Run | None) -> str:
+    if r.dlt_dir_bytes is None:
+        return "-"
+    prev_files = before.dlt_dir_files if before is not None else None
+    files = f"{r.dlt_dir_files}" + (
+        f" ({r.dlt_dir_files - prev_files:+d})"
+        if r.dlt_dir_files is not None and prev_files is not None
+        else ""
+    )
+    return f"{_megabytes(r.dlt_dir_bytes, before.dlt_dir_bytes if before else None)} / {files}"
+
+
+def _warehouse(r: Run, before: Run | None) -> str:
+    shown = _megabytes(r.warehouse_bytes, before.warehouse_bytes if before else None)
+    wal = f" + {r.warehouse_wal_bytes / MB:,.1f} .wal" if r.warehouse_wal_bytes else ""
+    return shown + wal
+
+
+def _result(r: Run) -> str:
+    if not r.ok:
+        # the error's first sentence (the rest names the set-aside package's folder)
+        error = (r.error or f"exit code {r.exit_code}").split(". ")[0][:300]
+        return f"**fails** (exit {r.exit_code}): {error}"
+    check = r.rows_check if r.rows_check not in (None, "ok") else ""
+    asked = "window" if r.scenario == GROWTH_PREFIX + "window" else "sweep"
+    mode = f"; ran as a {r.sync_mode}" if r.sync_mode and r.sync_mode != asked else ""
+    return "ok" + (f"; {check}" if check else "") + mode
+
+
+GrowthRow = tuple[GrowthWorld, int, Run, Run | None]  # world, index, run, the run before
+
+
+def _world_cell(row: GrowthRow) -> str:
+    w, index = row[0], row[1]
+    return f"{w.size:,} subscriptions, {w.users:,} users" if index == 0 else f"{w.size:,}"
+
+
+def _changes(r: Run) -> str:
+    if not r.world_changes:
+        return "-"
+    return ", ".join(f"{k} {v:,}" for k, v in r.world_changes.items() if v) or "nothing"
+
+
+GROWTH: Columns = [
+    ("world", _world_cell),
+    ("run", lambda row: _run_name(row[2])),
+    ("clock", lambda row: row[2].clock or "-"),
+    ("wall s", lambda row: fmt(row[2].wall_s, 1)),
+    ("peak RSS MB", lambda row: fmt_mb(row[2].peak_rss_bytes)),
+    (
+        "requests (client / sandbox)",
+        lambda row: f"{fmt_int(row[2].requests)} / {fmt_int(row[2].server_requests)}",
+    ),
+    ("warehouse MB (change)", lambda row: _warehouse(row[2], row[3])),
+    ("folder MB / files (change)", lambda row: _folder(row[2], row[3])),
+    ("result", lambda row: _result(row[2])),
+]
+
+
+def _growth_rows(worlds: list[GrowthWorld]) -> list[GrowthRow]:
+    rows: list[GrowthRow] = []
+    for w in worlds:
+        runs = w.runs
+        rows += [(w, i, r, runs[i - 1] if i else None) for i, r in enumerate(runs)]
+    return rows
+
+
+def _rows_cell(table: str) -> Callable[[GrowthRow], str]:
+    def cell(row: GrowthRow) -> str:
+        return fmt_int((row[2].rows_read or {}).get(table)) if row[2].ok else "-"
+
+    return cell
+
+
+def _rows_read(rows: list[GrowthRow]) -> Columns:
+    tables: list[str] = []
+    for _, _, r, _ in rows:
+        tables += [t for t in (r.rows_read or {}) if t not in tables]
+    columns: Columns = [
+        ("world", _world_cell),
+        ("run", lambda row: _run_name(row[2])),
+        ("mode", lambda row: row[2].sync_mode or "-"),
+    ]
+    columns += [(t, _rows_cell(t)) for t in tables]
+    return [*columns, ("the clock's changes before the run", lambda row: _changes(row[2]))]
+
+
+def _span(values: list[float], unit: str = "", digits: int = 0, sign: str = "") -> str:
+    """`low to high` of VALUES (one figure when they agree as shown), then UNIT."""
+    if not values:
+        return "-"
+    low, high = (f"{v:{sign},.{digits}f}" for v in (min(values), max(values)))
+    return (low if low == high else f"{low} to {high}") + unit
+
+
+def _growth_summary(w: GrowthWorld, res: Result) -> str:
+    windows, ok = w.windows, [r for r in w.windows if r.ok]
+    world = f"{w.size:,} subscriptions / {w.users:,} users"
+    took = next((sb.get("growth_s") for sb in res.sandboxes if sb["subscriptions"] == w.size), None)
+    took_text = f" The sequence took {took:,.0f} s (sandbox start included)." if took else ""
+    if not windows:
+        return f"- {world}: no hourly run.{took_text}"
+    shares = [100 * v for v in w.window_requests_share()]
+    grew = [g / MB for g in w.warehouse_growth()]
+    subs = [float(n) for r in ok if (n := (r.rows_read or {}).get("subscriptions")) is not None]
+    first, last = w.first, w.nightly
+    folder = ""
+    if first and last and first.dlt_dir_bytes is not None and last.dlt_dir_bytes is not None:
+        runs = len(w.runs) - 1
+        per_run = (last.dlt_dir_bytes - first.dlt_dir_bytes) / MB / runs if runs else 0.0
+        folder = (
+            f"; the folder beside it {first.dlt_dir_bytes / MB:,.1f} MB / {first.dlt_dir_files} "
+            f"files after the first sweep, {last.dlt_dir_bytes / MB:,.1f} MB / "
+            f"{last.dlt_dir_files} files after the nightly sweep ({per_run:+.2f} MB per run)"
+        )
+    loaded = (
+        f", subscriptions read {_span(subs)}; the warehouse file {_span(grew, ' MB', 2, '+')} "
+        f"per successful hourly run (mean {fmt(sum(grew) / len(grew) if grew else None, 2)} MB)"
+        if ok
+        else "; nothing loaded"
+    )
+    return (
+        f"- {world}: {len(ok)}/{len(windows)} hourly runs ok; wall "
+        f"{_span([r.wall_s for r in windows], ' s', 1)}, peak RSS "
+        f"{_span([r.peak_rss_bytes / MB for r in windows], ' MB')}, requests "
+        f"{_span([float(r.server_requests) for r in windows if r.server_requests is not None])} "
+        f"({_span(shares, '%', 2)} of the first sweep's){loaded}{folder}.{took_text}"
+    )
+
+
+def _growth_section(res: Result) -> list[str]:
+    worlds = growth_worlds(res)
+    if not worlds:
+        return []
+    rows = _growth_rows(worlds)
+    hours = ", ".join(f"{w.hours} at {w.size:,}" for w in worlds)
+    return [
+        "",
+        text("growth", hours=hours, night=_night()),
+        "",
+        *table(GROWTH, rows),
+        "",
+        *(_growth_summary(w, res) for w in worlds),
+        *section(
+            "### Rows read per table (the run's `sync_runs.rows_read`; -: not read, or the run failed)",
+            table(_rows_read(rows), rows),
+        ),
+    ]
 
 
 def _where(g: Group) -> tuple[int, float, int]:
@@ -328,7 +520,8 @@ def _beyond(res: Result) -> list[str]:
     other = [
         g
         for g in res.summary
-        if (g.scenario != "sweep" or g.size not in s.sizes or g.size != res.main_size)
+        if not g.scenario.startswith(GROWTH_PREFIX)
+        and (g.scenario != "sweep" or g.size not in s.sizes or g.size != res.main_size)
         and g.scenario not in (*POSTGRES_SCENARIOS, "sweep_speedups_off")
         and not g.scenario.startswith(THROTTLED_SCENARIOS)
     ]
@@ -345,7 +538,12 @@ def _beyond(res: Result) -> list[str]:
 
 
 def _concurrency_section(res: Result) -> list[str]:
-    groups = [g for g in res.summary if g.concurrency_modes or any(g.server_rate_limited)]
+    groups = [
+        g
+        for g in res.summary
+        if (g.concurrency_modes or any(g.server_rate_limited))
+        and not g.scenario.startswith(GROWTH_PREFIX)
+    ]
     if not groups:
         return []
     groups.sort(key=lambda g: (*_where(g)[:2], g.scenario, _where(g)[2]))
@@ -485,4 +683,6 @@ def _method(res: Result) -> list[str]:
         lines.append(text("method_speedups_off"))
     if pg.server:
         lines.append(text("method_postgres", pg=pg, startup=pg.startup_s or 0))
+    if growth_worlds(res):
+        lines.append(text("growth_method", night=_night()))
     return lines + ([text("interrupted")] if res.interrupted else [])

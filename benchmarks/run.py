@@ -1,6 +1,7 @@
 """`make bench`: plays `scenarios.SCENARIOS` (each contender a measured process with a fresh
 warehouse), summarises the runs (`records`), judges `targets.TARGETS` and writes
-`results/<name>.json` and `.md` (`report`). `--render FILE.json` re-renders a saved result."""
+`results/<name>.json` and `.md` (`report`). `--render FILE.json` re-renders a saved result;
+`--only growth` plays the growth scenario alone (`results/growth.*`)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from contextlib import closing, nullcontext
 from dataclasses import fields
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +41,7 @@ from benchmarks.records import (
 )
 from benchmarks.report import render_markdown
 from benchmarks.sandbox import START, SandboxProcess
-from benchmarks.scenarios import SCENARIOS, Scenario
+from benchmarks.scenarios import NIGHTLY_AT, SCENARIOS, Scenario
 from benchmarks.targets import evaluate
 from devportal.runrecord import CONCURRENCY_FIELDS
 
@@ -48,12 +50,15 @@ RESULTS, WORK = HERE / "results", HERE / "work"  # work/: git-ignored scratch sp
 WINDOW_SINCE = "2026-10-01"  # 30 days before the sandbox clock (START)
 WAREHOUSE = "bench.duckdb"  # not devportal.duckdb: the catalog would clash with the dataset
 MODELS_SCENARIOS = ("models", "models_postgres")  # may fail while a backend lacks models
+CLOCK_FORMAT = "%Y-%m-%d %H:%M:%S"  # the sandbox's `now`
+GROWTH_WORLD = re.compile(r"(\d+)(?:/(\d+))?(?::(\d+))?")  # SIZE[/USERS][:HOURS]
 # Inherited settings that would change what a contender does; each run gets only ours.
 SCRUB_PREFIXES = (
     *("SOURCES__", "DESTINATION__", "NORMALIZE__", "LOAD__", "EXTRACT__", "DATA_WRITER__"),
     *("RUNTIME__", "PIPELINES__", "DLT_", "DEVPORTAL_SPEEDUPS"),
 )
 SYNC_RUN_FIELDS = ("requests", "retries", *CONCURRENCY_FIELDS)  # read from `sync_runs`
+RUN_EXTRAS = ("mode", "rows_read")  # the same row: sweep or window, {table: rows read}
 SUMMARY = re.compile(r"sync ok \((\w+)\)(?: into .+?)? in ([\d.]+)s: (.*)")  # into: the warehouse
 SUMMARY_FIELDS = {  # the summary line's concurrency, when `sync_runs` cannot be read
     "retries": r"(\d+) retries",
@@ -113,7 +118,7 @@ def read_back(connect: Callable[[], Any]) -> tuple[dict[str, Any], int | None]:
                 "SELECT column_name FROM information_schema.columns "
                 "WHERE table_schema = 'devportal' AND table_name = 'sync_runs'",
             )
-            names = [n for n in SYNC_RUN_FIELDS if (n,) in (columns or [])]
+            names = [n for n in (*SYNC_RUN_FIELDS, *RUN_EXTRAS) if (n,) in (columns or [])]
             sql = f"SELECT {', '.join(names)} FROM devportal.sync_runs ORDER BY _dlt_load_id DESC LIMIT 1"
             row = (_fetch(cur, sql) or [()])[0] if names else ()
             sql = "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL"
@@ -121,7 +126,41 @@ def read_back(connect: Callable[[], Any]) -> tuple[dict[str, Any], int | None]:
     except Exception:
         return {}, None
     record = {k: v for k, v in zip(names, row, strict=False) if v is not None}
+    if isinstance(record.get("rows_read"), str):
+        try:
+            record["rows_read"] = json.loads(record["rows_read"])
+        except ValueError:
+            del record["rows_read"]
     return record, int(count[0][0]) if count else None
+
+
+def folder_size(folder: Path) -> tuple[int, int] | None:
+    """(bytes, files) of every regular file under FOLDER; None when it does not exist."""
+    if not folder.is_dir():
+        return None
+    size = files = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                info = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue  # removed while walking
+            size, files = size + info.st_size, files + 1
+    return size, files
+
+
+def file_size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def next_night(clock: str) -> datetime:
+    """The first NIGHTLY_AT strictly after the sandbox clock CLOCK."""
+    now = datetime.strptime(clock, CLOCK_FORMAT)
+    night = now.replace(hour=NIGHTLY_AT[0], minute=NIGHTLY_AT[1], second=0)
+    return night if night > now else night + timedelta(days=1)
 
 
 def parse_json_line(stdout: str) -> dict[str, Any]:
@@ -167,10 +206,16 @@ class Bench:
         self._latency: float | None = None
         self.world: SandboxProcess  # the phase's sandbox and its live subscriptions
         self.expected = 0
+        self.hours = 1  # the growth phase's hourly runs in this world
+        self.clock: str | None = None  # the sandbox clock (growth phase)
+        self.changes: dict[str, int] | None = None  # what the last advance changed
         self._started = time.perf_counter()
 
     def run_all(self) -> None:
         s = self.settings
+        if s.only == "growth":
+            self.run_growth()
+            return
         self.start_postgres()
         try:
             for size in s.sizes:
@@ -190,10 +235,22 @@ class Bench:
             if self.pg is not None:
                 self.pg.stop()
                 self.pg = None
+        self.run_growth()
 
-    def sandbox(self, size: int) -> SandboxProcess:
+    def run_growth(self) -> None:
+        """The growth phase once per world of `--growth-sizes`, each with its own sandbox."""
+        for size, users, hours in self.settings.growth_worlds:
+            t0 = time.perf_counter()
+            with self.sandbox(size, users) as sandbox:
+                self.note_sandbox(sandbox)
+                self.hours, self.clock, self.changes = hours, sandbox.state()["now"], None
+                self.phase("growth", sandbox, self.workdir / f"s{size}" / "growth", 0.0)
+            # the whole sequence, the sandbox's start and the clock's advances included
+            self.sandboxes[-1]["growth_s"] = round(time.perf_counter() - t0, 1)
+
+    def sandbox(self, size: int, users: int | None = None) -> SandboxProcess:
         self._latency = None
-        return SandboxProcess(self.devportal, self.workdir, size, self.settings.users)
+        return SandboxProcess(self.devportal, self.workdir, size, users or self.settings.users)
 
     def note_sandbox(self, sandbox: SandboxProcess) -> None:
         live, startup = sandbox.state()["counts"].get("live"), round(sandbox.startup_s, 2)
@@ -208,7 +265,8 @@ class Bench:
         done: dict[str, Done] = {}
         for sc in SCENARIOS:
             if sc.phase == phase and sc.when(self.settings, latency, round_no):
-                for r in range(1, self.settings.rounds + 1) if sc.repeat else [round_no]:
+                repeats = self.settings.rounds if sc.repeat else self.hours if sc.hourly else 0
+                for r in range(1, repeats + 1) if repeats else [round_no]:
                     at = latency if sc.latency is None else sc.latency
                     self.scenario(sc, pdir, at, r, done)
         for _, _, database in done.values():
@@ -226,7 +284,8 @@ class Bench:
             return
         if sc.postgres and self.pg is None:
             return
-        cwd = pdir / (f"{sc.contender}_{name}" + (f"_r{round_no}" if sc.repeat else ""))
+        numbered = sc.repeat or sc.hourly
+        cwd = pdir / (f"{sc.contender}_{name}" + (f"_r{round_no}" if numbered else ""))
         warehouse, database = (base[1], base[2]) if base else (cwd / WAREHOUSE, None)
         if sc.copy:
             shutil.copytree(warehouse.parent, cwd / "copy")
@@ -237,6 +296,8 @@ class Bench:
         if self._latency != latency:
             sandbox.set_latency(latency)
             self._latency = latency
+        if sc.advance:
+            self.advance(sc.advance)
         throttles: dict[str, dict[str, Any]] = {
             "server_ms": {"server_ms": s.server_ms},
             "rate_limit": {"rate_limit": s.rate_limit, "burst": s.rate_burst},
@@ -244,12 +305,26 @@ class Bench:
         with sandbox.throttled(**throttles[sc.throttle]) if sc.throttle else nullcontext():
             run = self.contender(sc, cwd, warehouse, database)
             run.scenario, run.latency_ms, run.round = name, latency, round_no
+            if sc.phase == "growth":
+                run.clock, run.world_changes = self.clock, self.changes
             self.record(run)
         if sc.contender in ("devportal", "models"):
             keep = any(name in (o.on, o.after) for o in SCENARIOS)
             done[name] = (run, warehouse, database if keep else None)
             if database is not None and not keep:
                 self.drop_database(database)
+
+    def advance(self, how: str) -> None:
+        """Move the sandbox clock an hour, or to the next night; the live count follows."""
+        sandbox = self.world
+        now = sandbox.state()["now"]
+        if how == "hour":
+            hours = 1.0
+        else:
+            hours = (next_night(now) - datetime.strptime(now, CLOCK_FORMAT)).total_seconds() / 3600
+        answer = sandbox.advance(hours=hours)
+        self.clock, self.changes = answer["now"], dict(answer["changes"])
+        self.expected = int(sandbox.state()["counts"]["live"])
 
     def contender(self, sc: Scenario, cwd: Path, warehouse: Path, database: str | None) -> Run:
         """Run `sc`'s contender measured and read what it printed and left behind."""
@@ -262,6 +337,7 @@ class Bench:
             cmd += ["--resources", sc.resources] if sc.resources else []
             cmd += ["--destination", "postgres"] if database else []
             cmd += ["--since", s.window_since] if sc.since else []
+            cmd += ["--window"] if sc.window else []
         elif sc.contender == "models":
             cmd, workers = [*self.devportal, "models", "--warehouse", str(warehouse)], None
             cmd += ["--destination", "postgres"] if database else []
@@ -272,6 +348,8 @@ class Bench:
             cmd, workers = [sys.executable, str(HERE / "floor.py"), "--base-url", url], s.workers
             cmd += ["--workers", str(workers)] if workers else []
         run, m = self.measure(sc, cmd, cwd, database, workers)
+        if sc.disk:
+            measure_disk(run, warehouse)
         if sc.contender == "models":
             run.contender = "devportal"
             if not run.ok:
@@ -288,6 +366,7 @@ class Bench:
             run.rows = parsed.get("rows", {}).get(sc.count_table)
             for name in ("retries", *CONCURRENCY_FIELDS):
                 setattr(run, name, parsed.get(name))
+            run.sync_mode, run.rows_read = parsed.get("mode"), parsed.get("rows_read")
             pipeline = "devportal" if database is None else "devportal_postgres"
             run.steps = dlt_steps(pipeline, warehouse.parent / f".{warehouse.stem}.dlt", m)
             if sc.check:
@@ -337,7 +416,7 @@ class Bench:
         if not run.ok:
             lines = [ln.strip() for ln in m.stderr.splitlines() if ln.strip()]
             text = lines[-1] if lines else f"exit code {m.exit_code}"
-            run.error = ("timed out; " if m.timed_out else "") + text[:300]
+            run.error = ("timed out; " if m.timed_out else "") + text[:1000]
         return run, m
 
     def record(self, run: Run) -> None:
@@ -350,6 +429,11 @@ class Bench:
         what += f" {run.server_rate_limited} x 429" if run.server_rate_limited else ""
         what += f" (postgres CPU {run.db_cpu_s:.2f} s)" if run.db_cpu_s is not None else ""
         what += f" [{run.rows_check}]" if run.rows_check not in (None, "ok") else ""
+        if run.clock is not None:
+            what += f" [{run.clock}] {run.server_requests} requests"
+            mb, files = run.dlt_dir_bytes, run.dlt_dir_files
+            what += f", warehouse {(run.warehouse_bytes or 0) / MB:.1f} MB"
+            what += f", folder {(mb or 0) / MB:.1f} MB/{files} files"
         what += f" FAILED: {run.error}" if run.error else ""
         at = f"{run.size:>8} {run.latency_ms:>3.0f} ms r{run.round} {run.contender:<9}"
         elapsed = time.perf_counter() - self._started
@@ -386,6 +470,14 @@ class Bench:
                 self.pg.drop_database(name)
             except Exception as err:  # a leftover database dies with the server anyway
                 print(f"could not drop database {name}: {err}", file=sys.stderr)
+
+
+def measure_disk(run: Run, warehouse: Path) -> None:
+    """The warehouse file (and any write-ahead log) and dlt's folder beside it, as they are."""
+    run.warehouse_bytes = file_size(warehouse)
+    run.warehouse_wal_bytes = file_size(warehouse.with_name(warehouse.name + ".wal"))
+    found = folder_size(warehouse.parent / f".{warehouse.stem}.dlt")
+    run.dlt_dir_bytes, run.dlt_dir_files = found if found is not None else (None, None)
 
 
 def _duckdb(warehouse: Path) -> Any:
@@ -442,6 +534,28 @@ VERSIONS = (
 )
 
 
+def use_source(commit: str) -> tuple[str, Path]:
+    """Unpack COMMIT's pipelines/ (`git archive`, the repository untouched) into a temporary
+    folder outside the checkout (mypy would find a second `devportal` under benchmarks/) and put
+    it first on every child's PYTHONPATH: devportal and the sandbox run that code, whatever the
+    working tree holds. Returns the full commit and the folder (the caller removes it)."""
+    full = _git("rev-parse", "--verify", f"{commit}^{{commit}}")
+    if not full:
+        raise SystemExit(f"--source: no commit {commit!r} in this repository")
+    target = Path(tempfile.mkdtemp(prefix=f"devportal-source-{full[:12]}-"))
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", full, "pipelines"],
+        cwd=HERE.parent,
+        capture_output=True,
+        check=True,
+    )
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive.stdout, check=True)
+    inherited = os.environ.get("PYTHONPATH")
+    path = str(target / "pipelines")
+    os.environ["PYTHONPATH"] = path + (os.pathsep + inherited if inherited else "")
+    return full, target
+
+
 def machine() -> Machine:
     try:
         cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
@@ -478,16 +592,26 @@ OPTIONS: list[tuple[str, Any, Any, str]] = [
     ("--rate-burst", float, None, "its token bucket's burst (default 50, quick 10)"),
     ("--rate-rounds", int, 2, "how many of the 0 ms rounds include the rate-limited pair"),
     ("--skip-models-rss", bool, False, "skip `devportal sync` with models in the 0 ms rounds"),
+    ("--only", str, None, "`growth`: only the growth scenario (results/growth.*)"),
+    ("--growth", bool, False, "the same as `--only growth`"),
+    ("--skip-growth", bool, False, "leave the growth scenario out"),
+    ("--growth-sizes", str, None, "comma list of SIZE[/USERS][:HOURS] (default 100000)"),
+    ("--growth-hours", int, 24, "hourly window runs per growth world (default 24)"),
+    ("--growth-folder-mb", float, 5.0, "the dlt folder's bound over the first sweep's, MB"),
+    ("--growth-warehouse-mb", float, 1.0, "warehouse growth per window run (mean), MB"),
+    ("--source", str, None, "run devportal and the sandbox from this commit's pipelines/"),
     ("--name", str, None, "results file stem (default latest, quick with --quick)"),
     ("--out", Path, RESULTS, "results folder (default benchmarks/results)"),
     ("--keep", bool, False, "keep the warehouses under work/"),
     ("--render", str, None, "only re-render a saved result (JSON) as Markdown"),
+    ("--rejudge", bool, False, "with --render: judge the targets again (this code's)"),
 ]
 
 
 QUICK_DEFAULTS = {  # (full run, --quick) where an option is not given
     **{"sizes": ("100000", "10000"), "users": (2000, 200), "rounds": (3, 1)},
     **{"rate_limit": (50, 20), "rate_burst": (50, 10)},
+    "growth_sizes": ("100000", "10000:3"),
 }
 
 
@@ -507,18 +631,52 @@ def settings_from(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]
     given["latencies"] = [float(x) for x in a.latencies.split(",")]
     given["big_size"] = None if (a.skip_1m or a.quick) else a.big_size
     postgres, models_rss = not a.skip_postgres, not a.skip_models_rss
+    if a.growth:
+        a.only = "growth"
+    if a.only not in (None, "growth"):
+        p.error("--only takes `growth`")
+    given["only"] = a.only
+    given["growth_worlds"] = (
+        [] if a.skip_growth else growth_worlds(p, a.growth_sizes, a.growth_hours)
+    )
+    given["growth_folder_mb"], given["growth_warehouse_mb"] = (
+        a.growth_folder_mb,
+        a.growth_warehouse_mb,
+    )
+    postgres = postgres and a.only is None
     return a, Settings(**given, window_since=WINDOW_SINCE, postgres=postgres, models_rss=models_rss)
+
+
+def growth_worlds(p: argparse.ArgumentParser, spec: str, hours: int) -> list[list[int]]:
+    """`--growth-sizes` as [subscriptions, users, hourly runs]: users default to a fifth of the
+    subscriptions (the issue's worlds), hourly runs to `--growth-hours`."""
+    worlds = []
+    for item in spec.split(","):
+        if not (match := GROWTH_WORLD.fullmatch(item.strip())):
+            p.error(f"--growth-sizes takes SIZE[/USERS][:HOURS], not {item!r}")
+        size, users, runs = match.groups()
+        worlds.append([int(size), int(users or int(size) // 5), int(runs or hours)])
+    return worlds
 
 
 def main(argv: list[str] | None = None) -> int:
     args, settings = settings_from(argv)
     if args.render:
-        print(render_markdown(load_result(json.loads(Path(args.render).read_text()))))
+        saved = load_result(json.loads(Path(args.render).read_text()))
+        if args.rejudge:
+            saved.targets = evaluate(saved)
+        print(render_markdown(saved))
         return 0
     name = args.name or ("quick" if settings.quick else "latest")
+    if args.name is None and settings.only == "growth":
+        name = "growth-quick" if settings.quick else "growth"
     started_at = datetime.now(UTC)
     workdir = WORK / started_at.strftime("%Y%m%dT%H%M%S")
     description = machine()
+    source = None
+    if args.source:
+        description.source, source = use_source(args.source)
+        description.git_commit, description.pipelines_dirty = description.source[:7], False
     bench = Bench(settings, workdir)
     t0, interrupted = time.perf_counter(), False
     try:
@@ -542,7 +700,10 @@ def main(argv: list[str] | None = None) -> int:
     result.summary = summarise(result.runs)
     result.pairs = pair_ratios(result.runs)
     result.postgres_pairs = postgres_pairs(result.runs)
-    result.targets = evaluate(result)
+    try:
+        result.targets = evaluate(result)
+    except Exception as err:  # keep what was measured; `--render --rejudge` judges it again
+        print(f"could not judge the targets: {err!r}", file=sys.stderr)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / f"{name}.json").write_text(json.dumps(result.as_json(), indent=1) + "\n")
     markdown = render_markdown(result)
@@ -550,6 +711,8 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown)
     if not settings.keep:
         shutil.rmtree(workdir, ignore_errors=True)
+    if source is not None:
+        shutil.rmtree(source, ignore_errors=True)
     failed = [r for r in bench.runs if not r.ok and r.scenario not in MODELS_SCENARIOS]
     return 1 if failed or interrupted else 0
 

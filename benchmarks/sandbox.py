@@ -1,6 +1,6 @@
 """`devportal sandbox` in its own process (so its RSS and CPU are not the contenders'), reached
-over HTTP; latency, the serial server cost and the rate limit change through its control
-endpoints, so one world serves every scenario of a size."""
+over HTTP; latency, the serial server cost, the rate limit and the clock change through its
+control endpoints, so one world serves every scenario of a size."""
 
 from __future__ import annotations
 
@@ -69,14 +69,16 @@ class SandboxProcess:
                 self._proc.kill()
                 self._proc.wait(10)
 
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    def _call(
+        self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30
+    ) -> Any:
         request = urllib.request.Request(
             self.base_url + path,
             data=json.dumps(body).encode() if body is not None else None,
             method=method,
             headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
         )
-        with urllib.request.urlopen(request, timeout=30) as resp:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             return json.loads(resp.read())
 
     def state(self) -> dict[str, Any]:
@@ -89,6 +91,11 @@ class SandboxProcess:
             found = found["per_second"]
         if float(found or 0) != float(wanted or 0):
             raise RuntimeError(f"sandbox did not take {path} {wanted}: {found}")
+
+    def advance(self, *, days: float = 0, hours: float = 0) -> dict[str, Any]:
+        """Move the simulated clock forward: `{"now": ..., "changes": {"new": n, ...}}`."""
+        body = {"days": days, "hours": hours}
+        return dict(self._call("POST", "/__sandbox/advance", body, timeout=600))  # O(rows)
 
     def set_latency(self, ms: float) -> None:
         self._set("latency", {"ms": ms}, "latency_ms", ms)

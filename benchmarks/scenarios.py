@@ -1,6 +1,8 @@
 """What `make bench` runs, in run order, by phase against a sandbox world of one size: `round`
 (per latency, round after round, every scenario whose `when` holds), `accounts` (once per size),
-`big` (once at `--big-size`). `on`/`after` name the scenario whose warehouse a run reuses."""
+`big` (once at `--big-size`), `growth` (once per `--growth-sizes` world: a first sweep, hourly
+windows with the sandbox clock advanced an hour before each, a nightly sweep). `on`/`after` name
+the scenario whose warehouse a run reuses."""
 
 from __future__ import annotations
 
@@ -31,6 +33,10 @@ class Scenario:
     check: bool = True  # compare the rows read and held with the API's count
     count_table: str = "subscriptions"  # the summary's row count reported as `rows`
     speedups: str | None = None  # DEVPORTAL_SPEEDUPS for the run (None: unset, all on)
+    window: bool = False  # `--window`: from the last run's cursor minus the lookback
+    advance: str = ""  # hour | night: move the sandbox clock (an hour; to NIGHTLY_AT) first
+    hourly: bool = False  # growth phase: once per hourly run of the world (else once)
+    disk: bool = False  # record the warehouse file and the dlt folder beside it after the run
 
     def when(self, s: Settings, latency: float, round_no: int) -> bool:
         """Whether it runs in this round at this latency."""
@@ -40,6 +46,7 @@ class Scenario:
 
 
 ACCOUNTS = "user_accounts"
+NIGHTLY_AT = (3, 40)  # the growth scenario's nightly sweep: the README's cron (`40 3 * * *`)
 SCENARIOS: list[Scenario] = [
     Scenario("sweep"),
     Scenario("sweep_postgres", at="0", postgres=True),
@@ -112,4 +119,28 @@ SCENARIOS: list[Scenario] = [
         check=False,
     ),
     Scenario("models", contender="models", phase="big", after="models_setup"),
+    # growth: the README's cron on one warehouse, every run a plain `devportal sync` (every
+    # resource, its models, default settings); after a failed window the next still runs
+    Scenario("growth_first_sweep", phase="growth", resources=None, models=True, disk=True),
+    Scenario(
+        "growth_window",
+        phase="growth",
+        resources=None,
+        models=True,
+        after="growth_first_sweep",
+        window=True,
+        advance="hour",
+        hourly=True,
+        check=False,
+        disk=True,
+    ),
+    Scenario(
+        "growth_nightly_sweep",
+        phase="growth",
+        resources=None,
+        models=True,
+        after="growth_first_sweep",
+        advance="night",
+        disk=True,
+    ),
 ]

@@ -10,11 +10,13 @@ from dataclasses import dataclass
 
 from benchmarks.records import (
     MB,
+    GrowthWorld,
     Result,
     Run,
     TargetResult,
     fmt,
     fmt_int,
+    growth_worlds,
     median,
     ratio,
     settled_range,
@@ -41,8 +43,9 @@ class Target:
     label: str | Callable[[Result], str]  # a str is formatted with s=settings, size, big
     metric: Metric
     limit: float
-    unit: str = "ratio"  # ratio | s | MB | users/s | x limit
+    unit: str = "ratio"  # ratio | s | MB | users/s | x limit | share
     at_least: bool = False  # value >= limit passes (else value <= limit)
+    informational: bool = False  # shown with what it would be, never a miss
 
 
 def _runs(res: Result, scenario: str, contender: str = "devportal") -> list[Run]:
@@ -181,6 +184,136 @@ TARGETS: list[Target] = [
 ]
 
 
+def _world(w: GrowthWorld) -> str:
+    return f"growth {w.size:,} subscriptions / {w.users:,} users"
+
+
+def _failed(runs: list[Run]) -> tuple[bool, str]:
+    bad = [r for r in runs if not r.ok]
+    return not bad, f"{len(bad)} of {len(runs)} run(s) failed"
+
+
+def growth_rss(w: GrowthWorld) -> Metric:
+    def metric(_res: Result, limit: float) -> Measure:
+        runs = w.runs
+        top = max(runs, key=lambda r: r.peak_rss_bytes, default=None)
+        value = top.peak_rss_bytes / MB if top else None
+        return Measure(
+            value,
+            f"the highest of {len(runs)} run(s) (first sweep, {len(w.windows)} hourly window "
+            "run(s), nightly sweep), each a plain `devportal sync` with its models, default "
+            "settings; a failed run is a miss whatever its memory; MB = MiB",
+            checks=[
+                _failed(runs),
+                (value is not None and value <= limit, f"over {limit:g} MB"),
+            ],
+            shown=f"{fmt_int(value)} MB"
+            + (f" ({_run_label(top)})" if top else "")
+            + f"; {sum(r.ok for r in runs)}/{len(runs)} ok",
+        )
+
+    return metric
+
+
+def _run_label(r: Run) -> str:
+    if r.scenario.endswith("window"):
+        return f"hourly window {r.round}"
+    return r.scenario.removeprefix("growth_").replace("_", " ")
+
+
+def growth_folder(w: GrowthWorld) -> Metric:
+    def metric(_res: Result, _limit: float) -> Measure:
+        first, last = w.first, w.nightly
+        a, b = (first.dlt_dir_bytes if first else None), (last.dlt_dir_bytes if last else None)
+        value = (b - a) / MB if a is not None and b is not None else None
+        files = (
+            f"; {first.dlt_dir_files} -> {last.dlt_dir_files} files"
+            if first is not None and last is not None
+            else ""
+        )
+        return Measure(
+            value,
+            f"`.bench.dlt/` beside the warehouse (every file, recursively) after the nightly sweep "
+            f"minus after the first sweep: {fmt(a / MB if a is not None else None, 1)} -> "
+            f"{fmt(b / MB if b is not None else None, 1)} MB{files}; bound `--growth-folder-mb`",
+        )
+
+    return metric
+
+
+def growth_warehouse(w: GrowthWorld) -> Metric:
+    def metric(_res: Result, limit: float) -> Measure:
+        grew = w.warehouse_growth()
+        value = sum(grew) / len(grew) / MB if grew else None
+        shown = ", ".join(f"{g / MB:+.2f}" for g in grew)
+        failed = [r for r in w.windows if not r.ok]
+        return Measure(
+            value,
+            f"mean growth of the .duckdb file per successful hourly window run over {len(grew)} "
+            f"run(s) (each from the run before; MB: {shown or '-'}); a failed run loads nothing "
+            "and is a miss; bound `--growth-warehouse-mb`",
+            checks=[
+                (not failed, f"{len(failed)} of {len(w.windows)} hourly run(s) failed"),
+                (value is None or value <= limit, f"over {limit:g} MB"),
+            ],
+            shown=(f"{value:+.2f} MB per run" if value is not None else "no successful run"),
+        )
+
+    return metric
+
+
+def growth_requests(w: GrowthWorld) -> Metric:
+    def metric(_res: Result, _limit: float) -> Measure:
+        shares = w.window_requests_share()
+        first = w.first.server_requests if w.first else None
+        counts = [r.server_requests for r in w.windows if r.server_requests is not None]
+        return Measure(
+            max(shares, default=None),
+            f"the highest of {len(shares)} hourly window run(s): requests the sandbox counted "
+            f"({_between(counts)}) / the "
+            f"first sweep's ({fmt_int(first)}). Informational: the first sweep's count is mostly "
+            "one request per user account (all due), so the share tracks the user count, and "
+            "within a day no account is due again (accounts_ttl_days 7)",
+        )
+
+    return metric
+
+
+def _between(values: list[int]) -> str:
+    low, high = fmt_int(min(values, default=None)), fmt_int(max(values, default=None))
+    return low if low == high else f"{low} to {high}"
+
+
+def growth_targets(res: Result) -> list[Target]:
+    """Issue 31's targets for every growth world of `res` that ran."""
+    s, out = res.settings, []
+    for w in growth_worlds(res):
+        world = _world(w)
+        out += [
+            Target(
+                f"{world}: peak RSS of every run <= {s.growth_rss_mb:g} MB",
+                *(growth_rss(w), s.growth_rss_mb, "MB"),
+            ),
+            Target(
+                f"{world}: the dlt folder after {w.hours} hourly runs and a sweep <= its size "
+                f"after the first sweep + {s.growth_folder_mb:g} MB",
+                *(growth_folder(w), s.growth_folder_mb, "MB"),
+            ),
+            Target(
+                f"{world}: the warehouse file grows <= {s.growth_warehouse_mb:g} MB per hourly "
+                "window run (mean)",
+                *(growth_warehouse(w), s.growth_warehouse_mb, "MB"),
+            ),
+            Target(
+                f"{world}: an hourly window run's requests <= "
+                f"{s.growth_requests_share:.0%} of the first sweep's",
+                *(growth_requests(w), s.growth_requests_share, "share"),
+                informational=True,
+            ),
+        ]
+    return out
+
+
 def verdict(value: float | None, limit: float, at_least: bool) -> tuple[str, str]:
     if value is None:
         return "n/a", "not measured in this run"
@@ -193,8 +326,12 @@ def verdict(value: float | None, limit: float, at_least: bool) -> tuple[str, str
     return "MISS", f"{value / limit:.2f}x over the limit"
 
 
-def evaluate(res: Result, targets: list[Target] = TARGETS) -> list[TargetResult]:
-    """Every target's verdict in `res` (its runs, summary and pairs already computed)."""
+def evaluate(res: Result, targets: list[Target] | None = None) -> list[TargetResult]:
+    """Every target's verdict in `res` (its runs, summary and pairs already computed): by
+    default `TARGETS` (unless the run was `--only growth`) and the growth worlds' targets."""
+    if targets is None:
+        targets = [] if res.settings.only == "growth" else list(TARGETS)
+        targets += growth_targets(res)
     out = []
     for t in targets:
         m = t.metric(res, t.limit)
@@ -204,6 +341,8 @@ def evaluate(res: Result, targets: list[Target] = TARGETS) -> list[TargetResult]
             misses = [why for holds, why in m.checks if not holds]
             outcome = "MISS" if misses else "PASS"
             factor = m.shown + (f" ({', '.join(misses)})" if misses else "")
+        if t.informational and outcome != "n/a":
+            outcome, factor = "info", f"would {outcome}: {factor}"
         s, big = res.settings, res.settings.big_size or 1_000_000
         label = (
             t.label(res) if callable(t.label) else t.label.format(s=s, size=res.main_size, big=big)
