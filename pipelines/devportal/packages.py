@@ -28,6 +28,8 @@ from devportal.warehouse import Draft, quote_ident
 
 log = logging.getLogger("devportal.packages")
 
+VERSION_TABLE = "_dlt_version"  # dlt's stored schemas, one row per version
+
 
 class Snapshot:
     """On DuckDB: the warehouse's draft, marked as loading one package. The warehouse is not
@@ -204,6 +206,7 @@ def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | N
             where = set_aside(pipeline, warehouse, load_id, _failure(err))
             raise _set_aside_error(load_id, err, where, restored=True) from err
         _drop_ledger(pipeline, load_id)
+        _drop_superseded_schemas(pipeline)
         try:
             if after_load is not None:
                 after_load()
@@ -224,6 +227,7 @@ def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | N
         after_load()
     if schema_snapshot is not None:
         schema_snapshot.drop()
+    _drop_superseded_schemas(pipeline)
 
 
 def _drop_ledger(pipeline: Any, load_id: str) -> None:
@@ -242,6 +246,36 @@ def _drop_ledger(pipeline: Any, load_id: str) -> None:
             f"({first_line(err)}); the next sync, `devportal models` or manifest load publishes "
             "it"
         ) from err
+
+
+def _drop_superseded_schemas(pipeline: Any) -> None:
+    """Keep only the newest stored schema of each name in dlt's version table, of the dataset
+    and of its staging dataset.
+
+    The SCD2 hints devportal sets per run (its clock as the boundary, the scope of what it
+    closes) make every run's schema a new version, and dlt stores each one whole (about 11 KB,
+    twice: the staging dataset has its own table), so the warehouse grew by that with every
+    run, one that changed nothing included. dlt reads only the newest (`get_stored_schema`, a
+    pipeline restored from the destination) or the one it is about to store (by hash). This is
+    housekeeping: when it fails, a warning, and the next run drops them."""
+    from dlt.common.destination.exceptions import DestinationException
+    from dlt.destinations.exceptions import DatabaseUndefinedRelation
+
+    try:
+        with pipeline.sql_client() as client:
+            for dataset in (client.dataset_name, client.staging_dataset_name):
+                with client.with_alternative_dataset_name(dataset):
+                    table = client.make_qualified_table_name(VERSION_TABLE)
+                    try:
+                        client.execute_sql(
+                            f"DELETE FROM {table} AS old WHERE old.inserted_at < (SELECT "
+                            f"max(newest.inserted_at) FROM {table} AS newest "
+                            "WHERE newest.schema_name = old.schema_name)"
+                        )
+                    except DatabaseUndefinedRelation:  # no staging dataset (nothing merged yet)
+                        continue
+    except DestinationException as err:  # dlt's wrappers of the engine's errors
+        log.warning("could not drop dlt's superseded stored schemas: %s", first_line(err))
 
 
 def _unfinished_package(record: logging.LogRecord) -> bool:

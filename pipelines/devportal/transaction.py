@@ -9,13 +9,13 @@
 only the old package, and one that cannot load is set aside while this run goes on) and, on
 DuckDB, starts the draft this run writes. `Run.load` extracts and normalizes the data into one
 package and loads it whole (`pipeline.load_whole`); a failed extract or normalize leaves
-nothing behind (`pipeline.discard_unfinished`) and ends in one line naming the step.
+nothing behind (`pipeline.discard_unfinished`) and ends in one line naming the step. What the
+run leaves in dlt's folder is pruned when it ends (`pruning`): the folder does not grow per run.
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,7 +23,8 @@ from typing import Any
 
 from devportal.errors import DevportalError, causes, devportal_cause, first_line
 from devportal.packages import Settled, discard_unfinished, finish_pending, load_whole
-from devportal.pipeline import begin_writing, open_pipeline, spool_root
+from devportal.pipeline import begin_writing, open_pipeline
+from devportal.pruning import clear_spools, prune_loaded
 from devportal.runlock import writer_lock
 from devportal.target import Target
 from devportal.warehouse import disk_error
@@ -96,30 +97,24 @@ class Run:
         )
 
 
-def _clear_spools(pipeline: Any) -> None:
-    """What killed runs spooled (each run its own folder under `spool/`; loose files of older
-    versions): under the writer's lock no other run of this pipeline is reading."""
-    root = spool_root(pipeline)
-    if root.is_dir():
-        for stale in root.iterdir():
-            if stale.is_dir():
-                shutil.rmtree(stale, ignore_errors=True)
-            else:
-                stale.unlink(missing_ok=True)
-
-
 @contextmanager
 def writing(target: Target, progress: Any = None) -> Iterator[Run]:
     """Hold TARGET's writer lock for the whole run, open the pipeline, settle what a killed run
-    left and begin writing (DuckDB: the draft). A disk that fills or turns read-only under the
-    run, or a warehouse path that cannot be used, ends it in one line."""
+    left and begin writing (DuckDB: the draft). A run that succeeds leaves one loaded package's
+    record in dlt's folder (`prune_loaded`); any run, its spooled reads removed. A disk that
+    fills or turns read-only under the run, or a warehouse path that cannot be used, ends it in
+    one line."""
     try:
         with writer_lock(target):
             pipeline = open_pipeline(target, progress)
-            settled = finish_pending(pipeline, target)
-            _clear_spools(pipeline)
-            begin_writing(target)
-            yield Run(pipeline, target, settled)
+            try:
+                settled = finish_pending(pipeline, target)
+                clear_spools(pipeline)  # a killed run's
+                begin_writing(target)
+                yield Run(pipeline, target, settled)
+                prune_loaded(pipeline)
+            finally:
+                clear_spools(pipeline)  # this run's, whatever its end: the next may be a day away
     except OSError as err:
         raise disk_error(err, target.warehouse) or DevportalError(
             f"cannot use warehouse {target.warehouse}: {err.strerror or err}; "
