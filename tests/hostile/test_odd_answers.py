@@ -443,12 +443,13 @@ def test_an_interrupted_package_that_cannot_load_is_set_aside_and_the_sync_proce
         timeout=120,
     )
     assert killed.returncode == 9, killed.stderr.decode()
-    # the package it left is damaged: its settings file no longer parses
+    # the package it left is damaged: its run record no longer parses (every run has one; the
+    # settings, unchanged, are not in it)
     packages = list((warehouse.parent / ".warehouse.dlt").glob("devportal/load/normalized/*"))
     assert len(packages) == 1
-    damaged = list(packages[0].glob("new_jobs/user_settings.*"))
+    damaged = list(packages[0].glob("new_jobs/sync_runs.*"))
     assert damaged
-    damaged[0].write_text('{"user_id": 1001, "settings": \n')
+    damaged[0].write_text('{"run_id": "x", "mode": \n')
     assert dump(warehouse) == before
 
     result = devportal(*args, env=token_env(api))
