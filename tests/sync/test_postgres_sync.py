@@ -99,16 +99,22 @@ def on_postgres_commit(sql: str) -> None:
 
 
 def loaded_formats(warehouse: Path, destination: str | None = None) -> dict[str, set[str]]:
-    """Table -> the file formats of its completed load jobs (e.g. `parquet`, `jsonl`)."""
+    """Table -> the file formats of the last run's completed load jobs (e.g. `parquet`,
+    `jsonl`), from dlt's trace of it (the job files themselves are pruned once loaded)."""
+    import dlt
+
     from devportal.warehouse import pipelines_dir
 
     found: dict[str, set[str]] = {}
     name = Target.of(warehouse, destination).pipeline_name
-    loaded = pipelines_dir(warehouse) / name / "load" / "loaded"
-    for job in loaded.glob("*/completed_jobs/*"):
-        table, _, _, file_format = job.name.removesuffix(".gz").split(".")[:4]
-        if file_format != "sql":  # merge statements
-            found.setdefault(table, set()).add(file_format)
+    pipeline = dlt.attach(name, pipelines_dir=str(pipelines_dir(warehouse)))
+    trace = pipeline.last_trace
+    assert trace is not None and trace.last_load_info is not None
+    for package in trace.last_load_info.load_packages:
+        for job in package.jobs["completed_jobs"]:
+            info = job.job_file_info
+            if info.file_format != "sql":  # merge statements
+                found.setdefault(info.table_name, set()).add(info.file_format)
     return found
 
 
