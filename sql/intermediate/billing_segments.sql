@@ -9,10 +9,10 @@
 -- `segment_start`: the previous recorded expiry (NULL for the first: the use before it has no
 --   known start); `segment_end`: this expiry. A time t belongs to the segment with
 --   segment_start <= t < segment_end (the first: any t before its end).
--- `step_days`, `step_months`: the fit of billing_periods' header (written here once; billing_periods
---   reads it), of the step from segment_start to segment_end (NULL for the first segment, and `step_months` NULL when the step fits no
---   number of months: 28k - 2 <= days <= 31k + 4 for k = 1..11 is monthly, 350..380 days is
---   a year).
+-- `step_days`, `step_months`: the fit of billing_periods' header (written here once;
+--   billing_periods reads it), of the step from segment_start to segment_end (NULL for the
+--   first segment, and `step_months` NULL when the step fits no number of months: 28k - 2 <=
+--   days <= 31k + 4 for k = 1..11 is monthly, 350..380 days is a year).
 -- `period`: 'monthly' or 'yearly' when the segment's own step fits; otherwise (the first
 --   segment, or a step that fits nothing, e.g. a win-back's new period counted from the day it
 --   came back) the period of the nearest later fitting step, else of the nearest earlier one,
@@ -24,83 +24,87 @@
 -- @test not_null(subscription_id, segment_end, period, is_last)
 -- @test accepted_values(period: monthly, yearly, unknown)
 
-with live_subscriptions as (
-    select id
-    from analytics.subscriptions_current
-    where not is_test
-),
-
-expiries as (
+with expiries as (
     select distinct
-        versions.id,
-        versions.expires_at
-    from analytics.subscription_versions as versions
-    inner join live_subscriptions on live_subscriptions.id = versions.id
-    where not versions.is_test and versions.expires_at is not null
+        id,
+        expires_at
+    from analytics.subscription_versions
+    where not is_test and expires_at is not null
 ),
 
 steps as (
     select
         id,
-        lag(expires_at) over (partition by id order by expires_at) as segment_start,
+        lag(expires_at) over by_expiry as segment_start,
         expires_at as segment_end,
-        row_number() over (partition by id order by expires_at) as segment_number,
-        count(*) over (partition by id) as segments
+        row_number() over by_expiry as segment_number,
+        lead(expires_at) over by_expiry is null as is_last
     from expiries
+    window by_expiry as (partition by id order by expires_at)
 ),
 
-month_counts as (
-    select series.k
-    from generate_series(1, 11) as series(k)
-),
-
-fitted as (
+stepped as (
     select
-        steps.id,
-        steps.segment_start,
-        steps.segment_end,
-        steps.segment_number,
-        steps.segments,
-        date_diff('day', steps.segment_start, steps.segment_end) as step_days,
-        case
-            when steps.segment_start is null then null
-            when date_diff('day', steps.segment_start, steps.segment_end) between 350 and 380
-                then 12
-            else (
-                select min(month_counts.k)
-                from month_counts
-                where
-                    date_diff('day', steps.segment_start, steps.segment_end)
-                    between 28 * month_counts.k - 2 and 31 * month_counts.k + 4
-            )
-        end as step_months
+        *,
+        date_diff('day', segment_start, segment_end) as step_days
     from steps
 ),
 
-fitting as (
+fitted as (
+    -- the smallest k that fits, trying k = 1..11 in turn (a bigint, the column's type)
     select
         id,
+        segment_start,
+        segment_end,
         segment_number,
-        case when step_months = 12 then 'yearly' else 'monthly' end as period
-    from fitted
-    where step_months is not null
+        is_last,
+        step_days,
+        cast(
+            case
+                when segment_start is null then null
+                when step_days between 350 and 380 then 12
+                when step_days between 28 * 1 - 2 and 31 * 1 + 4 then 1
+                when step_days between 28 * 2 - 2 and 31 * 2 + 4 then 2
+                when step_days between 28 * 3 - 2 and 31 * 3 + 4 then 3
+                when step_days between 28 * 4 - 2 and 31 * 4 + 4 then 4
+                when step_days between 28 * 5 - 2 and 31 * 5 + 4 then 5
+                when step_days between 28 * 6 - 2 and 31 * 6 + 4 then 6
+                when step_days between 28 * 7 - 2 and 31 * 7 + 4 then 7
+                when step_days between 28 * 8 - 2 and 31 * 8 + 4 then 8
+                when step_days between 28 * 9 - 2 and 31 * 9 + 4 then 9
+                when step_days between 28 * 10 - 2 and 31 * 10 + 4 then 10
+                when step_days between 28 * 11 - 2 and 31 * 11 + 4 then 11
+            end as bigint
+        ) as step_months
+    from stepped
 ),
 
 nearest as (
-    -- for each segment, the nearest fitting step at or after it, and the nearest before it
+    -- for each segment, the nearest fitting step at or after it, and the nearest before it,
+    -- each as its segment_number * 2, + 1 when it is a year's
     select
         id,
         segment_number,
         segment_start,
         segment_end,
-        segments,
+        is_last,
         step_days,
         step_months,
-        min(case when step_months is not null then segment_number end) over (
+        min(
+            case
+                when step_months is not null
+                    then segment_number * 2 + case when step_months = 12 then 1 else 0 end
+            end
+        ) over (
             partition by id order by segment_number nulls first
             rows between current row and unbounded following
         ) as later_fit,
-        max(case when step_months is not null then segment_number end) over (
+        max(
+            case
+                when step_months is not null
+                    then segment_number * 2 + case when step_months = 12 then 1 else 0 end
+            end
+        ) over (
             partition by id order by segment_number nulls first
             rows between unbounded preceding and 1 preceding
         ) as earlier_fit
@@ -109,20 +113,18 @@ nearest as (
 
 final as (
     select
-        nearest.id as subscription_id,
-        nearest.segment_start,
-        nearest.segment_end,
-        nearest.step_days,
-        nearest.step_months,
-        coalesce(later.period, earlier.period, 'unknown') as period,
-        nearest.segment_number = nearest.segments as is_last
+        id as subscription_id,
+        segment_start,
+        segment_end,
+        step_days,
+        step_months,
+        case
+            when coalesce(later_fit, earlier_fit) is null then 'unknown'
+            when coalesce(later_fit, earlier_fit) % 2 = 1 then 'yearly'
+            else 'monthly'
+        end as period,
+        is_last
     from nearest
-    left join fitting as later
-        on later.id = nearest.id
-        and later.segment_number = nearest.later_fit
-    left join fitting as earlier
-        on earlier.id = nearest.id
-        and earlier.segment_number = nearest.earlier_fit
 )
 
 select * from final

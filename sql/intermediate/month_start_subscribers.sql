@@ -13,21 +13,16 @@
 -- @test unique(month_start, subscription_id)
 -- @test not_null(month_start, subscription_id, is_estimate)
 
-with live_versions as (
-    select *
-    from analytics.subscription_versions
-    where not is_test
-),
-
-observed as (
+with observed as (
     select
         spine.month_start,
         live_versions.id as subscription_id,
         false as is_estimate
     from analytics.month_spine as spine
     cross join analytics.as_of as clock
-    inner join live_versions
-        on live_versions.valid_from <= spine.month_start
+    inner join analytics.subscription_versions as live_versions
+        on not live_versions.is_test
+        and live_versions.valid_from <= spine.month_start
         and (live_versions.valid_to is null or live_versions.valid_to > spine.month_start)
         and live_versions.usable_until > spine.month_start
     where spine.month_start >= clock.first_sync_at
@@ -40,8 +35,9 @@ estimated as (
         true as is_estimate
     from analytics.month_spine as spine
     cross join analytics.as_of as clock
-    inner join live_versions
-        on live_versions.version_number = 1
+    inner join analytics.subscription_versions as live_versions
+        on not live_versions.is_test
+        and live_versions.version_number = 1
         and live_versions.valid_from <= clock.first_sync_at
         and live_versions.expires_at > spine.month_start
     where spine.month_start < clock.first_sync_at

@@ -31,13 +31,8 @@
 -- @test not_null(subscription_id, event_type, event_at, is_initial_load, event_month)
 -- @test accepted_values(event_type: new, canceled, reactivated, renewed, expired)
 
-with live_versions as (
-    select *
-    from analytics.subscription_versions
-    where not is_test
-),
-
-first_listings as (
+with first_listings as (
+    -- each kind of event reads the versions itself: DuckDB copies a CTE read more than once
     select
         id,
         service_id,
@@ -45,8 +40,8 @@ first_listings as (
         valid_from as event_at,
         expires_at,
         null::timestamp as previous_expires_at
-    from live_versions
-    where version_number = 1
+    from analytics.subscription_versions
+    where not is_test and version_number = 1
 ),
 
 cancellations as (
@@ -57,8 +52,8 @@ cancellations as (
         valid_from as event_at,
         expires_at,
         previous_expires_at
-    from live_versions
-    where status = 'canceled' and previous_status <> 'canceled'
+    from analytics.subscription_versions
+    where not is_test and status = 'canceled' and previous_status <> 'canceled'
 ),
 
 reactivations as (
@@ -69,8 +64,8 @@ reactivations as (
         valid_from as event_at,
         expires_at,
         previous_expires_at
-    from live_versions
-    where status = 'active' and previous_status = 'canceled'
+    from analytics.subscription_versions
+    where not is_test and status = 'active' and previous_status = 'canceled'
 ),
 
 renewals as (
@@ -81,9 +76,10 @@ renewals as (
         valid_from as event_at,
         expires_at,
         previous_expires_at
-    from live_versions
+    from analytics.subscription_versions
     where
-        expires_at > previous_expires_at
+        not is_test
+        and expires_at > previous_expires_at
         and (status = 'active' or previous_status = 'active')
 ),
 
@@ -95,10 +91,11 @@ expiries as (
         live_versions.expires_at as event_at,
         live_versions.expires_at,
         live_versions.previous_expires_at
-    from live_versions
+    from analytics.subscription_versions as live_versions
     cross join analytics.as_of as clock
     where
-        live_versions.is_last_version
+        not live_versions.is_test
+        and live_versions.is_last_version
         and live_versions.status = 'canceled'
         and live_versions.expires_at <= clock.as_of
 ),

@@ -29,12 +29,6 @@ with successful_runs as (
     from analytics.stg_sync_runs
 ),
 
-subscription_reads as (
-    select *
-    from successful_runs
-    where read_subscriptions
-),
-
 latest_run as (
     select run_id
     from successful_runs
@@ -44,6 +38,7 @@ latest_run as (
 
 last_verified_sweep as (
     select
+        true as found,
         observed_at,
         started_at
     from successful_runs
@@ -52,36 +47,51 @@ last_verified_sweep as (
     limit 1
 ),
 
--- the runs that read the subscription list after the last verified sweep (all without one)
-reads_since_verified_sweep as (
-    select reads.*
-    from subscription_reads as reads
+runs as (
+    -- each run, and whether it read the subscription list after the last verified sweep (any
+    -- run that read it, without one); one pass of aggregates below, where subqueries of
+    -- their own cost DuckDB's join planner more than the build of this one row
+    select
+        runs.*,
+        runs.read_subscriptions
+        and (
+            sweep.observed_at is null
+            or runs.observed_at > sweep.observed_at
+            or (runs.observed_at = sweep.observed_at and runs.started_at > sweep.started_at)
+        ) as reads_since_verified_sweep
+    from successful_runs as runs
     left join last_verified_sweep as sweep on true
-    where
-        sweep.observed_at is null
-        or reads.observed_at > sweep.observed_at
-        or (reads.observed_at = sweep.observed_at and reads.started_at > sweep.started_at)
+),
+
+totals as (
+    select
+        max(observed_at) as as_of,
+        coalesce(
+            min(observed_at) filter (where read_subscriptions and mode = 'sweep'),
+            min(observed_at) filter (where read_subscriptions)
+        ) as first_sync_at,
+        count(*) as successful_syncs,
+        count(*) filter (where reads_since_verified_sweep and mode = 'window')
+            as window_syncs_since_verified_sweep,
+        count(*) filter (
+            where reads_since_verified_sweep and mode = 'sweep' and not live_sweep_verified
+        ) as unverified_sweeps_since_verified_sweep
+    from runs
 ),
 
 final as (
     select
-        (select max(observed_at) from successful_runs) as as_of,
-        coalesce(
-            (select min(observed_at) from subscription_reads where mode = 'sweep'),
-            (select min(observed_at) from subscription_reads)
-        ) as first_sync_at,
-        (select count(*) from successful_runs) as successful_syncs,
-        (select run_id from latest_run) as last_run_id,
-        (select count(*) from last_verified_sweep) > 0 as has_verified_sweep,
-        (select observed_at from last_verified_sweep) as last_verified_sweep_at,
-        (
-            select count(*) from reads_since_verified_sweep
-            where mode = 'window'
-        ) as window_syncs_since_verified_sweep,
-        (
-            select count(*) from reads_since_verified_sweep
-            where mode = 'sweep' and not live_sweep_verified
-        ) as unverified_sweeps_since_verified_sweep
+        totals.as_of,
+        totals.first_sync_at,
+        totals.successful_syncs,
+        latest_run.run_id as last_run_id,
+        coalesce(sweep.found, false) as has_verified_sweep,
+        sweep.observed_at as last_verified_sweep_at,
+        totals.window_syncs_since_verified_sweep,
+        totals.unverified_sweeps_since_verified_sweep
+    from totals
+    left join latest_run on true
+    left join last_verified_sweep as sweep on true
 )
 
 select * from final

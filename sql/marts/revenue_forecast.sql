@@ -48,17 +48,6 @@ horizons as (
     select 90 as horizon_days
 ),
 
--- months of a period's due dates after the first (monthly: the next three; yearly: none)
-period_steps as (
-    select 0 as step
-    union all
-    select 1 as step
-    union all
-    select 2 as step
-    union all
-    select 3 as step
-),
-
 decided as (
     select
         period,
@@ -108,33 +97,56 @@ current_subscriptions as (
 ),
 
 due_counts as (
+    -- a subscription's due dates within a horizon: its `expires_at`, then (unless yearly) one
+    -- month later, up to three times; each falls after the one before, so a date within the
+    -- horizon is counted only while every earlier one is
     select
-        subs.subscription_id,
         horizons.horizon_days,
-        count(*) filter (
-            where subs.expires_at + period_steps.step * interval 1 month
-            <= clock.as_of + horizons.horizon_days * interval 1 day
-        ) as due_dates
+        subs.mrr_amount,
+        subs.renewal_rate,
+        case
+            when subs.expires_at <= clock.as_of + horizons.horizon_days * interval 1 day
+                then 1
+            else 0
+        end
+        + case
+            when
+                subs.period <> 'yearly'
+                and subs.expires_at + interval 1 month
+                <= clock.as_of + horizons.horizon_days * interval 1 day
+                then 1
+            else 0
+        end
+        + case
+            when
+                subs.period <> 'yearly'
+                and subs.expires_at + interval 2 month
+                <= clock.as_of + horizons.horizon_days * interval 1 day
+                then 1
+            else 0
+        end
+        + case
+            when
+                subs.period <> 'yearly'
+                and subs.expires_at + interval 3 month
+                <= clock.as_of + horizons.horizon_days * interval 1 day
+                then 1
+            else 0
+        end as due_dates
     from current_subscriptions as subs
     cross join horizons
     cross join clock
-    inner join period_steps
-        on subs.period <> 'yearly' or period_steps.step = 0
-    group by subs.subscription_id, horizons.horizon_days
 ),
 
 outcomes as (
     select
-        due_counts.horizon_days,
-        subs.mrr_amount,
-        due_counts.due_dates > 0 as is_coming_due,
+        horizon_days,
+        mrr_amount,
+        due_dates > 0 as is_coming_due,
         case
-            when due_counts.due_dates > 0
-                then cast(power(subs.renewal_rate, due_counts.due_dates) as decimal(18, 6))
+            when due_dates > 0 then cast(power(renewal_rate, due_dates) as decimal(18, 6))
         end as still_renewed
     from due_counts
-    inner join current_subscriptions as subs
-        on subs.subscription_id = due_counts.subscription_id
 ),
 
 sums as (

@@ -19,49 +19,29 @@
 -- @test not_null(status)
 -- @test accepted_values(status: active, canceled, other)
 
-with versions as (
-    select *
-    from analytics.subscription_versions
-),
-
-latest_versions as (
-    select *
-    from versions
-    where is_last_version
+with latest_versions as (
+    select
+        versions.*,
+        coalesce(versions.is_current and versions.expires_at > clock.as_of, false) as is_usable,
+        date_diff('second', clock.as_of, versions.expires_at) as seconds_left
+    from analytics.subscription_versions as versions
+    cross join analytics.as_of as clock
+    where versions.is_last_version
 ),
 
 version_summaries as (
+    -- a cancellation starts at a canceled version whose previous one was not (or at the
+    -- first version): the latest start is where the trailing run of canceled versions begins
     select
         id,
         is_test,
         min(valid_from) as first_seen_at,
         count(*) as version_count,
-        max(version_number) filter (where status is distinct from 'canceled')
-            as last_uncanceled_version
-    from versions
+        max(valid_from) filter (
+            where status = 'canceled' and previous_status is distinct from 'canceled'
+        ) as last_cancellation_at
+    from analytics.subscription_versions
     group by id, is_test
-),
-
-cancellation_starts as (
-    select
-        versions.id,
-        versions.is_test,
-        min(versions.valid_from) as canceled_at
-    from versions
-    inner join version_summaries using (id, is_test)
-    where versions.version_number > coalesce(version_summaries.last_uncanceled_version, 0)
-    group by versions.id, versions.is_test
-),
-
-usability as (
-    select
-        latest_versions.id,
-        latest_versions.is_test,
-        coalesce(latest_versions.is_current and latest_versions.expires_at > clock.as_of, false)
-            as is_usable,
-        date_diff('second', clock.as_of, latest_versions.expires_at) as seconds_left
-    from latest_versions
-    cross join analytics.as_of as clock
 ),
 
 final as (
@@ -74,12 +54,12 @@ final as (
         latest_versions.is_test,
         version_summaries.first_seen_at,
         case
-            when latest_versions.status = 'canceled' then cancellation_starts.canceled_at
+            when latest_versions.status = 'canceled' then version_summaries.last_cancellation_at
         end as canceled_at,
-        usability.is_usable,
+        latest_versions.is_usable,
         case
             when latest_versions.expires_at is null then null
-            when usability.is_usable then ceil(usability.seconds_left / 86400)::integer
+            when latest_versions.is_usable then ceil(latest_versions.seconds_left / 86400)::integer
             else 0
         end as days_left,
         not latest_versions.is_current as is_removed,
@@ -90,8 +70,6 @@ final as (
         latest_versions.dq_flags
     from latest_versions
     inner join version_summaries using (id, is_test)
-    inner join usability using (id, is_test)
-    left join cancellation_starts using (id, is_test)
 )
 
 select * from final

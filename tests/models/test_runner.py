@@ -239,12 +239,27 @@ def test_render_qualifies_names_and_leaves_text_alone() -> None:
     assert stubbed == 'select * from (select 1 as a) as "t" join "wh"."devportal"."u" u on true'
 
 
+def test_render_reads_past_comments_strings_and_numbers() -> None:
+    """Names inside comments and strings (doubled quotes, E'' escapes) are text; a quoted
+    identifier is a name; a number's dot is no schema's; a table read without an alias keeps
+    its own name when stood in for, whatever clause follows."""
+    sql = (
+        "/* devportal.a */ select 'it''s devportal.b', E'\\' devportal.c', 1.5 as n, "
+        'd.k from "analytics".d join devportal.t left join devportal.t u on true '
+        "where x in (select k from devportal.t)"
+    )
+    assert models.render(sql, "wh", {"t": "(select 1 as k)"}) == (
+        "/* devportal.a */ select 'it''s devportal.b', E'\\' devportal.c', 1.5 as n, "
+        'd.k from "wh"."analytics"."d" join (select 1 as k) as "t" '
+        'left join (select 1 as k) u on true where x in (select k from (select 1 as k) as "t")'
+    )
+
+
 def test_render_without_a_catalog_only_stands_in() -> None:
-    """PostgreSQL: names stay schema-qualified in the database; optional tables still stand in,
-    read with the engine's own tokenizer."""
+    """PostgreSQL: names stay schema-qualified in the database; optional tables still stand in."""
     sql = 'SELECT * FROM devportal.t JOIN analytics.x ON TRUE, devportal."u" AS u'
     stubs = {"t": "(SELECT 1 AS a)", "u": "(SELECT 2 AS b)"}
-    assert models.render(sql, None, stubs, dialect="postgres") == (
+    assert models.render(sql, None, stubs) == (
         'SELECT * FROM (SELECT 1 AS a) as "t" JOIN analytics.x ON TRUE, (SELECT 2 AS b) AS u'
     )
     assert models.render(sql, None) == sql

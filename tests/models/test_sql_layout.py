@@ -17,6 +17,7 @@ import pytest
 from devportal import charts, models
 from devportal.errors import DevportalError
 from devportal.models.portability import check_as_written
+from devportal.models.project import NAME, lexemes, qualified_names
 
 INTERMEDIATE = {
     "subscription_versions",
@@ -44,6 +45,52 @@ def test_the_helpers_are_intermediate_and_keep_their_table_names() -> None:
     # the daily marts share one day spine, the period rule is applied once (billing_segments)
     assert {"day_spine"} <= loaded["daily_subscribers"].depends_on & loaded["mrr_daily"].depends_on
     assert "billing_segments" in loaded["billing_periods"].depends_on
+
+
+def test_the_shipped_models_read_the_tables_sqlglot_finds() -> None:
+    """A build reads each model's tables from its lexemes, not from sqlglot's parse (a tenth of
+    a second at every build): for the files shipped in sql/ the two must agree, and sqlglot's
+    parse checks what the lexemes cannot, that every table names its schema."""
+    lexed = {m.name: m for m in models.load_models()}
+    parsed = {m.name: m for m in models.load_models(parse=True)}
+    assert list(lexed) == list(parsed)  # the same build order
+    for name, model in parsed.items():
+        read = (lexed[name].depends_on, lexed[name].seeds, lexed[name].sources)
+        assert read == (model.depends_on, model.seeds, model.sources), model.relative_path
+
+
+def test_render_qualifies_the_names_sqlglot_tokenizes() -> None:
+    """`render` finds `analytics.t` and `devportal.t` on its own lexemes; sqlglot's tokenizer
+    must see the same names in every model and data test, as written and as translated."""
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.tokens import TokenType
+
+    def tokenized(sql: str, dialect: str) -> list[tuple[int, str]]:
+        tokens = Dialect.get_or_raise(dialect).tokenize(sql)
+        found: list[tuple[int, str]] = []
+        position = 0
+        for i in range(len(tokens) - 2):
+            first, dot, last = tokens[i], tokens[i + 1], tokens[i + 2]
+            if (
+                first.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+                and first.text.lower() in ("analytics", "devportal")
+                and dot.token_type == TokenType.DOT
+                and (last.token_type == TokenType.IDENTIFIER or NAME.match(last.text))
+                and (i == 0 or tokens[i - 1].token_type != TokenType.DOT)
+                and first.start >= position
+            ):
+                found.append((first.start, last.text))
+                position = last.end + 1
+        return found
+
+    loaded = models.load_models()
+    texts = [m.sql for m in loaded] + [t.sql for t in models.data_tests(loaded)]
+    translated = [models.for_engine(m, "postgres").sql for m in loaded]
+    translated += [models.data_test_sql(t, "postgres") for t in models.data_tests(loaded)]
+    for sql, dialect in [(t, "duckdb") for t in texts] + [(t, "postgres") for t in translated]:
+        tokens = lexemes(sql)
+        ours = [(tokens[i].start, table) for i, _, table in qualified_names(tokens)]
+        assert ours == tokenized(sql, dialect), sql[:80]
 
 
 def test_long_models_end_in_a_final_cte() -> None:

@@ -1,27 +1,32 @@
-"""The runner: builds the models into the schema `analytics` (with the seeds, in one
-transaction, within a memory cap on DuckDB) and, with `check`, runs their data tests, on DuckDB
-(the warehouse file, through a draft copy published when built) or PostgreSQL (the database of
-dlt's `postgres` destination).
+"""The runner: builds the models into the schema `analytics` (with the seeds, within a memory
+cap on DuckDB) and, with `check`, runs their data tests, on DuckDB (the warehouse file, through
+a draft copy published when built) or PostgreSQL (the database of dlt's `postgres`
+destination).
 
 Every model is materialised as a TABLE, not a view: its numbers are frozen at build time
 together with `analytics.as_of`, so the report, the notebook and any SQL client agree until the
 next build; readers get plain fast tables; and a DuckDB view keeps its SQL text and re-binds it
-on every read, so a view over `devportal.<table>` breaks under another catalog name. One
-transaction holds the whole build (drop and create each table; PostgreSQL's DDL is
-transactional too, and its build reads one REPEATABLE READ snapshot): a failing model leaves
-the previous build in place. A model reading a raw table that does not exist and is not
-declared optional is skipped with a note, and so is everything built on it
-(`analytics.app_releases` stays absent until a manifest is recorded).
+on every read, so a view over `devportal.<table>` breaks under another catalog name. A build is
+whole or nothing: a failing model leaves the previous build in place. On PostgreSQL one
+transaction holds it (drop and create each table: PostgreSQL's DDL is transactional, and the
+build reads one REPEATABLE READ snapshot). On DuckDB the draft holds it (it is published only
+when every model is built), so each model commits on its own: a transaction holding every table
+of the build keeps the ones not yet written to disk in memory, which ran out of the memory cap
+at 100k subscriptions with 20k users, where a table committed is DuckDB's to spill. A model
+reading a raw table that does not exist and is not declared optional is skipped with a note,
+and so is everything built on it (`analytics.app_releases` stays absent until a manifest is
+recorded).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from devportal import engines
 from devportal.errors import DevportalError, first_line
@@ -42,6 +47,8 @@ from devportal.warehouse import (
 )
 
 log = logging.getLogger("devportal.models")
+
+_T = TypeVar("_T")
 
 
 def _schema_name(engine: engines.Engine) -> str:
@@ -75,7 +82,7 @@ def _build_model(
 ) -> None:
     """Materialise MODEL as `analytics.<name>`, standing in for its missing optional tables."""
     stubs = {table: sql for table, sql in code.stubs.items() if table not in raw_tables}
-    sql = render(code.sql, engine.catalog, stubs, engine.dialect)
+    sql = render(code.sql, engine.catalog, stubs)
     try:
         _drop(engine, model.name, existing)
         engine.execute(f"create table {engine.qualify(SCHEMA, model.name)} as\n{sql}\n")
@@ -98,20 +105,68 @@ def _write_seed(engine: engines.Engine, seed: Seed, existing: Mapping[str, str])
         raise DevportalError(f"seed {SCHEMA}.{seed.name} failed: {first_line(err)}") from err
 
 
+class _Memory:
+    """DuckDB's memory cap for devportal's connections during one build
+    (`warehouse.OWN_CONNECTION`: lean, where DuckDB's default is 80% of the machine's RAM; more
+    for a long history, `_memory_cap`). A statement that runs out of it (DuckDB spills most work
+    to disk, not all) is rolled back and run again under DuckDB's own limit, which then holds
+    for the rest of the build: an info line (`--verbose`), as nothing is wrong and nothing is
+    asked of the user, so a scheduled run stays one line. PostgreSQL has no cap here."""
+
+    def __init__(self, engine: engines.Engine) -> None:
+        self.engine = engine
+        self.capped = False
+        if engine.dialect == SOURCE_DIALECT:
+            cap = _memory_cap(engine)
+            if cap:
+                engine.execute(f"set memory_limit = '{cap}MB'")
+            self.capped = True
+
+    def run(self, work: Callable[[], _T]) -> _T:
+        """WORK (a statement in a transaction of its own, or the data tests), once more without
+        the cap when it runs out of it."""
+        try:
+            return work()
+        except DevportalError as err:
+            if not self.capped or "Out of Memory" not in str(err):
+                raise
+            log.info("models: DuckDB ran out of its memory cap (%s); going on without it", err)
+        self.engine.execute("reset memory_limit")
+        self.capped = False
+        return work()
+
+
 def _build_all(
     engine: engines.Engine,
     models: Sequence[Model],
     code: Mapping[str, EngineSql],
     seeds: Sequence[Seed] = (),
     progress: Progress | None = None,
+    memory: _Memory | None = None,
 ) -> tuple[list[str], dict[str, str]]:
-    """Write SEEDS and build MODELS in one transaction: the names built (in order) and skipped
-    (with why); PROGRESS hears of each model done."""
+    """Write SEEDS and build MODELS, whole or nothing (module docstring: one transaction on
+    PostgreSQL, one per model in DuckDB's draft, each within MEMORY): the names built (in
+    order) and skipped (with why); PROGRESS hears of each model done."""
     progress = progress or Progress()
+    memory = memory or _Memory(engine)
     built: list[str] = []
     skipped: dict[str, str] = {}
-    with engine.transaction():
-        if engine.dialect == "postgres":
+    on_postgres = engine.dialect != SOURCE_DIALECT
+
+    def each(work: Callable[[], None]) -> None:
+        """WORK, in the build's transaction on PostgreSQL; in one of its own on DuckDB."""
+        if on_postgres:
+            work()
+            return
+
+        def committed() -> None:
+            with engine.transaction():
+                work()
+
+        memory.run(committed)
+
+    with engine.transaction() if on_postgres else nullcontext():
+        if on_postgres:
             # every model reads the same snapshot, as in a DuckDB transaction, even while a
             # load commits table by table; must be the transaction's first statement
             engine.execute("set transaction isolation level repeatable read")
@@ -119,12 +174,12 @@ def _build_all(
         existing = engine.relations(SCHEMA)
         engine.execute(f"create schema if not exists {_schema_name(engine)}")
         for seed in seeds:
-            _write_seed(engine, seed, existing)
+            each(partial(_write_seed, engine, seed, existing))
         for done, model in enumerate(models, start=1):
             progress.items("models", done - 1, len(models), "done")
             reason = _skip_reason(model, raw_tables, skipped)
             if reason is None:
-                _build_model(engine, model, code[model.name], raw_tables, existing)
+                each(partial(_build_model, engine, model, code[model.name], raw_tables, existing))
                 built.append(model.name)
             else:
                 skipped[model.name] = reason
@@ -142,31 +197,13 @@ def _build_within_memory(
     seeds: Sequence[Seed] = (),
     progress: Progress | None = None,
 ) -> tuple[list[str], dict[str, str], int]:
-    """Build (and with CHECK, test) within DuckDB's memory cap for devportal's connections
-    (`warehouse.OWN_CONNECTION`: lean, where DuckDB's default is 80% of the machine's RAM). A
-    history too large for it (DuckDB spills most work to disk, not all of what one transaction
-    holds) makes DuckDB run out of memory: the attempt is rolled back and made again under
-    DuckDB's own limit (an info line, `--verbose`: nothing is wrong and nothing is asked of the
-    user, so a scheduled run stays one line). The cap grows with the history (`_memory_cap`),
-    so that rarely happens. PostgreSQL is built once."""
-
-    def attempt() -> tuple[list[str], dict[str, str], int]:
-        built, skipped = _build_all(engine, models, code, seeds, progress)
-        written = {seed.name for seed in seeds}
-        return built, skipped, run_tests(engine, models, set(built) | written) if check else 0
-
-    if engine.dialect == SOURCE_DIALECT:
-        cap = _memory_cap(engine)
-        if cap:
-            engine.execute(f"set memory_limit = '{cap}MB'")
-    try:
-        return attempt()
-    except DevportalError as err:
-        if engine.dialect != SOURCE_DIALECT or "Out of Memory" not in str(err):
-            raise
-        log.info("models: DuckDB ran out of its memory cap (%s); building again without it", err)
-    engine.execute("reset memory_limit")
-    return attempt()
+    """Build (and with CHECK, test) within DuckDB's memory cap (`_Memory`); PostgreSQL is
+    built once."""
+    memory = _Memory(engine)
+    built, skipped = _build_all(engine, models, code, seeds, progress, memory)
+    written = {seed.name for seed in seeds}
+    tests = memory.run(lambda: run_tests(engine, models, set(built) | written)) if check else 0
+    return built, skipped, tests
 
 
 # MB of DuckDB memory per subscription version: 1M versions build within 256 MB (5 s), where

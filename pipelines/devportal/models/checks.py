@@ -97,7 +97,7 @@ def data_test_sql(test: DataTest, dialect: str) -> str:
 def _run_test(engine: engines.Engine, test: DataTest) -> str | None:
     """Why TEST fails on ENGINE (its failing rows, or why it could not run); None if it passes."""
     try:
-        sql = render(data_test_sql(test, engine.dialect), engine.catalog, dialect=engine.dialect)
+        sql = render(data_test_sql(test, engine.dialect), engine.catalog)
     except DevportalError as err:
         return f"{test.name}: could not run: {err}"
     failing = f"(\n{sql}\n) as failing_rows"

@@ -23,7 +23,13 @@ from dataclasses import dataclass
 
 from devportal.errors import DevportalError
 from devportal.models.portability import translate
-from devportal.models.project import NAME, SCHEMA, SOURCE_DIALECT, Model
+from devportal.models.project import (
+    SOURCE_DIALECT,
+    Lexeme,
+    Model,
+    lexemes,
+    qualified_names,
+)
 from devportal.warehouse import RAW_SCHEMA, quote_ident
 
 
@@ -63,53 +69,97 @@ def for_engine(model: Model, dialect: str) -> EngineSql:
     return EngineSql(sql, where, stubs)
 
 
-def render(
-    sql: str,
-    catalog: str | None,
-    stubs: Mapping[str, str] | None = None,
-    dialect: str = SOURCE_DIALECT,
-) -> str:
+def render(sql: str, catalog: str | None, stubs: Mapping[str, str] | None = None) -> str:
     """SQL with `devportal.t` / `analytics.t` qualified by CATALOG (None: left as they are), and
     STUBS substituted.
 
-    Works on sqlglot's tokens (of DIALECT), so comments, strings and formatting are left exactly
-    as written. STUBS maps a raw table name to the SQL of a relation that stands in for it.
+    Works on the SQL's lexemes (`project.lexemes`, which read DuckDB's and PostgreSQL's
+    comments, strings and quoted identifiers alike), so comments, strings and formatting are
+    left exactly as written. STUBS maps a raw table name to the SQL of a relation that stands
+    in for it.
     """
-    from sqlglot.dialects.dialect import Dialect
-    from sqlglot.tokens import TokenType
-
     stubs = stubs or {}
-    tokens = Dialect.get_or_raise(dialect).tokenize(sql)
+    if catalog is None and not stubs:
+        return sql
+    tokens = lexemes(sql)
     pieces: list[str] = []
     position = 0
-    names = (TokenType.VAR, TokenType.IDENTIFIER)
-    for i in range(len(tokens) - 2):
-        first, dot, last = tokens[i], tokens[i + 1], tokens[i + 2]
-        schema = first.text.lower()
-        if (
-            first.token_type not in names
-            or schema not in (SCHEMA, RAW_SCHEMA)
-            or dot.token_type != TokenType.DOT
-            or not (last.token_type == TokenType.IDENTIFIER or NAME.match(last.text))
-            or (i > 0 and tokens[i - 1].token_type == TokenType.DOT)  # already three-part
-            or first.start < position
-        ):
-            continue
-        table = last.text.lower()
-        if schema == RAW_SCHEMA and table in stubs:
-            replacement = stubs[table]
+    for i, schema, table in qualified_names(tokens):
+        first, last = tokens[i], tokens[i + 2]
+        if schema == RAW_SCHEMA and table.lower() in stubs:
+            replacement = stubs[table.lower()]
             following = tokens[i + 3] if i + 3 < len(tokens) else None
-            if following is None or following.token_type not in (TokenType.ALIAS, TokenType.VAR):
-                replacement += f" as {quote_ident(table)}"  # keeps `table.column` readable
+            if following is None or not _names_an_alias(following):
+                replacement += f" as {quote_ident(table.lower())}"  # keeps `table.column` readable
         elif catalog is not None:
-            replacement = ".".join(quote_ident(p) for p in (catalog, schema, last.text))
+            replacement = ".".join(quote_ident(p) for p in (catalog, schema, table))
         else:
             continue
         pieces.append(sql[position : first.start])
         pieces.append(replacement)
-        position = last.end + 1
+        position = last.end
     pieces.append(sql[position:])
     return "".join(pieces)
+
+
+# the words that may follow a table in FROM without being its alias
+_AFTER_A_TABLE = frozenset(
+    {
+        "on",
+        "using",
+        "join",
+        "left",
+        "right",
+        "inner",
+        "outer",
+        "full",
+        "cross",
+        "natural",
+        "semi",
+        "anti",
+        "asof",
+        "positional",
+        "lateral",
+        "where",
+        "group",
+        "order",
+        "having",
+        "window",
+        "qualify",
+        "limit",
+        "offset",
+        "fetch",
+        "union",
+        "except",
+        "intersect",
+        "tablesample",
+        "sample",
+        "pivot",
+        "unpivot",
+        "for",
+        "returning",
+        "when",
+        "then",
+        "else",
+        "end",
+        "and",
+        "or",
+        "select",
+        "from",
+        "with",
+        "values",
+        "into",
+        "set",
+    }
+)
+
+
+def _names_an_alias(token: Lexeme) -> bool:
+    """Whether TOKEN, right after a table in FROM, gives it an alias (`AS`, or a name that is
+    no clause of its own)."""
+    if token.kind == "quoted":
+        return True
+    return token.kind == "word" and (token.name == "as" or token.name not in _AFTER_A_TABLE)
 
 
 def _stub(columns: Sequence[tuple[str, str]]) -> str:

@@ -13,14 +13,20 @@ with a comment stating its grain and definitions; lines of it starting with `@` 
         the raw table may not exist yet (dlt creates a table with its first rows): until it
         does, the model reads an empty relation of these columns (DuckDB types) in its place
 
-Build order comes from the SQL itself: sqlglot parses every model and each `analytics.<name>`
-it reads is a dependency (graphlib's TopologicalSorter, no hand-kept list). An override file
+Build order comes from the SQL itself: each `analytics.<name>` a model reads is a dependency
+(graphlib's TopologicalSorter, no hand-kept list). The names are read from the file's lexemes
+(`lexemes`, `qualified_names`: a regular expression, a few milliseconds for all of `sql/`),
+not from a parse, which costs sqlglot a tenth of a second for the project at every build: the
+files shipped in `sql/` are parsed by sqlglot in the tests, which must find the same tables and
+no table without its schema (tests/models/test_sql_layout.py), and a caller's own `sql_dir` is
+parsed at every build (`table_references`), as it is checked by nothing else. An override file
 `sql/<layer>/<name>.<engine>.sql` beside a model is checked here (a header saying why, no `@`
 directives, no table the model does not read) and run by that engine (devportal.models.engine_sql).
 """
 
 from __future__ import annotations
 
+import functools
 import graphlib
 import heapq
 import re
@@ -46,6 +52,71 @@ DIRECTIVE = re.compile(r"^--\s*@(?P<kind>\w+)\s+(?P<body>.+?)\s*$")
 _CALL = re.compile(r"^(?P<name>\w+)\s*\((?P<args>.*)\)$", re.DOTALL)
 _OPTIONAL = re.compile(rf"^{RAW_SCHEMA}\.(?P<table>\w+)\s*\((?P<columns>.*)\)$", re.DOTALL)
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The lexemes of DuckDB's and PostgreSQL's SQL as far as finding `schema.table` needs: what is
+# skipped (blanks, comments), strings (E'...' with its backslash escapes), quoted identifiers
+# ("" inside), words, numbers (so `1.5` is no name), any other character.
+_LEXEME = re.compile(
+    r"""
+      (?P<skip>\s+|--[^\n]*|/\*.*?\*/)
+    | (?P<string>[eE]'(?:[^'\\]|''|\\.)*'|'(?:[^']|'')*')
+    | (?P<quoted>"(?:[^"]|"")*")
+    | (?P<word>[A-Za-z_][A-Za-z0-9_$]*)
+    | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+    | (?P<other>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class Lexeme:
+    """One lexeme of SQL text: KIND (string, quoted, word, number, other), TEXT as written,
+    its place (START, END: `sql[start:end]`), and for a word or quoted identifier its NAME
+    (lower-cased for a word, as written inside the quotes for a quoted one)."""
+
+    kind: str
+    text: str
+    start: int
+    end: int
+
+    @property
+    def name(self) -> str | None:
+        if self.kind == "word":
+            return self.text.lower()
+        if self.kind == "quoted":
+            return self.text[1:-1].replace('""', '"')
+        return None
+
+
+@functools.lru_cache(maxsize=256)
+def lexemes(sql: str) -> tuple[Lexeme, ...]:
+    """The lexemes of SQL, blanks and comments left out (kept for the SQL read again: a model's
+    file is lexed to find its tables, then to render it)."""
+    return tuple(
+        Lexeme(kind, match.group(), match.start(), match.end())
+        for match in _LEXEME.finditer(sql)
+        if (kind := match.lastgroup or "other") != "skip"
+    )
+
+
+def qualified_names(tokens: Sequence[Lexeme]) -> list[tuple[int, str, str]]:
+    """Every `analytics.<table>` and `devportal.<table>` in TOKENS (lexemes of one SQL text),
+    outside comments and strings and not the end of a `catalog.schema.table` already: (the
+    index of its schema lexeme, the schema lower-cased, the table's name as written)."""
+    found: list[tuple[int, str, str]] = []
+    for i in range(len(tokens) - 2):
+        first, dot, last = tokens[i], tokens[i + 1], tokens[i + 2]
+        schema, table = (first.name or "").lower(), last.name
+        if (
+            schema in (SCHEMA, RAW_SCHEMA)
+            and dot.text == "."
+            and table is not None
+            and (last.kind == "quoted" or NAME.match(last.text))
+            and not (i > 0 and tokens[i - 1].text == ".")
+            and not (found and i <= found[-1][0] + 2)  # `analytics.analytics.t`: one name
+        ):
+            found.append((i, schema, table))
+    return found
 
 
 @dataclass(frozen=True)
@@ -200,8 +271,9 @@ def table_references(sql: str, where: str, dialect: str = SOURCE_DIALECT) -> set
     return refs
 
 
-def _read_model(path: Path, layer: str, where: str) -> Model:
-    """The model in PATH: its SQL, header directives and the tables it reads."""
+def _read_model(path: Path, layer: str, where: str, parse: bool) -> Model:
+    """The model in PATH: its SQL, header directives and the tables it reads (with PARSE, as
+    sqlglot's parse finds them, checking each table names its schema; else from its lexemes)."""
     text = path.read_text(encoding="utf-8")
     lines = header(text)
     if not lines:
@@ -220,7 +292,10 @@ def _read_model(path: Path, layer: str, where: str) -> Model:
             model.optional[table] = columns
         else:
             raise DevportalError(f"{where}: unknown directive @{kind}; use @test or @optional")
-    refs = table_references(model.sql, where)
+    if parse:
+        refs = table_references(model.sql, where)
+    else:
+        refs = {(schema, table.lower()) for _, schema, table in qualified_names(lexemes(model.sql))}
     unknown = {schema for schema, _ in refs} - {SCHEMA, RAW_SCHEMA}
     if unknown:
         raise DevportalError(
@@ -252,10 +327,14 @@ def _check_override(model: Model, engine: str, path: Path) -> None:
         )
 
 
-def load_models(sql_dir: Path | None = None) -> list[Model]:
-    """Every model file under SQL_DIR (each of LAYERS in turn), parsed and validated, with the
-    engine override files beside them (`<name>.<engine>.sql`)."""
+def load_models(sql_dir: Path | None = None, *, parse: bool | None = None) -> list[Model]:
+    """Every model file under SQL_DIR (each of LAYERS in turn), read and validated, with the
+    engine override files beside them (`<name>.<engine>.sql`). PARSE: read each model's tables
+    from sqlglot's parse (module docstring); by default only for a folder other than the
+    package's `sql/`, whose files the tests parse."""
     root = sql_dir or SQL_DIR
+    if parse is None:
+        parse = root.resolve() != SQL_DIR.resolve()
     models: dict[str, Model] = {}
     overrides: list[tuple[str, str, Path]] = []
     for layer in LAYERS:
@@ -280,7 +359,7 @@ def load_models(sql_dir: Path | None = None) -> list[Model]:
                     f"{where}: {SCHEMA}.{name} is a seed the runner writes from settings; "
                     "name the model otherwise"
                 )
-            models[name] = _read_model(path, layer, where)
+            models[name] = _read_model(path, layer, where, parse)
     for name, engine, path in overrides:
         if name not in models or models[name].path.parent != path.parent:
             raise DevportalError(
