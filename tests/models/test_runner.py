@@ -9,6 +9,7 @@ test_known_answers.py, test_pipeline_checks.py and, on PostgreSQL, test_postgres
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import re
 from pathlib import Path
 
@@ -18,6 +19,9 @@ import pytest
 from devportal import models
 from devportal.errors import DevportalError
 from tests.helpers import OnEngine, query
+
+# the runner's module (`devportal.models.build` is also the name of its function)
+RUNNER = importlib.import_module("devportal.models.build")
 
 
 def write_models(root: Path, files: dict[str, str]) -> Path:
@@ -286,21 +290,32 @@ def test_a_history_too_big_for_the_memory_cap_is_built_again_without_it(
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """DuckDB cannot spill all a transaction holds: under a cap too small for the history, the
-    build runs out of memory, is rolled back and made again under DuckDB's own limit, with the
-    same rows as a build that never ran out."""
+    """DuckDB cannot spill all a statement holds: under a cap too small for the history, a
+    model runs out of memory, is rolled back and built again under DuckDB's own limit, which
+    holds for the rest of the build, with the same rows as a build that never ran out."""
     import shutil
-
-    from devportal import warehouse
 
     expected = query(story_warehouse, "select * from analytics.monthly_renewals order by all")
     copy = tmp_path / "story.duckdb"
     shutil.copy(story_warehouse, copy)
-    monkeypatch.setattr(  # where `open_duckdb` reads it
-        warehouse.connection, "OWN_CONNECTION", {**warehouse.OWN_CONNECTION, "memory_limit": "2MB"}
-    )
+    monkeypatch.setattr(RUNNER, "MEMORY_FLOOR_MB", 2)
     with caplog.at_level("INFO", logger="devportal.models"):
         summary = models.build(copy, check=True)
     assert "ran out of its memory cap" in caplog.text and "Out of Memory" in caplog.text
+    assert caplog.text.count("ran out of its memory cap") == 1
     assert summary["tests"] > 100 and "monthly_renewals" in summary["built"]
     assert query(copy, "select * from analytics.monthly_renewals order by all") == expected
+
+
+def test_the_memory_cap_grows_with_the_history(tmp_path: Path) -> None:
+    """The floor up to 500k subscription versions, then 256 MB per million."""
+    from devportal import engines
+
+    cap = RUNNER._memory_cap
+    warehouse = raw_warehouse(tmp_path / "wh" / "w.duckdb")
+    with engines.connect(warehouse) as engine:
+        assert cap(engine) == models.MEMORY_FLOOR_MB  # no subscriptions yet
+        engine.execute("create table devportal.subscriptions as select range as id from range(10)")
+        assert cap(engine) == models.MEMORY_FLOOR_MB
+        engine.execute("insert into devportal.subscriptions select range from range(999990)")
+        assert cap(engine) == 256

@@ -8,13 +8,15 @@ checks <- build):
     portability  the lint of what sqlglot translates wrong, and the translation (`translate`)
     engine_sql   a model as each engine runs it: translation or override, stand-ins, catalog names
     checks       data tests: the header and seed tests, and the reconciliations in `sql/tests/`
-    build        the runner: one transaction, the memory retry, `build`, `build_after_load`
+    build        the runner: whole or nothing (the draft or one transaction), the memory cap,
+                 `build`, `build_after_load`
 
 Callers use the names below (`from devportal import models; models.build(...)`).
 """
 
 from devportal.models.build import (
     CAP_MB_PER_VERSION,
+    MEMORY_FLOOR_MB,
     build,
     build_after_load,
     summary_line,
@@ -56,6 +58,7 @@ from devportal.models.seeds import (
 __all__ = [
     "CAP_MB_PER_VERSION",
     "LAYERS",
+    "MEMORY_FLOOR_MB",
     "OVERRIDE_ENGINES",
     "SAMPLE_ROWS",
     "SCHEMA",

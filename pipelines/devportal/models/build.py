@@ -39,7 +39,6 @@ from devportal.progress import Progress
 from devportal.runlock import writer_lock
 from devportal.target import Target, Where
 from devportal.warehouse import (
-    OWN_MEMORY_LIMIT_MB,
     RAW_SCHEMA,
     Draft,
     quote_ident,
@@ -106,20 +105,18 @@ def _write_seed(engine: engines.Engine, seed: Seed, existing: Mapping[str, str])
 
 
 class _Memory:
-    """DuckDB's memory cap for devportal's connections during one build
-    (`warehouse.OWN_CONNECTION`: lean, where DuckDB's default is 80% of the machine's RAM; more
-    for a long history, `_memory_cap`). A statement that runs out of it (DuckDB spills most work
-    to disk, not all) is rolled back and run again under DuckDB's own limit, which then holds
-    for the rest of the build: an info line (`--verbose`), as nothing is wrong and nothing is
-    asked of the user, so a scheduled run stays one line. PostgreSQL has no cap here."""
+    """DuckDB's memory cap during one build (`_memory_cap`: lean, where DuckDB's default is 80%
+    of the machine's RAM; more for a long history). A statement that runs out of it (DuckDB
+    spills most work to disk, not all) is rolled back and run again under DuckDB's own limit,
+    which then holds for the rest of the build: an info line (`--verbose`), as nothing is wrong
+    and nothing is asked of the user, so a scheduled run stays one line. PostgreSQL has no cap
+    here."""
 
     def __init__(self, engine: engines.Engine) -> None:
         self.engine = engine
         self.capped = False
         if engine.dialect == SOURCE_DIALECT:
-            cap = _memory_cap(engine)
-            if cap:
-                engine.execute(f"set memory_limit = '{cap}MB'")
+            engine.execute(f"set memory_limit = '{_memory_cap(engine)}MB'")
             self.capped = True
 
     def run(self, work: Callable[[], _T]) -> _T:
@@ -206,21 +203,23 @@ def _build_within_memory(
     return built, skipped, tests
 
 
-# MB of DuckDB memory per subscription version: 1M versions build within 256 MB (5 s), where
-# 64 MB runs out; 100k build in 64 MB as fast as without a cap and with half the memory
+# The models' DuckDB memory: at least MEMORY_FLOOR_MB, and CAP_MB_PER_VERSION per subscription
+# version beyond 500k. 1M versions build within 256 MB (5 s), where 64 MB runs out; 100k (20k
+# users) build within 64 MB too, yet spill enough there to cost 10% more time than in 128 MB,
+# at 15 MB more peak RSS (185 MB, as much as the one transaction of the build before took in 64)
+MEMORY_FLOOR_MB = 128
 CAP_MB_PER_VERSION = 256 / 1_000_000
 
 
-def _memory_cap(engine: engines.Engine) -> int | None:
-    """The memory cap (MB) for this history: the connection's own (`OWN_MEMORY_LIMIT_MB`, 64)
-    up to 250k versions, then growing with them; None to keep the connection's."""
-    if "subscriptions" not in engine.relations(RAW_SCHEMA):
-        return None
-    [(versions,)] = engine.execute(
-        f"select count(*) from {engine.qualify(RAW_SCHEMA, 'subscriptions')}"
-    )
-    cap = int(versions * CAP_MB_PER_VERSION)
-    return cap if cap > OWN_MEMORY_LIMIT_MB else None
+def _memory_cap(engine: engines.Engine) -> int:
+    """The memory cap (MB) for this history (above): `MEMORY_FLOOR_MB` up to 500k versions,
+    then growing with them."""
+    versions = 0
+    if "subscriptions" in engine.relations(RAW_SCHEMA):
+        [(versions,)] = engine.execute(
+            f"select count(*) from {engine.qualify(RAW_SCHEMA, 'subscriptions')}"
+        )
+    return max(MEMORY_FLOOR_MB, int(versions * CAP_MB_PER_VERSION))
 
 
 def _draft(warehouse: str | Path) -> Draft:
