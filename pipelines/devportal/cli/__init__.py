@@ -119,8 +119,26 @@ def _configure_logging(args: argparse.Namespace) -> None:
     # set on every call: main may run more than once in a process (tests, a notebook)
     logging.getLogger("devportal").setLevel(logging.INFO if verbose else logging.NOTSET)
     _scrubbed_records()
+    _dlt_to_current_stderr()
     if not args.debug:
         logging.getLogger("dlt").addFilter(_one_line_dlt_records)
+
+
+def _dlt_to_current_stderr() -> None:
+    """dlt's own logger (it does not propagate once dlt set it up) writes through a
+    `_CurrentStderr` too. dlt makes a `StreamHandler` bound to the `sys.stderr` of the moment
+    it sets its logger up: a later `main` in the same process (a notebook, the tests) whose
+    stderr was swapped would meet a closed stream ("--- Logging error ---") just when dlt
+    reports a full disk. Before dlt's set-up nothing is added (its records reach the root
+    logger's handler until then)."""
+    dlt_log = logging.getLogger("dlt")
+    for handler in list(dlt_log.handlers):
+        if type(handler) is logging.StreamHandler:
+            dlt_log.removeHandler(handler)
+            current = _CurrentStderr()
+            current.setFormatter(handler.formatter)
+            current.setLevel(handler.level)
+            dlt_log.addHandler(current)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
