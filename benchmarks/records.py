@@ -237,6 +237,8 @@ class Pair:
     variant_wall_vs_peer: float | None
     speedups_off_wall_vs_on: float | None = None  # `DEVPORTAL_SPEEDUPS=off` / default, 0 ms
     speedups_off_rss_vs_on: float | None = None
+    models_wall_vs_peer: float | None = None  # `sweep_models` (the sweep with its models)
+    models_minus_floor_s: float | None = None  # its wall minus the floor's, seconds
 
 
 @dataclass
@@ -268,7 +270,8 @@ def by_round(runs: list[Run], key: Callable[[Run], str | None]) -> Rounds:
     return dict(sorted(rounds.items()))
 
 
-SWEEPS = {"sweep": "", "sweep_speedups_off": "off"}  # scenario -> key prefix in a round
+# scenario -> key prefix in a round
+SWEEPS = {"sweep": "", "sweep_speedups_off": "off", "sweep_models": "models"}
 
 
 def pair_ratios(runs: list[Run]) -> list[Pair]:
@@ -281,21 +284,24 @@ def pair_ratios(runs: list[Run]) -> list[Pair]:
 
     out = []
     for (size, latency, round_no), by in by_round(runs, key).items():
-        dp, peer, floor, variant, off = (
-            by.get(k) for k in ("devportal", "peer", "floor", "variant", "offdevportal")
+        dp, peer, floor, variant, off, models = (
+            by.get(k)
+            for k in ("devportal", "peer", "floor", "variant", "offdevportal", "modelsdevportal")
         )
-        if dp is not None:
+        if dp is not None or models is not None:
             out.append(
                 Pair(
                     *(size, latency, round_no),
-                    ratio(dp.wall_s, peer.wall_s) if peer else None,
-                    ratio(dp.peak_rss_bytes, peer.peak_rss_bytes) if peer else None,
-                    ratio(dp.wall_s, floor.wall_s) if floor else None,
-                    ratio(dp.work_s, floor.work_s) if floor else None,
+                    ratio(dp.wall_s, peer.wall_s) if dp and peer else None,
+                    ratio(dp.peak_rss_bytes, peer.peak_rss_bytes) if dp and peer else None,
+                    ratio(dp.wall_s, floor.wall_s) if dp and floor else None,
+                    ratio(dp.work_s, floor.work_s) if dp and floor else None,
                     variant.scenario if variant else None,
                     ratio(variant.wall_s, peer.wall_s) if variant and peer else None,
-                    ratio(off.wall_s, dp.wall_s) if off else None,
-                    ratio(off.peak_rss_bytes, dp.peak_rss_bytes) if off else None,
+                    ratio(off.wall_s, dp.wall_s) if off and dp else None,
+                    ratio(off.peak_rss_bytes, dp.peak_rss_bytes) if off and dp else None,
+                    ratio(models.wall_s, peer.wall_s) if models and peer else None,
+                    models.wall_s - floor.wall_s if models and floor else None,
                 )
             )
     return out

@@ -28,7 +28,8 @@ from benchmarks.scenarios import NIGHTLY_AT
 PROSE = Path(__file__).with_name("report_text.md")
 POSTGRES_SCENARIOS = ("sweep_postgres", "models_setup_postgres", "models_postgres")
 THROTTLED_SCENARIOS = ("slow_server", "rate_limited")  # prefixes; they have their own sections
-SIDE_BY_SIDE_SCENARIOS = ("sweep", "sweep_speedups_off")
+SIDE_BY_SIDE_SCENARIOS = ("sweep", "sweep_speedups_off", "sweep_models")
+SIDE_BY_SIDE_LABELS = {"sweep_speedups_off": ", speed-ups off", "sweep_models": ", with its models"}
 ORDER = {"devportal": 0, "peer": 1, "floor": 2}
 STEPS = ("extract", "normalize", "load")
 Columns = list[tuple[str, Callable[[Any], str]]]
@@ -61,7 +62,8 @@ def section(heading: str, *parts: str | list[str]) -> list[str]:
 
 
 def _order(g: Group) -> int:
-    return 3 if g.scenario == "sweep_speedups_off" else ORDER.get(g.contender, 9)
+    later = {"sweep_models": 3, "sweep_speedups_off": 4}
+    return later.get(g.scenario, ORDER.get(g.contender, 9))
 
 
 def _values(values: list[Any]) -> str:
@@ -110,6 +112,7 @@ def _workers(scenario: str, prefix: str) -> str:
 LABELS = {"rate_limited": "rate-limited (adaptive)", "slow_server": "slow server"}
 LABELS |= {"sync_models": "sync + models", "sweep_speedups_off": "sweep, speed-ups off"}
 LABELS |= {"sync_models_speedups_off": "sync + models, speed-ups off"}
+LABELS |= {"sweep_models": "sweep with its models"}
 
 
 def _scenario_label(scenario: str) -> str:
@@ -139,7 +142,7 @@ SIDE_BY_SIDE: Columns = [
     *SIZE_LATENCY,
     (
         "contender",
-        lambda g: g.contender + (", speed-ups off" if g.scenario == "sweep_speedups_off" else ""),
+        lambda g: g.contender + SIDE_BY_SIDE_LABELS.get(g.scenario, ""),
     ),
     ("wall s (min-max)", _wall_range),
     *ROWS,
@@ -235,6 +238,10 @@ TARGETS: Columns = [
     ("verdict", lambda t: f"**{t.verdict}** ({t.factor})"),
     ("basis", lambda t: t.basis),
 ]
+MODELS_PAIRS: Columns = [
+    ("with models wall vs peer", lambda p: fmt(p.models_wall_vs_peer, 3)),
+    ("with models - floor s", lambda p: fmt(p.models_minus_floor_s)),
+]
 Cell = tuple[Callable[[Any], float | None], bool] | None  # a value to take the median of, bold
 
 
@@ -277,11 +284,15 @@ def render_markdown(res: Result) -> str:
     s = res.settings
     summary = [g for g in res.summary if not g.scenario.startswith(GROWTH_PREFIX)]
     off = any(p.speedups_off_wall_vs_on is not None for p in res.pairs)
+    models = any(
+        p.models_wall_vs_peer is not None or p.models_minus_floor_s is not None for p in res.pairs
+    )
     side = [g for g in summary if g.scenario in SIDE_BY_SIDE_SCENARIOS and g.size in s.sizes]
     stepped = [g for g in summary if g.steps]
     heading = {
         "postgres": "devportal into PostgreSQL (0 ms), " if res.postgres.server else "",
         "off": "devportal with speed-ups off, " if off else "",
+        "models": "devportal with its models, " if models else "",
         "pinned": f"devportal pinned `--workers {s.pinned_workers}` (> 0 ms), "
         if s.pinned_workers
         else "",
@@ -297,7 +308,9 @@ def render_markdown(res: Result) -> str:
         *table(SIDE_BY_SIDE, sorted(side, key=lambda g: (g.size, g.latency_ms, _order(g)))),
         *section(
             "### Pair by pair (devportal / contender, same round)",
-            table(PAIRS + (SPEEDUPS_OFF if off else []), res.pairs),
+            table(
+                PAIRS + (MODELS_PAIRS if models else []) + (SPEEDUPS_OFF if off else []), res.pairs
+            ),
         ),
         "",
         text("where"),
@@ -522,7 +535,7 @@ def _beyond(res: Result) -> list[str]:
         for g in res.summary
         if not g.scenario.startswith(GROWTH_PREFIX)
         and (g.scenario != "sweep" or g.size not in s.sizes or g.size != res.main_size)
-        and g.scenario not in (*POSTGRES_SCENARIOS, "sweep_speedups_off")
+        and g.scenario not in (*POSTGRES_SCENARIOS, "sweep_speedups_off", "sweep_models")
         and not g.scenario.startswith(THROTTLED_SCENARIOS)
     ]
     columns: Columns = [

@@ -52,6 +52,9 @@ SCENARIOS: list[Scenario] = [
     Scenario("sweep_postgres", at="0", postgres=True),
     Scenario("sweep", contender="peer"),
     Scenario("sweep", contender="floor"),
+    # issue 31's "near the floor": the same sweep with its models, judged against the floor
+    # (0 ms) and the peer (50 ms) of the same round
+    Scenario("sweep_models", models=True),
     Scenario("sweep_speedups_off", speedups="off"),  # every latency: the early start pays at 50 ms
     Scenario("sweep_workers{pinned}", pinned=True, at=">0", needs="pinned"),
     Scenario("second_sweep", on="sweep"),

@@ -53,20 +53,63 @@ def _runs(res: Result, scenario: str, contender: str = "devportal") -> list[Run]
     return [r for r in res.runs if (r.size, r.scenario, r.contender) == (size, scenario, contender)]
 
 
-def pair_ratio(latency: float, name: str) -> Metric:
+def _pair_values(res: Result, latency: float, name: str) -> list[float]:
+    size = res.main_size
+    pairs = [p for p in res.pairs if (p.size, p.latency_ms) == (size, latency)]
+    return [v for p in pairs if (v := getattr(p, name)) is not None]
+
+
+def _medians_of(res: Result, latency: float, scenario: str, contender: str) -> float | None:
+    runs = _runs(res, scenario, contender)
+    return median([r.wall_s for r in runs if r.ok and r.latency_ms == latency])
+
+
+def pair_ratio(latency: float, name: str, scenario: str = "sweep") -> Metric:
     def metric(res: Result, _limit: float) -> Measure:
-        size = res.main_size
-        pairs = [p for p in res.pairs if (p.size, p.latency_ms) == (size, latency)]
-        values = [v for p in pairs if (v := getattr(p, name)) is not None]
-        sweeps = [r for r in _runs(res, "sweep") if r.ok and r.latency_ms == latency]
-        concurrency = settled_range(sweeps)
+        values = _pair_values(res, latency, name)
+        runs = [r for r in _runs(res, scenario) if r.ok and r.latency_ms == latency]
+        concurrency = settled_range(runs)
         return Measure(
             median(values),
-            f"median of {len(values)} pair ratio(s), {size:,} subscriptions; devportal "
+            f"median of {len(values)} pair ratio(s), {res.main_size:,} subscriptions; devportal "
             f"{res.settings.concurrency}" + (f", {concurrency}" if concurrency else ""),
         )
 
     return metric
+
+
+def models_vs_peer(res: Result, limit: float) -> Measure:
+    """`sweep_models` / the peer at 50 ms, pair by pair; the medians beside it."""
+    m = pair_ratio(50.0, "models_wall_vs_peer", "sweep_models")(res, limit)
+    dp, peer = (
+        _medians_of(res, 50.0, sc, c)
+        for sc, c in (("sweep_models", "devportal"), ("sweep", "peer"))
+    )
+    m.basis += (
+        f"; `devportal sync --resources subscriptions` with its models (fresh warehouse); "
+        f"medians {fmt(dp)} s vs the peer's {fmt(peer)} s"
+    )
+    return m
+
+
+def models_vs_floor(res: Result, _limit: float) -> Measure:
+    """`sweep_models` minus the floor at 0 ms, pair by pair; the sweep without models beside."""
+    diffs = _pair_values(res, 0.0, "models_minus_floor_s")
+    dp, floor, sweep = (
+        _medians_of(res, 0.0, sc, c)
+        for sc, c in (("sweep_models", "devportal"), ("sweep", "floor"), ("sweep", "devportal"))
+    )
+    runs = [r for r in _runs(res, "sweep_models") if r.ok and r.latency_ms == 0.0]
+    concurrency = settled_range(runs)
+    return Measure(
+        median(diffs),
+        f"median of {len(diffs)} pair-by-pair difference(s) (`devportal sync --resources "
+        f"subscriptions` with its models, fresh warehouse, - the floor, same round), "
+        f"{res.main_size:,} subscriptions; medians with models {fmt(dp)} s, floor {fmt(floor)} s "
+        f"(difference of medians {fmt(dp - floor if dp is not None and floor is not None else None)}"
+        f" s), without models (`sweep`) {fmt(sweep)} s; devportal {res.settings.concurrency}"
+        + (f", {concurrency}" if concurrency else ""),
+    )
 
 
 def slow_server(res: Result, _limit: float) -> Measure:
@@ -166,6 +209,14 @@ TARGETS: list[Target] = [
         "50 ms: devportal wall time, default settings, <= 1/10 of the peer's",
         pair_ratio(50.0, "wall_vs_peer"),
         1 / 10,
+    ),
+    Target(
+        "0 ms: devportal sync with its models (fresh warehouse) <= the floor's wall time + 2.0 s",
+        *(models_vs_floor, 2.0, "s"),
+    ),
+    Target(
+        "50 ms: devportal sync with its models, default settings, <= 1/10 of the peer's wall time",
+        *(models_vs_peer, 1 / 10),
     ),
     Target(
         "slow server (`--server-ms {s.server_ms:g}`): devportal wall time <= the floor's + 1.5 s",
