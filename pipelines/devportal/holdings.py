@@ -159,20 +159,19 @@ class DatasetReader:
                     found.add(str(params.get("is_test", "")).lower() == "true")
         return frozenset(found)
 
-    def known_users(self) -> set[int]:
-        """Users the warehouse has seen: in live subscriptions or in user settings (a test
-        subscription's user is not a user of the live app)."""
-        users: set[int] = set()
+    def known_users(self) -> np.ndarray:
+        """Users the warehouse has seen, sorted and unique: in live subscriptions or in user
+        settings (a test subscription's user is not a user of the live app). Arrays, not sets:
+        200,000 users as Python ints cost a sweep tens of MB."""
         # each table on its own: either may not exist yet
-        for known in (
-            self.query(
+        found = [
+            self.int_column(
                 "SELECT DISTINCT service_id FROM {subscriptions} "
                 "WHERE service_id IS NOT NULL AND NOT is_test"
             ),
-            self.query("SELECT user_id FROM {user_settings}"),
-        ):
-            users.update(int(r[0]) for r in known or ())
-        return users
+            self.int_column("SELECT user_id FROM {user_settings}"),
+        ]
+        return np.unique(np.concatenate(found))
 
     def held_settings(self) -> tuple[HeldSettings, bool]:
         """Each stored user's settings version and the users marked unlisted; and whether the
@@ -182,16 +181,12 @@ class DatasetReader:
         if not columns:
             return HeldSettings(), True
         current = "_row_version" in columns
-        version = "_row_version" if current else "NULL"
-        rows = self.query(f"SELECT user_id, {version} FROM {{user_settings}}") or ()
-        unlisted = self.query("SELECT user_id FROM {user_settings_unlisted}") or ()
-        return (
-            HeldSettings(
-                versions={int(u): (None if v is None else int(v)) for u, v in rows},
-                unlisted=frozenset(int(r[0]) for r in unlisted),
-            ),
-            current,
-        )
+        # a row stored before versions were kept has none: 0, which no read matches
+        version = "coalesce(_row_version, 0)" if current else "0"
+        ids = self.int_column("SELECT user_id FROM {user_settings} ORDER BY user_id")
+        versions = self.int_column(f"SELECT {version} FROM {{user_settings}} ORDER BY user_id")
+        unlisted = self.int_column("SELECT user_id FROM {user_settings_unlisted}")
+        return HeldSettings(ids, versions, np.unique(unlisted)), current
 
     def last_refreshed(self) -> dict[str, datetime]:
         """When each list without a time filter was last read whole, by the clock of the loaded
@@ -213,10 +208,18 @@ class DatasetReader:
                     last[str(name)] = when
         return last
 
-    def account_times(self) -> dict[int, datetime]:
-        """When each user's account was last fetched."""
-        rows = self.query("SELECT user_id, fetched_at FROM {user_accounts}")
-        return {int(r[0]): r[1].replace(tzinfo=None) for r in rows or () if r[1] is not None}
+    def account_times(self) -> tuple[np.ndarray, np.ndarray]:
+        """When each user's account was last fetched: (user ids, sorted; fetch times as
+        datetime64[us]), accounts never fetched left out."""
+        rows = self.query(
+            "SELECT user_id, fetched_at FROM {user_accounts} "
+            "WHERE fetched_at IS NOT NULL ORDER BY user_id"
+        )
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype="datetime64[us]")
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        times = np.array([r[1].replace(tzinfo=None) for r in rows], dtype="datetime64[us]")
+        return ids, times
 
     def history_counts(self) -> tuple[int, int]:
         """(all subscription versions, open ones)."""
@@ -295,8 +298,11 @@ class Holdings:
     # open ids by is_test, both partitions (a sweep of one must know the ids the other shares)
     current: dict[bool, np.ndarray] = field(default_factory=dict)
     swept: frozenset[bool] = frozenset()  # partitions a verified sweep covered
-    known_users: frozenset[int] = frozenset()
-    account_times: dict[int, datetime] = field(default_factory=dict)
+    known_users: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # (user ids, sorted; when each account was last fetched, datetime64[us])
+    account_times: tuple[np.ndarray, np.ndarray] = field(
+        default_factory=lambda: (np.zeros(0, dtype=np.int64), np.zeros(0, dtype="datetime64[us]"))
+    )
     # the fields earlier loaded runs saw (`shape.changes`' `known` and `last_full`); empty on a
     # warehouse whose runs recorded none
     known_fields: shape.Fields = field(default_factory=dict)
@@ -319,7 +325,7 @@ class Holdings:
                 last_observed=dest.last_observed(),
                 current={t: dest.current_ids(t) for t in (False, True)},
                 swept=dest.swept(),
-                known_users=frozenset(dest.known_users()),
+                known_users=dest.known_users(),
                 account_times=dest.account_times(),
                 known_fields=known_fields,
                 last_full_fields=last_full_fields,
@@ -333,14 +339,17 @@ class Holdings:
     ) -> list[int]:
         """Users whose accounts were never fetched, of those SEEN now; with REFRESH, also every
         user seen now or before whose account is older than the TTL."""
-        if not refresh:
-            return sorted(user for user in seen if user not in self.account_times)
-        fresh_after = observed_at - timedelta(days=ttl_days)
-        return sorted(
-            user
-            for user in seen | self.known_users
-            if user not in self.account_times or self.account_times[user] <= fresh_after
-        )
+        now = np.fromiter(seen, dtype=np.int64, count=len(seen))
+        users = np.union1d(now, self.known_users) if refresh else np.unique(now)
+        ids, times = self.account_times
+        at = np.searchsorted(ids, users)
+        found = at < ids.size
+        found[found] = ids[at[found]] == users[found]
+        due = ~found
+        if refresh and ids.size:
+            fresh_after = np.datetime64(observed_at - timedelta(days=ttl_days), "us")
+            due[found] = times[at[found]] <= fresh_after
+        return [int(u) for u in users[due]]
 
 
 def _json(value: Any, empty: Any = None) -> Any:
