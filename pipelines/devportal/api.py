@@ -15,6 +15,8 @@ USER_ACCOUNTS_PATH = USER_ACCOUNTS_PREFIX + "{user_id}"
 
 # what a sync can read, one resource per endpoint, in the order it reads them
 RESOURCES = ("subscriptions", "user_settings", "user_accounts")
+# the resources the API gives no time filter: a window run reads them whole, and only when due
+UNTIMED = ("user_settings", "user_accounts")
 
 # The API's date-time text (`expires_at`, the `start`/`end` filters): naive UTC, no `T`, no zone.
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"

@@ -100,9 +100,14 @@ class DatasetReader:
 
     def int_column(self, sql: str, *params: Any) -> np.ndarray:
         """The first column as an int64 array (DuckDB's numpy fetch: a million ids in ms)."""
+        return self.int_columns(sql, *params)[0]
+
+    def int_columns(self, sql: str, *params: Any) -> list[np.ndarray]:
+        """Every column as an int64 array, in the query's order (one empty array when there is
+        no pipeline or no table yet)."""
         from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
-        empty = np.zeros(0, dtype=np.int64)
+        empty = [np.zeros(0, dtype=np.int64)]
         if self._client is None:
             return empty
         try:
@@ -110,8 +115,10 @@ class DatasetReader:
                 native: Any = getattr(cursor, "native_cursor", None)
                 if hasattr(native, "fetchnumpy"):
                     columns = native.fetchnumpy()
-                    return np.asarray(next(iter(columns.values()), empty), dtype=np.int64)
-                return np.array([r[0] for r in cursor.fetchall()], dtype=np.int64)
+                    return [np.asarray(c, dtype=np.int64) for c in columns.values()] or empty
+                rows = cursor.fetchall()
+                width = len(cursor.description or ()) or 1
+                return [np.array([r[i] for r in rows], dtype=np.int64) for i in range(width)]
         except DatabaseUndefinedRelation:  # no table yet: nothing is current
             return empty
         except DestinationException as err:
@@ -159,19 +166,13 @@ class DatasetReader:
                     found.add(str(params.get("is_test", "")).lower() == "true")
         return frozenset(found)
 
-    def known_users(self) -> np.ndarray:
-        """Users the warehouse has seen, sorted and unique: in live subscriptions or in user
-        settings (a test subscription's user is not a user of the live app). Arrays, not sets:
-        200,000 users as Python ints cost a sweep tens of MB."""
-        # each table on its own: either may not exist yet
-        found = [
-            self.int_column(
-                "SELECT DISTINCT service_id FROM {subscriptions} "
-                "WHERE service_id IS NOT NULL AND NOT is_test"
-            ),
-            self.int_column("SELECT user_id FROM {user_settings}"),
-        ]
-        return np.unique(np.concatenate(found))
+    def subscribers(self) -> np.ndarray:
+        """The users of live subscriptions (a test subscription's user is not a user of the
+        live app). Arrays, not sets: 200,000 users as Python ints cost a sweep tens of MB."""
+        return self.int_column(
+            "SELECT DISTINCT service_id FROM {subscriptions} "
+            "WHERE service_id IS NOT NULL AND NOT is_test"
+        )
 
     def held_settings(self) -> tuple[HeldSettings, bool]:
         """Each stored user's settings version and the users marked unlisted; and whether the
@@ -183,8 +184,9 @@ class DatasetReader:
         current = "_row_version" in columns
         # a row stored before versions were kept has none: 0, which no read matches
         version = "coalesce(_row_version, 0)" if current else "0"
-        ids = self.int_column("SELECT user_id FROM {user_settings} ORDER BY user_id")
-        versions = self.int_column(f"SELECT {version} FROM {{user_settings}} ORDER BY user_id")
+        ids, versions = self.int_columns(
+            f"SELECT user_id, {version} FROM {{user_settings}} ORDER BY user_id"
+        )
         unlisted = self.int_column("SELECT user_id FROM {user_settings_unlisted}")
         return HeldSettings(ids, versions, np.unique(unlisted)), current
 
@@ -318,6 +320,8 @@ class Holdings:
         with DatasetReader(pipeline) as dest:
             known_fields, last_full_fields = dest.held_fields()
             settings, settings_current = dest.held_settings()
+            # users seen: in live subscriptions or in the settings list
+            known_users = np.union1d(dest.subscribers(), settings.user_ids)
             return cls(
                 settings=settings,
                 settings_current=settings_current,
@@ -325,7 +329,7 @@ class Holdings:
                 last_observed=dest.last_observed(),
                 current={t: dest.current_ids(t) for t in (False, True)},
                 swept=dest.swept(),
-                known_users=dest.known_users(),
+                known_users=known_users,
                 account_times=dest.account_times(),
                 known_fields=known_fields,
                 last_full_fields=last_full_fields,

@@ -57,6 +57,7 @@ from dlt.common.schema.typing import TSchemaContract
 from dlt.common.typing import TSecretStrValue
 
 from devportal import extras, shape, transform
+from devportal.api import UNTIMED
 from devportal.client import (
     RESOURCES,
     SUBSCRIPTIONS_PATH,
@@ -344,7 +345,7 @@ class _Run:
             bounds = window_bounds(since, last_run, observed_at, cfg)
         refreshes = {
             name
-            for name in ("user_settings", "user_accounts")
+            for name in UNTIMED
             if name in resources and _due(name, mode, resources, held, observed_at, cfg)
         }
         return cls(

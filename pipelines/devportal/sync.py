@@ -31,6 +31,7 @@ from dlt.common.schema.exceptions import DataValidationError
 
 from devportal import config as settings
 from devportal import shape
+from devportal.api import UNTIMED
 from devportal.client import RESOURCES, USER_SETTINGS_PATH, ApiClient, adopt
 from devportal.errors import DevportalError
 from devportal.holdings import DatasetReader
@@ -116,23 +117,18 @@ class SyncResult:
     def summary(self) -> str:
         record = self.record
         # the settings list loads only the users whose entry changed
-        changed = {
-            report["endpoint"]: report["changed"]
-            for report in record.sweeps
-            if report.get("changed") is not None
-        }
+        changed = next(
+            (r["changed"] for r in record.sweeps if r.get("endpoint") == USER_SETTINGS_PATH),
+            None,
+        )
         parts = [
             f"{table} {n}"
-            + (
-                f" ({changed[USER_SETTINGS_PATH]} changed)"
-                if table == "user_settings" and USER_SETTINGS_PATH in changed
-                else ""
-            )
+            + (f" ({changed} changed)" if table == "user_settings" and changed is not None else "")
             for table, n in record.rows_read.items()
         ]
         not_due = [
             name
-            for name in ("user_settings", "user_accounts")
+            for name in UNTIMED
             if name in record.resources.split(",") and name not in record.refreshed
         ]
         notes = {
@@ -151,14 +147,6 @@ class SyncResult:
             "kept_open": f"{self.extra.get('kept_open')} subscription(s) the list did not show "
             "could not be confirmed gone: left current until a later sweep",
         }
-        if not_due:
-            notes["not_due"] = "not due in a window: " + " and ".join(
-                "the settings list (settings_refresh_hours)"
-                if name == "user_settings"
-                else "accounts past their TTL (accounts_refresh_hours)"
-                for name in not_due
-            )
-            self.extra["not_due"] = True
         into = f" into {self.written_to}" if self.written_to else ""
         return (
             f"sync ok ({record.mode}){into} in {self.seconds:.1f}s: "
@@ -171,7 +159,19 @@ class SyncResult:
             + self._schema()
             + self._statuses()
             + "".join(f"; {text}" for key, text in notes.items() if self.extra.get(key))
+            + (
+                f"; not due in a window: {' and '.join(_NOT_DUE[n] for n in not_due)}"
+                if not_due
+                else ""
+            )
         )
+
+
+# what a window run did not read of the lists the API gives no time filter, and the setting
+_NOT_DUE = {
+    "user_settings": "the settings list (settings_refresh_hours)",
+    "user_accounts": "accounts past their TTL (accounts_refresh_hours)",
+}
 
 
 def sync(
