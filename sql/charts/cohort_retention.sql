@@ -1,9 +1,64 @@
--- cohort_retention: the heat map of each cohort (month first seen; the first sync's backfill
--- apart) by month since: the share of it still usable at that month's end.
--- Reads analytics.cohort_retention, one row per (cohort, month_offset). The rate is cast to
--- double precision: PostgreSQL's numeric would come back as Decimal, an exact 1 of it as int,
--- and a column of ints and floats is not DuckDB's float column.
-select cohort, cohort_month, is_backfill, month_offset, month, cohort_size, usable,
-    cast(retention as double precision) as retention, is_complete
-from analytics.cohort_retention
-order by is_backfill desc, cohort_month, month_offset
+-- cohort_retention: the heat map of each cohort (the month its subscriptions were first seen)
+-- by month since: the share of it still usable at that month's end; and, apart from it, the
+-- subscriptions already there at the first sync (`is_backfill`), by calendar month.
+-- Reads analytics.cohort_retention, one row per (cohort, month_offset). The first sync's
+-- cohort holds every subscription it listed, expired ones too, which started at unknown times
+-- before it: its month 0 is no retention. Its rows are measured here on its `base` instead:
+-- those usable at the first sync (`first_sync_at`), and `usable` those of them still usable at
+-- the month's end (the same test as the model's: the version valid then vouches for use
+-- beyond it). Other cohorts' `base` is their size. The rate is cast to double precision:
+-- PostgreSQL's numeric would come back as Decimal, an exact 1 of it as int, and a column of
+-- ints and floats is not DuckDB's float column.
+with already_there as (
+    select current_subscriptions.id
+    from analytics.subscriptions_current as current_subscriptions
+    cross join analytics.as_of as clock
+    inner join analytics.subscription_versions as versions
+        on versions.id = current_subscriptions.id
+        and not versions.is_test
+        and versions.valid_from <= clock.first_sync_at
+        and (versions.valid_to is null or versions.valid_to > clock.first_sync_at)
+        and versions.usable_until > clock.first_sync_at
+    where
+        not current_subscriptions.is_test
+        and current_subscriptions.first_seen_at <= clock.first_sync_at
+),
+
+still_there as (
+    select retention.month_offset, count(*) as usable
+    from analytics.cohort_retention as retention
+    cross join already_there
+    inner join analytics.subscription_versions as versions
+        on versions.id = already_there.id
+        and not versions.is_test
+        and versions.valid_from <= retention.measured_at
+        and (versions.valid_to is null or versions.valid_to > retention.measured_at)
+        and versions.usable_until > retention.measured_at
+    where retention.is_backfill
+    group by retention.month_offset
+),
+
+base as (
+    select count(*) as subscriptions from already_there
+)
+
+select retention.cohort, retention.cohort_month, retention.is_backfill, retention.month_offset,
+    retention.month, retention.cohort_size,
+    case when retention.is_backfill then base.subscriptions else retention.cohort_size end
+        as base,
+    case
+        when retention.is_backfill then coalesce(still_there.usable, 0)
+        else retention.usable
+    end as usable,
+    cast(case
+        when not retention.is_backfill then retention.retention
+        when base.subscriptions > 0
+            then coalesce(still_there.usable, 0) * 1.0 / base.subscriptions
+    end as double precision) as retention,
+    retention.is_complete, clock.first_sync_at
+from analytics.cohort_retention as retention
+cross join base
+cross join analytics.as_of as clock
+left join still_there
+    on retention.is_backfill and still_there.month_offset = retention.month_offset
+order by retention.is_backfill desc, retention.cohort_month, retention.month_offset

@@ -145,6 +145,18 @@ class Browser:
             raise BrowserError(f"Chromium did not load {url} (it shows {shown!r})")
         return page
 
+    def resize(self, width: int, height: int = 900) -> None:
+        """Make the tab's viewport WIDTH x HEIGHT CSS pixels (the window's size less whatever
+        frame the browser draws around it), as a screen that wide shows the page."""
+        driver = self.driver
+        driver.set_window_size(width, height)
+        inner = driver.execute_script("return [window.innerWidth, window.innerHeight];")
+        if inner != [width, height]:
+            driver.set_window_size(2 * width - inner[0], 2 * height - inner[1])
+            inner = driver.execute_script("return [window.innerWidth, window.innerHeight];")
+        if inner[0] != width:
+            raise BrowserError(f"Chromium's viewport is {inner[0]} px wide, not {width}")
+
     def close(self) -> None:
         """End the browser and its driver, then any process of theirs still left; remove the
         driver's log."""
@@ -293,3 +305,56 @@ def unrendered(image: dict[str, Any]) -> str | None:
     if image["dataInk"] < EMPTY_PLOT_INK:
         return f"has an empty plot area ({image['dataInk']:.2%} of it coloured)"
     return None
+
+
+# Where each block of a page sits against the viewport: the page's scroll width (wider than the
+# viewport: a reader scrolls sideways, or a phone shrinks everything), and every tile, chart,
+# chart's line and table: its box, and whether its own content is wider than its box (text cut
+# or spilling over a neighbour).
+LAYOUT_JS = """
+(() => {
+    const viewport = document.documentElement.clientWidth;
+    const blocks = Array.from(
+        document.querySelectorAll("div.tile, figure, figure img, p.chart, table, h1, p.basis"),
+        (element) => {
+            const box = element.getBoundingClientRect();
+            const name = element.querySelector(".name, strong");
+            return {tag: element.tagName.toLowerCase() + "." + element.className,
+                    text: (element.alt || (name ? name.innerText : element.innerText) || "")
+                        .slice(0, 60),
+                    left: box.left, right: box.right, width: box.width, height: box.height,
+                    scrollWidth: element.scrollWidth, clientWidth: element.clientWidth};
+        });
+    return {viewport: viewport, innerWidth: window.innerWidth,
+            scrollWidth: document.documentElement.scrollWidth, blocks: blocks};
+})()
+"""
+
+
+def layout(page: Page) -> dict[str, Any]:
+    """Where the blocks of PAGE sit against its viewport (see LAYOUT_JS)."""
+    seen: dict[str, Any] = page.evaluate(LAYOUT_JS)
+    return seen
+
+
+def cut(seen: dict[str, Any]) -> list[str]:
+    """What of a page's `layout` does not fit its viewport: the page scrolling sideways, a
+    block out of the viewport or of no size, a block whose content is wider than itself (a
+    tile's text cut or spilling); empty when everything fits."""
+    viewport = seen["viewport"]
+    problems = []
+    if seen["scrollWidth"] > viewport:
+        problems.append(f"the page is {seen['scrollWidth']} px wide in a {viewport} px viewport")
+    for block in seen["blocks"]:
+        what = f"{block['tag']} {block['text']!r}"
+        if block["width"] <= 0 or block["height"] <= 0:
+            problems.append(f"{what} has no size ({block['width']}x{block['height']})")
+        elif block["left"] < -0.5 or block["right"] > viewport + 0.5:
+            problems.append(
+                f"{what} spans {block['left']:.0f}..{block['right']:.0f} px of {viewport}"
+            )
+        elif block["scrollWidth"] > block["clientWidth"] + 1 and block["clientWidth"] > 0:
+            problems.append(
+                f"{what} holds {block['scrollWidth']} px of content in {block['clientWidth']} px"
+            )
+    return problems

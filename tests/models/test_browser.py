@@ -27,8 +27,10 @@ from tests.models.browser import (
     Browser,
     Page,
     find_chromedriver,
+    cut,
     find_chromium,
     images,
+    layout,
     unrendered,
 )
 
@@ -76,17 +78,24 @@ def demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
+def day_apart_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo's world after two syncs a day apart: what a new user sees on day two."""
+    return _demo(tmp_path_factory.mktemp("day-apart"), "--syncs", "2", "--advance-days", "1")
+
+
+@pytest.fixture(scope="module")
 def first_sync_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo's world after its first sync only: what a new user sees on day one."""
     return _demo(tmp_path_factory.mktemp("first-sync"), "--syncs", "1")
 
 
 def _open(
-    browser: Browser, warehouse: Path, tmp_path: Path, name: str
+    browser: Browser, warehouse: Path, tmp_path: Path, name: str, width: int = 1280
 ) -> tuple[Page, list[dict[str, Any]]]:
-    """The report's page of WAREHOUSE in the browser, its screenshot saved as NAME.png in
-    `screenshots()`, and what the browser made of its images."""
+    """The report's page of WAREHOUSE in the browser, WIDTH CSS pixels wide, its screenshot
+    saved as NAME.png in `screenshots()`, and what the browser made of its images."""
     path = report.write_html(warehouse, tmp_path / f"{name}.html")
+    browser.resize(width)
     page = browser.open(path.as_uri())
     shot = page.screenshot(screenshots() / f"{name}.png")
     assert shot.startswith(b"\x89PNG\r\n\x1a\n")
@@ -169,6 +178,44 @@ def test_the_first_sync_dashboard_renders_in_chromium(
     assert values[2:4] == ["not measurable yet", "not measurable yet"]  # churn, renewal rate
     text = page.evaluate("document.body.innerText")
     assert "renewed\t0" not in text and "new subscriptions\t0" not in text
+
+
+# The three worlds an owner meets first (day one, day two, a month of history), each read on a
+# desktop and a phone: (screenshot name, fixture).
+WORLDS = {
+    "one-sync": "first_sync_warehouse",
+    "two-syncs-a-day-apart": "day_apart_warehouse",
+    "demo-syncs-30-days-apart": "demo_warehouse",
+}
+WIDTHS = (1400, 420)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("world", list(WORLDS))
+def test_the_page_fits_a_desktop_and_a_phone(
+    browser: Browser, request: pytest.FixtureRequest, tmp_path: Path, world: str, width: int
+) -> None:
+    """Each world's page at 1400 px (a desktop) and 420 px (a phone): nothing wider than the
+    viewport (no sideways scroll, no tile, chart or table cut off, no tile's text spilling),
+    every chart drawn with data in its plot area, every chart that cannot show anything yet
+    one line of text (never an empty frame), every chart on the page one or the other. The
+    screenshot is `screenshots()/page-<world>-<width>.png`, for a person to open."""
+    warehouse = request.getfixturevalue(WORLDS[world])
+    name = f"page-{world}-{width}"
+    page, seen = _open(browser, warehouse, tmp_path, name, width)
+    print(f"screenshot: {screenshots() / name}.png")
+    placed = layout(page)
+    assert placed["viewport"] == width
+    assert cut(placed) == []
+    drawn, noted = _drawn_and_noted(page)
+    assert sorted([*drawn, *noted]) == sorted(charts.TITLES[name] for name in charts.PAGE)
+    assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
+    # a line instead of a chart is one line of text, not a paragraph
+    assert all(len(line) < 260 for line in noted.values()), noted
+    tiles = page.evaluate(
+        "Array.from(document.querySelectorAll('div.tile'), (t) => t.innerText)"
+    )
+    assert tiles and all(tile.strip() for tile in tiles)
 
 
 def _png_of(draw: str) -> str:

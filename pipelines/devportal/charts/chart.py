@@ -77,6 +77,26 @@ def _figure(chart: Chart, frame: pd.DataFrame, height: float = 3.4) -> tuple[Fig
     return fig, None
 
 
+def _note(ax: Any, *lines: str) -> None:
+    """LINES under the chart's title, inside the figure, small and grey: what a reader must
+    know to read it (what it leaves out, what is not measurable yet), never drawn over the plot
+    or its axes. The title moves up to the figure's own (`suptitle`); constrained layout keeps
+    both clear of the plot."""
+    import textwrap
+
+    lines = tuple(line for line in lines if line)
+    if not lines:
+        return
+    figure = ax.get_figure()
+    before = ax.get_title()
+    if getattr(figure, "_suptitle", None) is None:
+        # the first note: the chart's title becomes the figure's
+        figure.suptitle(before, fontsize="large")
+        before = ""
+    wrapped = [textwrap.fill(line, 125) for line in lines]
+    ax.set_title("\n".join([before, *wrapped] if before else wrapped), fontsize=8.5, color="#555")
+
+
 def _monthly(chart: Chart, frame: pd.DataFrame) -> tuple[Figure, Any, list[int]]:
     """The figure of the monthly CHART with its months on the x axis (`_month_labels`), and
     their positions; the axes are None when there is nothing to draw (`_figure`)."""

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from devportal import display, numbers
-from devportal.charts.chart import Chart, _figure, _monthly
+from devportal.charts.chart import Chart, _figure, _monthly, _note
 from devportal.charts.style import (
     ACTIVE_COLOR,
     CANCELED_COLOR,
@@ -31,56 +31,92 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+def _days_so_far(frame: pd.DataFrame) -> list[int | None]:
+    """Per month of FRAME: the days the month not over yet has run by `as_of` (when the query
+    gives it), None for a full month."""
+    import pandas as pd
+
+    as_of = frame["as_of"] if "as_of" in frame else [None] * len(frame)
+    return [
+        None if bool(done) or at is None else max(1, (pd.Timestamp(at) - pd.Timestamp(m)).days)
+        for m, done, at in zip(frame["month"], frame["is_complete"], as_of, strict=True)
+    ]
+
+
 def monthly_churn(monthly: pd.DataFrame) -> Figure:
     """Bars: churned per month; line: the churn rate on its own axis, each point labelled.
     Months that began before the first sync are set apart (hatched, pale) and left out of the
     rate line: their base is an estimate and their churn a lower bound that grows towards the
-    first sync (the API lists fewer of the older expiries), which a line would show as a trend."""
+    first sync (the API lists fewer of the older expiries), which a line would show as a trend.
+    The month to date is set apart too (a pale bar, its rate so far a hollow point off the
+    line, with the days it has run): a few days' churn beside full months reads as a fall."""
     fig, ax, positions = _monthly(MONTHLY_CHURN, monthly)
     if ax is None:
         return fig
     estimate = monthly["is_estimate"].astype(bool).tolist()
+    so_far = _days_so_far(monthly)
     churned = monthly["churned"].astype(float)
     bars = ax.bar(positions, churned, color=CANCELED_COLOR, label="churned")
-    for bar, is_estimate in zip(bars, estimate, strict=True):
+    for bar, is_estimate, days in zip(bars, estimate, so_far, strict=True):
         if is_estimate:
             bar.set_hatch("//")
             bar.set_alpha(0.35)
+        elif days is not None:
+            bar.set_alpha(0.4)
+            bar.set_edgecolor(CANCELED_COLOR)
+            bar.set_linestyle("--")
     ax.set_ylabel("churned subscriptions")
     _counts(ax.yaxis)
     rate_ax = ax.twinx()
-    measured = [
-        (x, float(rate) * 100)
-        for x, rate, is_estimate in zip(positions, monthly["churn_rate"], estimate, strict=True)
+    rates = [
+        (x, float(rate) * 100, days)
+        for x, rate, is_estimate, days in zip(
+            positions, monthly["churn_rate"], estimate, so_far, strict=True
+        )
         if not is_estimate and rate is not None and not math.isnan(float(rate))
     ]
+    measured = [(x, rate) for x, rate, days in rates if days is None]
     rate_ax.plot([x for x, _ in measured], [r for _, r in measured], color=RATE_COLOR, marker="o")
     for x, rate in measured:
         _label(rate_ax, x, rate, f"{rate:.1f}%", RATE_COLOR)
+    partial = [(x, rate, days) for x, rate, days in rates if days is not None]
+    for x, rate, days in partial:
+        rate_ax.plot([x], [rate], linestyle="none", marker="o", markerfacecolor="white",
+                     color=RATE_COLOR)  # fmt: skip
+        _label(rate_ax, x, rate, f"{rate:.1f}% in {days} d", RATE_COLOR)
     rate_ax.set_ylabel("churn rate, %")
     # headroom above both series keeps the legend clear of the data
     ax.set_ylim(0, max(1.0, float(churned.max())) * 1.35)
-    rate_ax.set_ylim(0, max([1.0, *(r for _, r in measured)]) * 1.35)
+    rate_ax.set_ylim(0, max([1.0, *(r for _, r, _ in rates)]) * 1.35)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     handles: list[Any] = [Patch(color=CANCELED_COLOR), Line2D([], [], color=RATE_COLOR, marker="o")]
     names = ["churned", "churn rate"]
+    if partial:
+        handles.append(
+            Line2D([], [], color=RATE_COLOR, marker="o", markerfacecolor="white", linestyle="none")
+        )
+        names.append("month to date: so far")
     if any(estimate):
         handles.append(Patch(facecolor="white", edgecolor="black", hatch="//"))
-        names.append("before the first sync: estimated, lower bounds, no rate")
+        names.append("before the first sync: estimated, no rate")
     ax.legend(handles, names, loc="upper left", frameon=False, ncol=len(names), fontsize=8)
-    if not measured:
+    notes = []
+    if not rates:
         rate_ax.set_yticks([])
-        ax.text(
-            0.5,
-            0.62,
-            "churn rate: not measurable yet (needs a month that starts after the first sync)",
-            ha="center",
-            transform=ax.transAxes,
-            color=RATE_COLOR,
-            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.9},
+        notes.append(
+            "churn rate: not measurable yet (needs a month that starts after the first sync)"
         )
+    elif not measured:
+        notes.append("churn rate: no full month watched yet; the month to date's is so far")
+    for days in so_far:
+        if days is not None:
+            notes.append(
+                f"the month to date has run {days} day{'' if days == 1 else 's'}: its churn is "
+                "not comparable with a full month's"
+            )
+    _note(ax, *notes)
     return fig
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from devportal import display, numbers
-from devportal.charts.chart import Chart, _figure
+from devportal.charts.chart import Chart, _figure, _note
 from devportal.charts.style import (
     ACTIVE_COLOR,
     CANCELED_COLOR,
@@ -98,8 +98,9 @@ def expiry_calendar(expiring: pd.DataFrame, as_of: datetime | None = None) -> Fi
 
 
 def users_by_platform(platforms: pd.DataFrame) -> Figure:
-    """Horizontal bars: users with a profile on each platform (a user may count twice), each
-    bar labelled with its count."""
+    """Horizontal bars: users with a profile on each platform, each bar labelled with its
+    count; a user on several platforms counts on each, and the note under the title says so
+    (the users, and what the bars add up to) when the query gives `all_users`."""
     fig, ax = _figure(USERS_BY_PLATFORM, platforms, height=max(2.4, 0.5 * len(platforms) + 1.2))
     if ax is None:
         return fig
@@ -109,9 +110,19 @@ def users_by_platform(platforms: pd.DataFrame) -> Figure:
     bars = ax.barh(positions, ordered["users"].astype(float), color=ACTIVE_COLOR)
     ax.bar_label(bars, [numbers.count(v) for v in ordered["users"]], padding=3, fontsize=8)
     ax.set_yticks(positions, [display.chart_label(str(p)) for p in ordered["platform"]])
-    ax.set_xlabel("users")
+    ax.set_xlabel("users with a profile on the platform")
     ax.set_xlim(0, max(1.0, float(ordered["users"].max())) * 1.12)
     _counts(ax.xaxis)
+    counted = int(ordered["users"].astype(int).sum())
+    everyone = int(platforms["all_users"].iloc[0]) if "all_users" in platforms else None
+    if everyone is not None and counted > everyone:
+        _note(
+            ax,
+            f"{numbers.count(everyone)} users; one with profiles on several platforms counts on "
+            f"each, so the bars add up to {numbers.count(counted)}",
+        )
+    elif everyone is not None:
+        _note(ax, f"{numbers.count(everyone)} users, each on one platform")
     return fig
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from devportal import charts, display, numbers
 from devportal.errors import DevportalError
@@ -44,18 +44,21 @@ _PAGE = """<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <style>
 body {{ font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 60rem; color: #222;
-  padding: 0 1rem; }}
+  padding: 0 1rem; overflow-wrap: break-word; }}
 h1 {{ font-size: 1.5rem; margin-bottom: 0.2rem; }}
 h2 {{ font-size: 1.15rem; margin: 2rem 0 0.5rem; }}
 p.note {{ color: #666; margin-top: 0; }}
 p.basis {{ margin: 0.4rem 0; }}
 p.partial {{ border-left: 4px solid #b8323a; padding: 0.3rem 0.6rem; background: #fbeaea; }}
-div.tiles {{ display: grid; grid-template-columns: repeat(4, 1fr); gap: 0.8rem; margin: 1.2rem 0; }}
-div.tiles.minor {{ grid-template-columns: repeat(5, 1fr); margin-top: 0; }}
-div.tile {{ border: 1px solid #ddd; border-radius: 6px; padding: 0.6rem 0.8rem; }}
+div.tiles {{ display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr));
+  gap: 0.8rem; margin: 1.2rem 0; }}
+div.tiles.minor {{ grid-template-columns: repeat(auto-fit, minmax(9.5rem, 1fr)); margin-top: 0; }}
+div.tile {{ border: 1px solid #ddd; border-radius: 6px; padding: 0.6rem 0.8rem; min-width: 0;
+  overflow-wrap: anywhere; }}
 div.tile .name {{ font-size: 0.85rem; color: #555; }}
 div.tile .value {{ font-size: 1.6rem; font-weight: 600; font-variant-numeric: tabular-nums;
   margin: 0.15rem 0; }}
@@ -64,16 +67,27 @@ div.tile .value.unmeasured {{ font-size: 1rem; color: #666; font-weight: 500; }}
 div.tile .change {{ font-size: 0.8rem; color: #555; }}
 div.tile .change.good {{ color: #2e7d32; }}
 div.tile .change.bad {{ color: #b8323a; }}
-table {{ border-collapse: collapse; margin: 1rem 0 2rem; }}
-td {{ padding: 0.2rem 1.2rem 0.2rem 0; }}
+div.tile .part {{ font-size: 0.8rem; color: #555; margin-top: 0.3rem; }}
+div.tile .part strong {{ color: #222; font-variant-numeric: tabular-nums; }}
+div.tile.wide {{ grid-column: span 2; }}
+table {{ border-collapse: collapse; margin: 1rem 0 2rem; max-width: 100%; }}
+td {{ padding: 0.2rem 1.2rem 0.2rem 0; overflow-wrap: anywhere; }}
 td.value {{ text-align: right; font-variant-numeric: tabular-nums; }}
 td.note {{ text-align: left; }}
 td.needs {{ color: #666; font-size: 0.85rem; padding-left: 2.4rem; }}
 tr.section td {{ font-weight: 600; padding-top: 0.8rem; }}
 td.sub {{ padding-left: 1.2rem; }}
 figure {{ margin: 0 0 1.5rem; }}
-figure img {{ max-width: 100%; }}
-p.chart {{ margin: 0 0 1.5rem; padding: 0.5rem 0.8rem; background: #f6f6f6; border-radius: 6px; }}
+figure img {{ max-width: 100%; height: auto; }}
+p.chart {{ margin: 0 0 1.5rem; padding: 0.5rem 0.8rem; background: #f6f6f6; border-radius: 6px;
+  overflow-wrap: anywhere; }}
+@media (max-width: 30rem) {{
+  body {{ margin: 1rem auto; padding: 0 0.6rem; }}
+  div.tile.wide {{ grid-column: auto; }}
+  td {{ padding-right: 0.6rem; }}
+  td.sub {{ padding-left: 0.4rem; }}
+  td.needs {{ padding-left: 1rem; }}
+}}
 </style>
 </head>
 <body>
@@ -92,6 +106,10 @@ p.chart {{ margin: 0 0 1.5rem; padding: 0.5rem 0.8rem; background: #f6f6f6; bord
 """
 
 
+# a labelled part of a tile's figure, on a line of its own: (label, value, what it is)
+Part = tuple[str, str, str]
+
+
 @dataclass(frozen=True)
 class Tile:
     """One tile: NAME, its VALUE as read (or "not measurable yet", UNMEASURED), and the line
@@ -103,6 +121,8 @@ class Tile:
     line: str = ""
     tone: str = ""
     unmeasured: bool = False
+    # further lines under it, each (label, value, what it is): a labelled part of the figure
+    parts: tuple[Part, ...] = ()
 
 
 def _esc(text: str) -> str:
@@ -218,13 +238,42 @@ def _tiles(report: ReportFigures) -> list[Tile]:
     ]
 
 
+# The forecast's tile: what it counts is in its name, what it leaves out on the line under it
+# (an owner reads a bare forecast below today's MRR as a decline).
+_FORECAST = "MRR in 30 days from today's subscriptions"
+_FORECAST_LINE = "their renewals only; new sales left out"
+
+
+def _forecast_parts(values: Mapping[str, Any], currency: str | None) -> tuple[Part, ...]:
+    """The forecast tile's further lines: its interval (`forecast_30d_mrr_low`/`_high`) and the
+    expected new MRR from the observed rate of new sales (`forecast_30d_new_mrr`, None while
+    not measurable), each when the figures carry it (read with `.get`: older figures have
+    neither)."""
+
+    def money(amount: Any, signed: bool = False) -> str:
+        return numbers.money(float(amount), currency, signed=signed, cents=None)
+
+    parts = []
+    low, high = values.get("forecast_30d_mrr_low"), values.get("forecast_30d_mrr_high")
+    if low is not None and high is not None:
+        parts.append(("likely between", f"{money(low)} and {money(high)}", ""))
+    new = values.get("forecast_30d_new_mrr")
+    forecast = values.get("forecast_30d_mrr")
+    if new is not None:
+        total = ""
+        if forecast is not None:
+            total = f"; with them about {money(float(forecast) + float(new))}"
+        parts.append(("plus new sales", money(new, signed=True), f"at the rate seen so far{total}"))
+    return tuple(parts)
+
+
 # The money tiles under the four, while prices are set: (figure key, tile name, line under it).
 _MONEY_TILES = (
     ("arr", "ARR", "12 x MRR"),
     ("arpu", "ARPU", "MRR per paying user"),
     ("ltv", "LTV", "{ltv_method}"),
     ("last_full_month_mrr_net_change", "Net MRR change, {month}", ""),
-    ("forecast_30d_mrr", "MRR forecast, 30 days", "a forecast"),
+    ("forecast_30d_mrr", _FORECAST, ""),
 )
 _LTV_METHODS = {
     "churn_rate": "ARPU / monthly churn rate",
@@ -263,8 +312,12 @@ def _money_tiles(report: ReportFigures) -> list[Tile]:
                 f"{part} {_signed(sign * (values[f'last_full_month_mrr_{part}'] or 0.0))}"
                 for part, sign in (("new", 1), ("churned", -1), ("reactivated", 1))
             )
+        parts: tuple[Part, ...] = ()
+        if key == "forecast_30d_mrr":
+            line = _FORECAST_LINE
+            parts = _forecast_parts(values, report.currency)
         tone = _tone(value) if signed and value is not None else ""
-        tiles.append(Tile(name, text, line, tone))
+        tiles.append(Tile(name, text, line, tone, parts=parts))
     return tiles
 
 
@@ -276,7 +329,13 @@ def _tiles_html(tiles: Sequence[Tile], minor: bool = False) -> str:
         f'<div class="name">{_esc(t.name)}</div>'
         f'<div class="value{" unmeasured" if t.unmeasured else ""}">{_esc(t.value)}</div>'
         f'<div class="change{" " + t.tone if t.tone else ""}">{_esc(t.line)}</div>'
-        "</div>"
+        + "".join(
+            f'<div class="part">{_esc(label)} <strong>{_esc(value)}</strong>'
+            + (f" {_esc(what)}" if what else "")
+            + "</div>"
+            for label, value, what in t.parts
+        )
+        + "</div>"
         for t in tiles
     ]
     return f'<div class="tiles{" minor" if minor else ""}">\n' + "\n".join(cells) + "\n</div>"
@@ -315,12 +374,22 @@ def _chart_html(title: str, shown: bytes | str) -> str:
     )
 
 
+def _windowed(title: str, window_days: Any) -> str:
+    """TITLE with its "Last 30 days" saying the span its figures cover (WINDOW_DAYS, the
+    figures' `window_days`, when they carry it: shorter while the history is)."""
+    if window_days is None or not re.fullmatch(r"Last 30 days", title):
+        return title
+    days = int(window_days)
+    return f"Last {days} day{'' if days == 1 else 's'} (watched so far)" if days < 30 else title
+
+
 def format_html(report: ReportFigures, images: Sequence[tuple[str, bytes | str]]) -> str:
     """The page: the tiles, the charts (IMAGES: PNG, or the line of a chart that cannot show
     anything yet), every figure; every text `_esc`aped."""
     rows = []
     for section in report.sections[1:]:
-        rows.append(f'<tr class="section"><td colspan="2">{_esc(section.title)}</td></tr>')
+        title = _windowed(section.title, report.values().get("window_days"))
+        rows.append(f'<tr class="section"><td colspan="2">{_esc(title)}</td></tr>')
         for label, text, how in _rows(section, grouped=True):
             if how in ("note", "needs"):
                 rows.append(f'<tr><td class="needs" colspan="2">{_esc(text)}</td></tr>')
