@@ -23,9 +23,15 @@
 -- `expiring_7d*`, `expiring_30d*`: rows of expiring_soon with `days_left` <= 7, and all of
 --   them (<= 30): in total, `_renewing` (treated as active), `_churning` (treated as canceled,
 --   `will_churn`) and `_other` (a status not mapped: neither), which add up to the total.
--- `new_30d`, `canceled_30d`: `new` / `canceled` events of subscription_events in the last 30
---   days, (as_of - 30 days, as_of], backfill of the first sync excluded (`is_initial_load`);
---   `churned_30d`: the `expired` events of those days (as `churned` in monthly_churn).
+-- `window_days`: the span, in days (2 decimals), that the "last 30 days" figures count over:
+--   (window start, as_of], the window start the later of as_of - 30 days and the first sync.
+--   30 once 30 days have been watched after the first sync; until then the days watched (0
+--   after a first sync alone). One window for all three figures below: a new subscription
+--   and a cancellation are only seen between two syncs, so an expiry read from `expires_at`
+--   before the first sync is left out too (never a short count beside a long one).
+-- `new_30d`, `canceled_30d`: `new` / `canceled` events of subscription_events in that window,
+--   backfill of the first sync excluded (`is_initial_load`); `churned_30d`: the `expired`
+--   events of the same window (as `churned` in monthly_churn).
 -- `last_full_month_came_due`, `_renewed`, `_renewal_rate`: monthly_renewals of period 'all'
 --   in its latest complete month (the month of `last_full_month`, as both end at the month of
 --   as_of); NULL while it has no complete month (nothing came due before as_of's month).
@@ -49,7 +55,11 @@
 --   first one, whose movements start after the first sync's day (mrr_movements
 --   .is_partial_start). NULL while no month is complete.
 -- `forecast_30d_mrr`: revenue_forecast's expected MRR 30 days after as_of (NULL until it is
---   measurable).
+--   measurable): the renewals of today's subscriptions only, new sales left out;
+--   `forecast_30d_mrr_low`, `_high`: its interval (revenue_forecast's expected_mrr_low, _high);
+--   `forecast_30d_new_mrr`: the new MRR expected over those 30 days at the rate of the last 30
+--   (revenue_forecast.expected_new_mrr), apart, not in forecast_30d_mrr; NULL until 30 days
+--   have been watched.
 --
 -- @test unique(as_of)
 -- @test not_null(usable_subscribers, usable_active, usable_canceled, usable_other)
@@ -58,7 +68,7 @@
 -- @test not_null(unverified_sweeps_since_verified_sweep)
 -- @test not_null(expiring_7d, expiring_7d_renewing, expiring_7d_churning, expiring_7d_other)
 -- @test not_null(expiring_30d, expiring_30d_renewing, expiring_30d_churning, expiring_30d_other)
--- @test not_null(new_30d, canceled_30d, churned_30d)
+-- @test not_null(new_30d, canceled_30d, churned_30d, window_days)
 
 with usable as (
     select
@@ -150,7 +160,11 @@ last_full_month_mrr as (
 ),
 
 forecast_30d as (
-    select expected_mrr as forecast_30d_mrr
+    select
+        expected_mrr as forecast_30d_mrr,
+        expected_mrr_low as forecast_30d_mrr_low,
+        expected_mrr_high as forecast_30d_mrr_high,
+        expected_new_mrr as forecast_30d_new_mrr
     from analytics.revenue_forecast
     where horizon_days = 30
 ),
@@ -174,14 +188,30 @@ top_churn_platform as (
     limit 1
 ),
 
+last_30_days_window as (
+    -- the last 30 days, or the part of them watched: from the first sync on
+    select
+        clock.as_of,
+        greatest(clock.as_of - interval 30 day, clock.first_sync_at) as window_start
+    from analytics.as_of as clock
+),
+
 last_30_days as (
     select
-        count(*) filter (where event_type = 'new' and not is_initial_load) as new_30d,
-        count(*) filter (where event_type = 'canceled' and not is_initial_load) as canceled_30d,
-        count(*) filter (where event_type = 'expired') as churned_30d
-    from analytics.subscription_events
-    cross join analytics.as_of as clock
-    where event_at > clock.as_of - interval 30 day and event_at <= clock.as_of
+        round(
+            cast(date_diff('second', win.window_start, win.as_of) / 86400.0 as decimal(18, 6)), 2
+        ) as window_days,
+        count(events.event_type) filter (
+            where events.event_type = 'new' and not events.is_initial_load
+        ) as new_30d,
+        count(events.event_type) filter (
+            where events.event_type = 'canceled' and not events.is_initial_load
+        ) as canceled_30d,
+        count(events.event_type) filter (where events.event_type = 'expired') as churned_30d
+    from last_30_days_window as win
+    left join analytics.subscription_events as events
+        on events.event_at > win.window_start and events.event_at <= win.as_of
+    group by win.window_start, win.as_of
 ),
 
 final as (
@@ -209,6 +239,7 @@ final as (
         expiring.expiring_30d_renewing,
         expiring.expiring_30d_churning,
         expiring.expiring_30d_other,
+        last_30_days.window_days,
         last_30_days.new_30d,
         last_30_days.canceled_30d,
         last_30_days.churned_30d,
@@ -231,7 +262,10 @@ final as (
         last_full_month_mrr.last_full_month_mrr_reactivated,
         last_full_month_mrr.last_full_month_mrr_net_change,
         last_full_month_mrr.last_full_month_mrr_is_partial,
-        forecast_30d.forecast_30d_mrr
+        forecast_30d.forecast_30d_mrr,
+        forecast_30d.forecast_30d_mrr_low,
+        forecast_30d.forecast_30d_mrr_high,
+        forecast_30d.forecast_30d_new_mrr
     from analytics.as_of as clock
     cross join usable
     cross join expiring

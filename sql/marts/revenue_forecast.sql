@@ -28,6 +28,19 @@
 --   sum (independent renewals, the rates taken as known: variance = sum of amount^2 x q x
 --   (1 - q), q = rate^n), kept within what can happen (at least mrr_not_due, at most mrr_now).
 --   A simple interval: the rates' own uncertainty is not in it.
+-- What expected_mrr leaves out: new sales (subscriptions that start after as_of) and win-backs.
+--   Read alone, it falls below MRR now by the renewals expected to lapse; the report prints it
+--   as the MRR of today's subscriptions in 30 days, beside the new MRR expected apart:
+-- `new_mrr_last_30d`: the MRR the subscriptions new in the last 30 days, (as_of - 30 days,
+--   as_of], added when they started (mrr_changes' `new` movements after the first sync, at
+--   their first amount): the observed rate of acquisition. NULL until 30 days have been
+--   watched after the first sync (as_of - 30 days >= first_sync_at: a shorter span would be
+--   extrapolated from a few days), without prices, or when one of them has no price.
+-- `expected_new_mrr`: new_mrr_last_30d x horizon_days / 30: the MRR expected to be added by
+--   new subscriptions within the horizon at that rate, a separate part, not in expected_mrr
+--   (as added: their own renewals and churn within the horizon are not applied, nothing for
+--   30 days, as a month's subscription comes due after a month).
+-- `new_mrr_needs`: while new_mrr_last_30d is NULL with prices set, what history is missing.
 -- `is_measurable`: a renewal or churn has been decided after the first sync; until then
 --   `needs` says what history is missing and the expected figures are NULL (not 0).
 -- Money columns are NULL without prices (or when a subscription counted has no price).
@@ -36,7 +49,9 @@
 -- @test not_null(horizon_days, coming_due, is_measurable, is_forecast)
 
 with clock as (
-    select as_of
+    select
+        as_of,
+        first_sync_at
     from analytics.as_of
 ),
 
@@ -172,16 +187,35 @@ sums as (
     group by horizons.horizon_days
 ),
 
+acquisition as (
+    -- the new MRR of the last 30 days, once 30 days have been watched after the first sync
+    select
+        clock.as_of - interval 30 day >= clock.first_sync_at as is_watched,
+        coalesce(sum(changes.amount_after), 0) as new_mrr,
+        count(changes.subscription_id) filter (where not changes.is_priced) as unpriced
+    from clock
+    left join analytics.mrr_changes as changes
+        on changes.movement = 'new'
+        and changes.changed_at > clock.first_sync_at
+        and changes.changed_at > clock.as_of - interval 30 day
+        and changes.changed_at <= clock.as_of
+    group by clock.as_of, clock.first_sync_at
+),
+
 forecasts as (
     select
         sums.*,
         period_rates.*,
+        acquisition.is_watched as is_acquisition_watched,
+        acquisition.new_mrr as new_mrr_exact,
+        book.has_prices and acquisition.unpriced = 0 as has_new_money,
         period_rates.renewal_rate_unknown is not null as is_measurable,
         book.has_prices and sums.unpriced = 0 as has_money,
         cast(sums.mrr_not_due + sums.expected_due_mrr as double) as expected_mrr_exact,
         1.96 * sqrt(sums.variance) as margin
     from sums
     cross join period_rates
+    cross join acquisition
     cross join analytics.price_book as book
 ),
 
@@ -218,6 +252,19 @@ final as (
         renewal_rate_monthly,
         renewal_rate_yearly,
         renewal_rate_unknown,
+        case
+            when is_acquisition_watched and has_new_money
+                then cast(cast(new_mrr_exact as decimal(18, 6)) as double)
+        end as new_mrr_last_30d,
+        case
+            when is_acquisition_watched and has_new_money
+                then cast(cast(new_mrr_exact * horizon_days / 30 as decimal(18, 6)) as double)
+        end as expected_new_mrr,
+        case
+            when not is_acquisition_watched
+                then '30 days watched after the first sync (new subscriptions are seen '
+                || 'between two syncs; their rate is measured over the last 30 days)'
+        end as new_mrr_needs,
         is_measurable,
         case
             when not is_measurable

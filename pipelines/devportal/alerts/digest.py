@@ -1,6 +1,8 @@
 """The daily digest: the report's headline in one line (`devportal digest`), from the same
 figures as `devportal report` (`report.collect`, analytics.report_figures): MRR when prices are
-set, usable subscribers, the last full month's churn, and the last 30 days."""
+set, usable subscribers, the last full month's churn, and the last 30 days: one window for new
+and churned alike (`window_days`), said when fewer than 30 days have been watched since the
+first sync; left out after a first sync alone, which cannot measure them."""
 
 from __future__ import annotations
 
@@ -30,10 +32,17 @@ def headline(target: Target, where: str) -> str:
         )
     else:
         parts.append("churn: no full month synced yet")
-    if figures.history:
-        parts.append(
-            f"last 30 days +{numbers.count(f['new_30d'] or 0)} new, "
-            f"{numbers.count(f['churned_30d'] or 0)} churned"
-        )
+    if f.get("new_30d") is not None and f.get("churned_30d") is not None:
+        parts.append(_last_30_days(f))
     as_of = f"{figures.as_of:%Y-%m-%d %H:%M} (server clock)" if figures.as_of else "n/a"
     return f"devportal digest for {where}, as of {as_of}: " + SEPARATOR.join(parts)
+
+
+def _last_30_days(f: dict[str, Any]) -> str:
+    """New and churned subscriptions over one window: the last 30 days, or the days watched
+    so far ("+51 new, 20 churned in the 1 day watched")."""
+    counts = f"+{numbers.count(f['new_30d'])} new, {numbers.count(f['churned_30d'])} churned"
+    days = f.get("window_days")
+    if days is None or days >= report.WINDOW_DAYS:
+        return f"last {report.WINDOW_DAYS} days {counts}"
+    return f"{counts} in the {report.span_text(days)} watched"

@@ -12,13 +12,15 @@ that no verified sweep ever read the list (the report is then partial).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from devportal import charts, engines
+from devportal import charts, engines, numbers
 from devportal.errors import DevportalError, first_line
 from devportal.target import Where
 from devportal.warehouse import ANALYTICS_SCHEMA
@@ -37,7 +39,7 @@ class Metric:
     key: str
     label: str
     value: Any
-    # count | rate | days | text | time | month | flag | statuses | money | code | note
+    # count | rate | days | span | text | time | month | flag | statuses | money | code | note
     kind: str = "count"
     needs: str | None = None
     unit: str | None = None  # a money figure's currency (ISO 4217), when set
@@ -45,8 +47,12 @@ class Metric:
 
 @dataclass
 class Section:
+    """A block of figures under TITLE; NOTE, when set, a line under them saying what they
+    count over (the last 30 days while fewer have been watched)."""
+
     title: str
     metrics: list[Metric] = field(default_factory=list)
+    note: str | None = None
 
 
 @dataclass
@@ -112,6 +118,11 @@ _NEEDS_SQL = {
     "forecast_30d_mrr": (
         "revenue_forecast",
         "select needs from analytics.revenue_forecast where horizon_days = 30 and needs is not null",
+    ),
+    "forecast_30d_new_mrr": (
+        "revenue_forecast",
+        "select new_mrr_needs as needs from analytics.revenue_forecast "
+        "where horizon_days = 30 and new_mrr_needs is not null",
     ),
     "ltv": ("lifetime_value", "select needs from analytics.lifetime_value where needs is not null"),
 }
@@ -182,7 +193,11 @@ Revenue
     last_full_month_mrr_churned money churned MRR, last full month
     last_full_month_mrr_reactivated money reactivated MRR, last full month
     last_full_month_mrr_net_change money net MRR change, last full month
-    forecast_30d_mrr money forecast MRR in 30 days
+    forecast_30d_mrr money MRR in 30 days: today's subscriptions, no new sales
+    forecast_30d_mrr_low money low end (95% interval)
+    forecast_30d_mrr_high money high end (95% interval)
+    forecast_30d_new_mrr money new sales' MRR expected in 30 days, apart
+    forecast_30d_mrr_scope code what the 30-day forecast counts
     mrr_month_before money MRR at the end of the month before
 Usable subscribers
     usable_subscribers count usable now
@@ -202,6 +217,7 @@ Expiring within {days} days
     expiring_{days}d_churning count churning (canceled)
     expiring_{days}d_other count other (status not mapped)
 Last 30 days
+    window_days span days the last 30 days' figures count over
     new_30d count new subscriptions
     canceled_30d count cancellations
     churned_30d count churned (expired)
@@ -249,13 +265,29 @@ _KINDS = {key: kind for _, metrics in _LAYOUT for key, _, kind in metrics}
 _OTHER_KEYS = frozenset(
     {"usable_other", "other_statuses", "expiring_7d_other", "expiring_30d_other"}
 )
+# the figures the report writes itself, not columns of analytics.report_figures
+_DERIVED = frozenset({"forecast_30d_mrr_scope"})
 # the money figures, whose columns a build of the models before the price book does not have
 _MONEY_KEYS = tuple(
-    key for title, metrics in _LAYOUT if title == "Revenue" for key, _, _ in metrics
+    key
+    for title, metrics in _LAYOUT
+    if title == "Revenue"
+    for key, _, _ in metrics
+    if key not in _DERIVED
 )
 # the figures that are columns of analytics.report_figures (and must be there)
 _COLUMNS = tuple(
-    key for key, kind in _KINDS.items() if kind != "statuses" and key not in _MONEY_KEYS
+    key
+    for key, kind in _KINDS.items()
+    if kind != "statuses" and key not in _MONEY_KEYS and key not in _DERIVED
+)
+# The span the "Last 30 days" figures are meant to cover, in days (report_figures.window_days).
+WINDOW_DAYS = 30
+# What the 30-day forecast counts and leaves out: `forecast_30d_mrr_scope`, while prices are set.
+FORECAST_SCOPE = (
+    "the MRR of today's subscriptions in 30 days: their renewals expected at the observed "
+    "renewal rates (interval: forecast_30d_mrr_low to forecast_30d_mrr_high); new sales and "
+    "win-backs are left out (forecast_30d_new_mrr: the new MRR expected apart)"
 )
 
 # The one line on what the figures rest on: a key of JSON and CSV, after `as_of`.
@@ -322,15 +354,20 @@ def _other_statuses(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
-def _figure(value: Any, kind: str) -> Any:
+def _figure(value: Any, kind: str, currency: str | None = None) -> Any:
     """A figure as one Python type per KIND, whatever the engine returned: a count int, a rate
-    float, money a float (in the currency's units), days an int (a float only when not
-    whole), text and a code str, a time a naive UTC datetime, a month a date, a flag bool;
-    missing (NULL, NaN) None."""
+    float, money an exact Decimal at CURRENCY's minor unit (`numbers.exact`: EUR 12.35, JPY
+    1235; read from a double or a numeric alike), days and a span an int (a float only when
+    not whole), text and a code str, a time a naive UTC datetime, a month a date, a flag
+    bool; missing (NULL, NaN) None."""
+    if kind == "money" and isinstance(value, Decimal):
+        return numbers.exact(value, currency)  # a numeric's digits, not a float's
     value = charts.plain(value)
     if value is None:
         return None
-    if kind == "days":
+    if kind == "money":
+        return numbers.exact(value, currency)
+    if kind in ("days", "span"):
         days = float(value)
         return int(days) if days.is_integer() else days
     if kind in ("text", "code", "note"):
@@ -339,7 +376,7 @@ def _figure(value: Any, kind: str) -> Any:
         return value if isinstance(value, datetime) else datetime.combine(value, time())
     if kind == "month":
         return (value.date() if isinstance(value, datetime) else value).replace(day=1)
-    if kind in ("rate", "money"):
+    if kind == "rate":
         return float(value)
     if kind == "flag":
         return bool(value)
@@ -403,6 +440,41 @@ def _has_history(as_of: datetime | None, first_sync_at: datetime | None) -> bool
 # What a figure needs that a warehouse's history may not have yet (`_unmeasured`).
 SECOND_SYNC = "a second sync: {what} are seen between two syncs"
 FULL_MONTH = "a full month watched from its start ({month} is the first)"
+# The "Last 30 days" figures: one window for all, the days watched after the first sync.
+LAST_30_DAYS_NEEDS = (
+    SECOND_SYNC.format(what="new subscriptions and cancellations")
+    + "; churn is counted over the same days"
+)
+
+
+def span_text(days: float) -> str:
+    """A span of DAYS for people, never rounded up to more than was watched: '1 day', '2.5
+    days', '29.9 days'; under a day in hours."""
+    if days >= 1:
+        shown = math.floor(days * 10) / 10
+        return f"{shown:g} day" + ("" if shown == 1 else "s")
+    hours = math.floor(days * 24)
+    if hours >= 1:
+        return f"{hours} hour" + ("" if hours == 1 else "s")
+    return "less than an hour"
+
+
+def _window(window_days: float | None, first_sync_at: datetime | None) -> tuple[str, str | None]:
+    """The "Last 30 days" section's title and the line under its figures: while fewer than 30
+    days have been watched after the first sync, the span they count over (all of them alike)
+    and how much more history the full window needs; None when they cover the 30 days (or
+    cannot be measured yet: each then says what it needs)."""
+    title = f"Last {WINDOW_DAYS} days"
+    if window_days is None or window_days >= WINDOW_DAYS:
+        return title, None
+    span = span_text(window_days)
+    since = f" ({first_sync_at:%Y-%m-%d %H:%M})" if first_sync_at is not None else ""
+    more = span_text(WINDOW_DAYS - window_days)
+    return (
+        f"{title}: {span} watched so far",
+        f"new, cancellations and churn are all counted over the {span} since the first sync"
+        f"{since}; the full {WINDOW_DAYS} days need {more} more of history",
+    )
 
 
 def _unmeasured(f: Mapping[str, Any]) -> dict[str, str]:
@@ -422,11 +494,7 @@ def _unmeasured(f: Mapping[str, Any]) -> dict[str, str]:
         if not measured:
             needs.update(dict.fromkeys(keys, what))
 
-    unless(
-        history,
-        ("new_30d", "canceled_30d"),
-        SECOND_SYNC.format(what="new subscriptions and cancellations"),
-    )
+    unless(history, ("window_days", "new_30d", "canceled_30d", "churned_30d"), LAST_30_DAYS_NEEDS)
     unless(
         history and watched,
         ("last_full_month_came_due", "last_full_month_renewed", "last_full_month_renewal_rate"),
@@ -452,8 +520,16 @@ def _unmeasured(f: Mapping[str, Any]) -> dict[str, str]:
     )
     unless(
         history and f["forecast_30d_mrr"] is not None,
-        ("forecast_30d_mrr",),
+        ("forecast_30d_mrr", "forecast_30d_mrr_low", "forecast_30d_mrr_high"),
         f["forecast_30d_mrr_needs"] or "renewals observed: a sync after subscriptions came due",
+    )
+    new_needs = f["forecast_30d_new_mrr_needs"]
+    if new_needs is not None and f["window_days"] is not None:
+        new_needs += f" ({span_text(f['window_days'])} watched so far)"
+    unless(
+        f["forecast_30d_new_mrr"] is not None or new_needs is None,
+        ("forecast_30d_new_mrr",),
+        new_needs or "",
     )
     unless(f["mrr_month_before"] is not None, ("mrr_month_before",), "a sync in the month before")
     return needs
@@ -490,8 +566,15 @@ _CONTEXT = (
 def _report(row: Mapping[str, Any]) -> ReportFigures:
     """The report of one row of analytics.report_figures (with `other_statuses`)."""
     # a build before the price book: its money figures are all NULL
-    row = {**dict.fromkeys(_MONEY_KEYS), "has_money_columns": True, **row}
-    figures = {key: _figure(row[key], kind) for key, kind in _KINDS.items()}
+    row = {
+        **dict.fromkeys(_MONEY_KEYS),
+        **dict.fromkeys(_DERIVED),
+        "has_money_columns": True,
+        **row,
+    }
+    currency = _figure(row["currency"], "code")
+    figures = {key: _figure(row[key], kind, currency) for key, kind in _KINDS.items()}
+    figures["forecast_30d_mrr_scope"] = FORECAST_SCOPE if figures["mrr"] is not None else None
     context = {key: charts.plain(row.get(key)) for key in _CONTEXT}
     if context["first_sync_at"] is not None:
         context["first_sync_at"] = _figure(context["first_sync_at"], "time")
@@ -501,6 +584,7 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
             **context,
             "survival_curve_days": charts.plain(row.get("survival_curve_days")),
             "forecast_30d_mrr_needs": row.get("forecast_30d_mrr_needs"),
+            "forecast_30d_new_mrr_needs": row.get("forecast_30d_new_mrr_needs"),
             "ltv_needs": row.get("ltv_needs"),
         }
     )
@@ -509,9 +593,20 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
     month_label = f"{month:%Y-%m}" if month is not None else "none yet"
     if figures["last_full_month_is_estimate"]:
         month_label += " (estimated base)"
+    window_title, window_note = _window(
+        None if "window_days" in unmeasured else figures["window_days"], context["first_sync_at"]
+    )
+
+    def titled(title: str) -> str:
+        if title == "Revenue":
+            return _revenue_title(figures)
+        if title == f"Last {WINDOW_DAYS} days":
+            return window_title
+        return title.format(month=month_label)
+
     sections = [
         Section(
-            _revenue_title(figures) if title == "Revenue" else title.format(month=month_label),
+            titled(title),
             [
                 Metric(
                     key,
@@ -524,6 +619,7 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
                 for key, label, kind in metrics
                 if key not in hidden
             ],
+            window_note if title == f"Last {WINDOW_DAYS} days" else None,
         )
         for title, metrics in _LAYOUT
     ]

@@ -1,19 +1,25 @@
 """The report as text for people and programs: an aligned table for a terminal, JSON (one flat
 object), CSV (metric,label,value) and Markdown. Text that came from the API (a platform's
 name) is made safe for each format by `devportal.display`: no control characters on a
-terminal, no formula in a CSV cell, nothing Markdown would interpret; JSON keeps it exact."""
+terminal, no formula in a CSV cell, nothing Markdown would interpret; JSON keeps it exact.
+
+Money is exact (`numbers.exact`, a Decimal at the currency's minor unit): JSON writes it as a
+number with exactly those digits (`"arr": 1004779.58`, never a binary fraction's
+`223321.83122399997`), CSV the same digits, people the same amount with separators."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import secrets
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from devportal import display, numbers
 from devportal.errors import DevportalError
-from devportal.report.figures import Metric, ReportFigures, Section
+from devportal.report.figures import Metric, ReportFigures, Section, span_text
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -55,6 +61,8 @@ def _text(metric: Metric, grouped: bool = False) -> str:
         return numbers.money(value, metric.unit)
     if metric.kind == "days":
         return f"{value:g} day" + ("" if value == 1 else "s")
+    if metric.kind == "span":
+        return span_text(value)
     if metric.kind == "time":
         return f"{value:%Y-%m-%d %H:%M:%S}"
     if metric.kind == "month":
@@ -82,9 +90,9 @@ def _as_of(report: ReportFigures) -> str:
     return _text(report.sections[0].metrics[0])
 
 
-# The kinds people read in a section's title or nowhere (JSON and CSV have them): months and
-# flags are in the titles, codes in the revenue title or labels, `needs` under each figure.
-_UNSHOWN = ("month", "flag", "code", "needs")
+# The kinds people read in a section's title or nowhere (JSON and CSV have them): months, flags
+# and spans are in the titles, codes in the revenue title or labels, `needs` under each figure.
+_UNSHOWN = ("month", "flag", "code", "needs", "span")
 
 
 def _shown(section: Section) -> list[Metric]:
@@ -103,7 +111,8 @@ Row = tuple[str, str, str]
 
 def _rows(section: Section, grouped: bool = False) -> list[Row]:
     """The rows of SECTION as people read them (table, Markdown, the page): every shown
-    metric, and after the last of those that need the same history, one line saying what."""
+    metric, and after the last of those that need the same history, one line saying what;
+    the section's note (what its figures count over) a line under them all."""
     shown = _shown(section)
     rows: list[Row] = []
     for i, m in enumerate(shown):
@@ -112,6 +121,8 @@ def _rows(section: Section, grouped: bool = False) -> list[Row]:
         following = shown[i + 1].needs if i + 1 < len(shown) else None
         if m.needs is not None and following != m.needs:
             rows.append(("", f"needs {m.needs}", "needs"))
+    if section.note and shown and shown[0].kind != "note":
+        rows.append(("", section.note, "needs"))
     return rows
 
 
@@ -144,7 +155,37 @@ def format_table(report: ReportFigures) -> str:
 
 
 def format_json(report: ReportFigures) -> str:
-    return json.dumps({m.key: _json_value(m) for m in report.metrics()}, indent=2)
+    """One flat object, every figure at the top level; money (a Decimal) a JSON number with
+    exactly its digits at the currency's minor unit (`exact_json`)."""
+    return exact_json({m.key: _json_value(m) for m in report.metrics()})
+
+
+def exact_json(values: Mapping[str, Any]) -> str:
+    """VALUES as indented JSON, each Decimal written as the number it is ("1004779.58", "0.00",
+    "1235"), where `json` would refuse it or, made a float, could print binary noise. Each
+    Decimal goes through `json` as a placeholder string that no other value can hold (a random
+    token), then the placeholder is replaced by its digits."""
+    token = secrets.token_hex(8)
+    exact: dict[str, str] = {}
+
+    def placeholder(value: Any) -> Any:
+        if not isinstance(value, Decimal):
+            return value
+        name = f"{token}:{len(exact)}"
+        exact[name] = _decimal_text(value)
+        return name
+
+    text = json.dumps({key: placeholder(value) for key, value in values.items()}, indent=2)
+    for name, digits in exact.items():
+        text = text.replace(json.dumps(name), digits)
+    return text
+
+
+def _decimal_text(value: Decimal) -> str:
+    """A finite Decimal as a JSON number with its own digits: 12.50 stays 12.50, never 1.25E+1."""
+    if not value.is_finite():
+        raise ValueError(f"no JSON number for {value}")
+    return f"{value:f}"
 
 
 def format_csv(report: ReportFigures) -> str:

@@ -1,0 +1,186 @@
+"""Every windowed figure has one window: two syncs a day apart, through the real sync on DuckDB
+and on PostgreSQL, then the "last 30 days" figures, the digest and the forecast's acquisition
+part, each counted over the one day watched or "not measurable yet", never a short count
+beside a long one.
+
+The story, sandbox clock, prices EUR 4.99 a month and 49.99 a year:
+
+    sync 1 (W1) 2026-05-10 00:00, sync 2 (W2) 2026-05-11 00:00 = as_of: one day watched
+
+    id svc  at W1                         then
+     1 501  active,   exp 05-20           untouched
+     2 502  canceled, exp 04-25           expired before the first sync (15 days before W1)
+     3 503  canceled, exp 04-15           expired before the first sync (26 days before W2)
+     4 504  canceled, exp 05-10 12:00     expires between the syncs: churn in the day watched
+     5 505  active,   exp 06-01           canceled between the syncs
+     6 506  active,   exp 2027-01-01      yearly, untouched
+     7 507  added 05-10 06:00, exp 06-10  first seen at W2: new
+     8 508  added 05-10 18:00, exp 06-10  first seen at W2: new
+
+Over the day watched, (W1, W2]: 2 new (7, 8), 1 cancellation (5), 1 churned (4). The last 30
+days before W2 also hold the expiries of 2 and 3, read from the first sync's list: counting them
+beside the new subscriptions of one day ("+2 new, 3 churned") is what the report used to say.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from devportal import models, report
+from devportal.alerts import digest
+from devportal.target import Target
+from tests.helpers import StorySyncs
+from tests.models.revenue_story import environment
+
+W1 = datetime(2026, 5, 10)
+W2 = datetime(2026, 5, 11)
+PRICES = {
+    "ANALYTICS__CURRENCY": "EUR",
+    "ANALYTICS__PRICE_MONTHLY": "4.99",
+    "ANALYTICS__PRICE_YEARLY": "49.99",
+}
+
+
+def build_window_story(warehouse: Path, destination: str | None = None) -> list[datetime]:
+    """Sync the story into WAREHOUSE (or DESTINATION `postgres`) and build the models with
+    their data tests; the sandbox's clock at each sync."""
+    from devportal.sandbox import Sandbox
+
+    run_sync = StorySyncs(warehouse, destination)
+    with Sandbox(subscriptions=0, users=0, seed=7, start=W1.isoformat(sep=" ")) as sb:
+        world = sb.world
+        add = world.add_subscription
+        assert add(501, "active", "2026-05-20 00:00:00") == 1
+        add(502, "canceled", "2026-04-25 00:00:00")  # 2
+        add(503, "canceled", "2026-04-15 00:00:00")  # 3
+        add(504, "canceled", "2026-05-10 12:00:00")  # 4
+        add(505, "active", "2026-06-01 00:00:00")  # 5
+        add(506, "active", "2027-01-01 00:00:00", period_months=12)  # 6
+        run_sync(sb)  # W1
+
+        sb.advance(hours=6)  # 05-10 06:00
+        assert add(507, "active", "2026-06-10 00:00:00") == 7
+        world.cancel(5)
+        sb.advance(hours=12)  # 05-10 18:00 (4 expired at 12:00)
+        assert add(508, "active", "2026-06-10 00:00:00") == 8
+        sb.advance(hours=6)  # 05-11 00:00
+        run_sync(sb)  # W2
+    with environment(PRICES):
+        models.build(Target.of(warehouse, destination), check=True)
+    return run_sync.clock
+
+
+@pytest.fixture(scope="module")
+def window_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    warehouse = tmp_path_factory.mktemp("windows") / "windows.duckdb"
+    assert build_window_story(warehouse) == [W1, W2]
+    return warehouse
+
+
+@pytest.fixture(scope="module")
+def window_on_postgres(
+    postgres_cluster: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Target]:
+    """The same story synced, recorded and built in a PostgreSQL database; its Target (the
+    credentials set for the module)."""
+    name = postgres_cluster.create_database()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("DESTINATION__POSTGRES__CREDENTIALS", postgres_cluster.uri(name))
+        warehouse = tmp_path_factory.mktemp("windows-pg") / "windows.duckdb"
+        assert build_window_story(warehouse, destination="postgres") == [W1, W2]
+        yield Target.of(warehouse, "postgres")
+    postgres_cluster.drop_database(name)
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def target(request: pytest.FixtureRequest, window_warehouse: Path) -> Target:
+    if request.param == "duckdb":
+        return Target.of(window_warehouse, None)
+    on_postgres: Target = request.getfixturevalue("window_on_postgres")
+    return on_postgres
+
+
+LAST_30_DAYS = {"window_days": 1, "new_30d": 2, "canceled_30d": 1, "churned_30d": 1}
+NOTE = (
+    "new, cancellations and churn are all counted over the 1 day since the first sync "
+    "(2026-05-10 00:00); the full 30 days need 29 days more of history"
+)
+
+
+def test_the_last_30_days_count_over_the_one_day_watched(target: Target) -> None:
+    figures = report.collect(target)
+    values = figures.values()
+    assert {key: values[key] for key in LAST_30_DAYS} == LAST_30_DAYS
+    assert not set(LAST_30_DAYS) & set(figures.unmeasured)
+    [section] = [s for s in figures.sections if s.title.startswith("Last 30 days")]
+    assert section.title == "Last 30 days: 1 day watched so far"
+    assert section.note == NOTE
+
+    as_json = json.loads(report.render(figures, "json"))
+    assert {key: as_json[key] for key in LAST_30_DAYS} == LAST_30_DAYS
+
+    table = report.render(figures, "table").splitlines()
+    start = table.index("Last 30 days: 1 day watched so far")
+    assert [line.split()[-1] for line in table[start + 1 : start + 4]] == ["2", "1", "1"]
+    assert table[start + 4] == f"    {NOTE}"
+    markdown = report.render(figures, "markdown").splitlines()
+    assert "| **Last 30 days: 1 day watched so far** | |" in markdown
+    assert f"| *{NOTE}* | |" in markdown
+    rows = report.render(figures, "csv").splitlines()
+    assert "window_days,days the last 30 days' figures count over,1" in rows
+
+
+def test_the_digest_says_the_day_watched(target: Target) -> None:
+    line = digest.headline(target, "the warehouse")
+    assert line.endswith("; +2 new, 1 churned in the 1 day watched")
+    assert "last 30 days" not in line
+
+
+def test_acquisition_is_not_extrapolated_from_one_day(target: Target) -> None:
+    """The forecast's new-sales part needs 30 days watched; the renewals part needs a renewal
+    decided after the first sync (May began before it: its renewals are estimates)."""
+    figures = report.collect(target)
+    values = figures.values()
+    assert values["mrr"] is not None
+    for key in (
+        "forecast_30d_mrr",
+        "forecast_30d_mrr_low",
+        "forecast_30d_mrr_high",
+        "forecast_30d_new_mrr",
+    ):
+        assert values[key] is None and key in figures.unmeasured, key
+    assert figures.unmeasured["forecast_30d_new_mrr"].startswith("30 days watched after the first")
+    assert figures.unmeasured["forecast_30d_new_mrr"].endswith("(1 day watched so far)")
+    assert values["forecast_30d_mrr_scope"] == report.FORECAST_SCOPE
+
+
+def test_both_engines_print_the_same(window_warehouse: Path, window_on_postgres: Target) -> None:
+    on_duckdb = report.collect(window_warehouse)
+    on_pg = report.collect(window_on_postgres)
+    assert on_pg == on_duckdb
+    for fmt in report.FORMATS:
+        assert report.render(on_pg, fmt) == report.render(on_duckdb, fmt), fmt
+
+
+def test_one_window_after_30_days_watched(story_warehouse: Path) -> None:
+    """The known-answer story watched 49 days: the window is the whole 30, no note."""
+    figures = report.collect(story_warehouse)
+    assert figures.values()["window_days"] == 30
+    [section] = [s for s in figures.sections if s.title.startswith("Last 30 days")]
+    assert (section.title, section.note) == ("Last 30 days", None)
+    assert "in the" not in digest.headline(Target.of(story_warehouse), "w")
+
+
+@pytest.mark.parametrize(
+    ("days", "text"),
+    [(1, "1 day"), (1.01, "1 day"), (2.5, "2.5 days"), (29.99, "29.9 days"), (0.5, "12 hours")],
+)
+def test_a_span_is_never_said_longer_than_watched(days: float, text: str) -> None:
+    assert report.span_text(days) == text
+    assert report.span_text(0.01) == "less than an hour"
