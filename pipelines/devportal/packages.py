@@ -24,7 +24,7 @@ from devportal.errors import DevportalError, causes, first_line
 from devportal.errors import PackageSetAside as PackageSetAside
 from devportal.pipeline import LOAD_WORKERS, open_pipeline, pipelines_dir
 from devportal.target import Target
-from devportal.warehouse import Draft, quote_ident
+from devportal.warehouse import Draft, fit, quote_ident
 
 log = logging.getLogger("devportal.packages")
 
@@ -192,6 +192,7 @@ def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | N
     load_id = load_ids[0]
     warehouse = target.warehouse
     if target.snapshot == "draft":
+        _refuse_unfit(pipeline, warehouse, load_id)
         snapshot = Snapshot.take(warehouse, load_id)
         try:
             with _said_once():
@@ -228,6 +229,67 @@ def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | N
     if schema_snapshot is not None:
         schema_snapshot.drop()
     _drop_superseded_schemas(pipeline)
+
+
+def _package_tables(pipeline: Any, load_id: str, cap: int) -> dict[str, tuple[int, int]]:
+    """{table: (columns, rows)} of the package's tables wide enough to exceed CAP (`fit`):
+    columns from the package's schema, rows counted in its job files (only for those)."""
+    import gzip
+
+    from dlt.common.storages.load_storage import ParsedLoadJobFileName
+
+    # dlt has no public call listing a package's job files: its load storage (private) does
+    storage = pipeline._get_load_storage().normalized_packages
+    schema = storage.load_schema(load_id)
+    tables: dict[str, tuple[int, int]] = {}
+    for job in storage.list_new_jobs(load_id):
+        parsed = ParsedLoadJobFileName.parse(os.path.basename(job))
+        name = parsed.table_name
+        columns = len(schema.get_table_columns(name)) if name in schema.tables else 0
+        if not fit.may_not_fit(columns, cap):
+            continue
+        path = storage.storage.make_full_path(job)
+        if parsed.file_format == "parquet":
+            import pyarrow.parquet as pq
+
+            rows = pq.ParquetFile(path).metadata.num_rows
+        else:
+            with open(path, "rb") as raw:
+                gzipped = raw.read(2) == b"\x1f\x8b"
+            rows = 0
+            with gzip.open(path, "rb") if gzipped else open(path, "rb") as lines:
+                for block in iter(lambda: lines.read(1 << 20), b""):
+                    rows += block.count(b"\n")
+        before = tables.get(name, (columns, 0))[1]
+        tables[name] = (columns, before + rows)
+    return tables
+
+
+def _refuse_unfit(pipeline: Any, warehouse: str | Path, load_id: str) -> None:
+    """Refuse, before anything loads, a package a table of which is too wide for DuckDB's
+    memory cap (`warehouse.fit`): set aside, with the setting and a value that fits."""
+    from devportal.config import resolve_load
+
+    limit = resolve_load().duckdb_memory_limit
+    cap = fit.cap_bytes(limit)
+    if cap is None:
+        return
+    refused = fit.unfit(_package_tables(pipeline, load_id, cap), cap)
+    if refused is None:
+        return
+    reason = (
+        f"table {refused.table} has {refused.columns:,} columns and {refused.rows:,} rows, about "
+        f"{-(-refused.need // 10**6):,} MB to load in DuckDB, more than duckdb_memory_limit "
+        f'({limit}) allows: set duckdb_memory_limit = "{refused.setting()}" in '
+        "[sources.devportal] and sync again"
+    )
+    where = set_aside(pipeline, warehouse, load_id, reason)
+    raise PackageSetAside(
+        f"run {load_id} was not loaded: {reason}. The warehouse is as it was; the next sync "
+        f"reads the rows again. Its data is kept in {where}; `devportal packages discard "
+        f"{load_id}` deletes it",
+        load_id,
+    )
 
 
 def _drop_ledger(pipeline: Any, load_id: str) -> None:

@@ -588,8 +588,8 @@ def test_the_load_fits_a_tight_memory_cap_and_one_that_cannot_fit_is_one_line(
 ) -> None:
     """DuckDB cannot spill the 32 MiB buffer each JSON-lines read holds: with a package's jobs
     loading side by side, four of them overflowed the 128 MB default cap (dlt then retried,
-    printing tracebacks). One job at a time fits a 48 MB cap; a cap below one buffer fails in
-    one line naming the setting, the warehouse as it was."""
+    printing tracebacks). One job at a time fits a 48 MB cap; a cap below one buffer is refused
+    before the load starts, in one line naming the setting, the warehouse as it was."""
     warehouse = tmp_path / "wh" / "warehouse.duckdb"
     with HostileApi(per_page=5000) as api:
         api.subscriptions = [subscription(i) for i in range(1, 2001)]
@@ -612,6 +612,8 @@ def test_the_load_fits_a_tight_memory_cap_and_one_that_cannot_fit_is_one_line(
         assert result.code == 1
         line = one_line_error(result)
         assert result.err.strip() == line
-        assert "Out of Memory" in line and "duckdb_memory_limit" in line and "16MB" in line, line
-        assert "the warehouse is as it was before the run" in line
+        # refused before it starts (`warehouse.fit`): the setting and a value that fits
+        assert "was not loaded" in line and "duckdb_memory_limit" in line and "16MB" in line, line
+        assert "Out of Memory" not in line
+        assert "the warehouse is as it was" in line.lower()
         assert dump(warehouse) == before

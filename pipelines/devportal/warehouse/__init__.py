@@ -7,12 +7,13 @@ the file open read-only at any time. dlt keeps its state for a warehouse in
 warehouse; this package knows nothing of dlt. Every problem with the file is one line with the
 cause and the fix.
 
-One job per module, imports running one way (paths <- connection <- draft <- lock):
+One job per module, imports running one way (paths <- connection <- draft <- lock; fit alone):
 
     paths       name rules, the folder, what is wrong with a path or with the disk under it
     connection  opening it with DuckDB (`open_duckdb`, `connect`), DuckDB's refusals; quoting
     draft       the copy a writer changes and publishes with one rename; the shared guard lock
     lock        `warehouse_lock`, the writers' lock, and `looks_busy`
+    fit         whether a load's tables fit DuckDB's memory cap, known before it starts
 
 The OS's locks come from `devportal.filelock` (fcntl; msvcrt on Windows, see docs/platforms.md).
 Callers use the names below (`from devportal.warehouse import warehouse_lock`).
