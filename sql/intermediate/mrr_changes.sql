@@ -13,9 +13,14 @@
 --   not a movement.
 -- `movement` (the published MRR convention: dbt's mrr-playbook, ChartMogul; mrr_movements
 --   says where devportal differs):
---   'new': a spell starts, none ended here, and the subscription had none before (first use
---     seen; a subscription first seen at a later sync is new at that sync);
---   'reactivated': a spell starts after a gap in its use (it churned and came back);
+--   'new': a spell starts, none ended here, and it is no win-back: a subscription's first use
+--     (one first seen by a later sync than the first starts at its estimated first paid
+--     instant, subscription_spells), or a use that starts again without one (listed again
+--     after a sweep missed it);
+--   'reactivated': a win-back starts (subscription_spells.start_kind 'win_back': it lapsed at
+--     its `expires_at` and came back, at its estimated comeback): the same subscriptions, at
+--     the same times, as subscription_events' win-back `reactivated` events and reactivations'
+--     `won_back` (docs/analytics.md, "Win-backs"; sql/tests/win_back_events_match_mrr_changes);
 --   'churned': a spell ends and none follows (its use ran out at `expires_at`, or it was no
 --     longer listed); the amount lost is `amount_before`;
 --   'expansion' / 'contraction': the billing period changed (monthly <-> yearly, or from or to
@@ -35,21 +40,14 @@ with clock as (
     from analytics.as_of
 ),
 
-firsts as (
-    select
-        subscription_id,
-        min(spell_start) as first_start
-    from analytics.mrr_spells
-    group by subscription_id
-),
-
 starts as (
     select
         subscription_id,
         service_id,
         spell_start as changed_at,
         period as period_after,
-        mrr_amount as amount_after
+        mrr_amount as amount_after,
+        start_kind
     from analytics.mrr_spells
 ),
 
@@ -70,6 +68,7 @@ changes as (
         coalesce(starts.changed_at, ends.changed_at) as changed_at,
         ends.period_before,
         starts.period_after,
+        starts.start_kind,
         ends.subscription_id is not null as had_spell,
         starts.subscription_id is not null as has_spell,
         case when ends.subscription_id is null then 0 else ends.amount_before end
@@ -96,8 +95,8 @@ final as (
         changes.amount_after,
         changes.amount_before is not null and changes.amount_after is not null as is_priced,
         case
-            when not changes.had_spell and changes.changed_at = firsts.first_start then 'new'
-            when not changes.had_spell then 'reactivated'
+            when not changes.had_spell and changes.start_kind = 'win_back' then 'reactivated'
+            when not changes.had_spell then 'new'
             when not changes.has_spell then 'churned'
             when changes.period_before <> changes.period_after
                 and changes.amount_after > changes.amount_before
@@ -110,7 +109,6 @@ final as (
         end as movement
     from changes
     cross join clock
-    inner join firsts on firsts.subscription_id = changes.subscription_id
     where changes.changed_at <= clock.as_of
 )
 

@@ -2,33 +2,35 @@
 --
 -- Grain: one row per (subscription_id, spell_start): consecutive, non-overlapping stretches
 -- [spell_start, spell_end) of a live subscription's use, each with one billing period and one
--- price. A subscription counts while it is usable, exactly as daily_subscribers counts it: from
--- the sync that saw a version until the version was replaced or its use ran out
--- (subscription_versions.usable_until: its own `expires_at`, or the next version's if later),
--- so a canceled subscription counts until its `expires_at` (churn at period end), and one no
--- longer listed stops at the sweep that missed it. Those stretches are cut where the billing
--- segment changes (billing_segments: a time t is in the segment with segment_start <= t <
--- segment_end) and where the price of its period changes (price_timeline), so each row has
--- one `period` and one `mrr_amount`.
+-- price. A subscription counts while it is usable, exactly as daily_subscribers counts it:
+-- subscription_spells (from its first paid instant as the syncs revealed it, a start between
+-- two syncs at its estimated time; until a version was replaced or its use ran out, a canceled
+-- subscription until its `expires_at` (churn at period end), a lapse before a win-back at its
+-- `expires_at`, one no longer listed at the sweep that missed it). Those stretches are cut
+-- where the billing segment changes (billing_segments: a time t is in the segment with
+-- segment_start <= t < segment_end) and where the price of its period changes
+-- (price_timeline), so each row has one `period` and one `mrr_amount`.
 -- `period`: the segment's (billing_segments.period); `segment_end`: that segment's expiry.
 -- `mrr_amount`: the monthly-normalised price after the revenue share of that period then
 --   (price_timeline.mrr_amount; yearly / 12), decimal(18, 6); NULL where no price is set.
 -- `price_valid_from`: the price row's `valid_from` (NULL for the flat keys or no price).
+-- `start_kind`: on the row where a start of use begins, subscription_spells' ('new' or
+--   'win_back'); NULL on every other row (a continuation, or a cut).
+-- `estimated_until`: the end of the row's part that rests on an estimated start
+--   (subscription_spells.estimated_until, within the row), NULL when none does.
 --
 -- @test unique(subscription_id, spell_start)
 -- @test not_null(subscription_id, spell_start, spell_end, period)
 
 with usable_spells as (
     select
-        id as subscription_id,
+        subscription_id,
         service_id,
-        valid_from as used_from,
-        case
-            when valid_to is null then usable_until
-            else least(valid_to, usable_until)
-        end as used_until
-    from analytics.subscription_versions
-    where not is_test and usable_until > valid_from
+        spell_start as used_from,
+        spell_end as used_until,
+        estimated_until as estimated_to,
+        start_kind as use_start_kind
+    from analytics.subscription_spells
 ),
 
 segmented as (
@@ -37,6 +39,9 @@ segmented as (
         usable_spells.service_id,
         greatest(usable_spells.used_from, segments.segment_start) as segment_used_from,
         least(usable_spells.used_until, segments.segment_end) as segment_used_until,
+        usable_spells.used_from,
+        usable_spells.estimated_to,
+        usable_spells.use_start_kind,
         segments.segment_end,
         segments.period
     from usable_spells
@@ -55,7 +60,10 @@ priced as (
         segmented.period,
         segmented.segment_end,
         timeline.mrr_amount,
-        timeline.valid_from as price_valid_from
+        timeline.valid_from as price_valid_from,
+        segmented.used_from,
+        segmented.estimated_to,
+        segmented.use_start_kind
     from segmented
     inner join analytics.price_timeline as timeline
         on timeline.period = segmented.period
@@ -64,7 +72,19 @@ priced as (
 ),
 
 final as (
-    select *
+    select
+        subscription_id,
+        service_id,
+        spell_start,
+        spell_end,
+        period,
+        segment_end,
+        mrr_amount,
+        price_valid_from,
+        case when spell_start = used_from then use_start_kind end as start_kind,
+        case
+            when spell_start < estimated_to then least(spell_end, estimated_to)
+        end as estimated_until
     from priced
     where spell_start < spell_end
 )

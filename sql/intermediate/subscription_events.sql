@@ -2,14 +2,22 @@
 --
 -- Grain: one row per (subscription_id, event_type, event_at). Live subscriptions only.
 -- Events are read from consecutive versions, so `event_at` is when a sync first saw the change
--- (the change happened between that sync and the previous one), except `expired`.
+-- (the change happened between that sync and the previous one), except `expired` and a
+-- win-back's `reactivated`.
 -- Statuses are the treatments of subscription_versions.status: a status the spec does not show
 -- acts as what `[analytics] status_map` maps it to (trialing = "active": a trialing
 -- subscription renews, cancels and reactivates as an active one), else as 'other'.
 -- `new`: the first version of a subscription (first listed).
 -- `canceled`: status canceled where the previous version's was not (active, or other: a
 --   past_due subscription that is then canceled was canceled then).
--- `reactivated`: status active where the previous version was canceled.
+-- `reactivated`: status active where the previous version was canceled. `is_win_back`: it came
+--   after a lapse (subscription_spells.start_kind 'win_back': the canceled version's
+--   `expires_at` passed and the subscription was not usable until it came back; the one
+--   definition, docs/analytics.md "Win-backs"); its `event_at` is then the estimated comeback
+--   (subscription_spells.spell_start: the new `expires_at` minus its period, between the
+--   expiry or the sync before the one that saw it, whichever is later, and that sync), the
+--   time mrr_changes has its 'reactivated' movement at. Otherwise it is a save (changed their
+--   mind before the paid period ran out: no use was lost) at the sync that saw it.
 -- `renewed`: `expires_at` moved later while active (active before or after the change: a
 --   subscription that renewed and then canceled between two syncs renewed while active). An
 --   expiry that moves while 'other' is no renewal event (monthly_renewals still sees it).
@@ -17,6 +25,8 @@
 --   `expires_at`. This is churn. A subscription that expired and came back is active now and
 --   has no expired event: its churn was undone. An 'other' status never churns: one whose
 --   `expires_at` passed is no longer usable, and not churn either (it may yet renew).
+-- `seen_at`: the sync whose version shows the event (valid_from): `event_at` but for `expired`
+--   (the sync that saw the last, canceled version) and a win-back (the sync that saw it back).
 -- `is_initial_load`: `event_at` <= the first sync (as_of.first_sync_at): backfill describing the
 --   past, not news. The first sync's `new` events and expiries before it are backfill.
 -- `event_month`: the calendar month (its first instant) the event counts in, for every monthly
@@ -29,6 +39,7 @@
 --
 -- @test unique(subscription_id, event_type, event_at)
 -- @test not_null(subscription_id, event_type, event_at, is_initial_load, event_month)
+-- @test not_null(seen_at, is_win_back)
 -- @test accepted_values(event_type: new, canceled, reactivated, renewed, expired)
 
 with first_listings as (
@@ -39,7 +50,9 @@ with first_listings as (
         'new' as event_type,
         valid_from as event_at,
         expires_at,
-        null::timestamp as previous_expires_at
+        null::timestamp as previous_expires_at,
+        valid_from as seen_at,
+        false as is_win_back
     from analytics.subscription_versions
     where not is_test and version_number = 1
 ),
@@ -51,21 +64,32 @@ cancellations as (
         'canceled' as event_type,
         valid_from as event_at,
         expires_at,
-        previous_expires_at
+        previous_expires_at,
+        valid_from as seen_at,
+        false as is_win_back
     from analytics.subscription_versions
     where not is_test and status = 'canceled' and previous_status <> 'canceled'
 ),
 
 reactivations as (
     select
-        id,
-        service_id,
+        versions.id,
+        versions.service_id,
         'reactivated' as event_type,
-        valid_from as event_at,
-        expires_at,
-        previous_expires_at
-    from analytics.subscription_versions
-    where not is_test and status = 'active' and previous_status = 'canceled'
+        coalesce(win_backs.spell_start, versions.valid_from) as event_at,
+        versions.expires_at,
+        versions.previous_expires_at,
+        versions.valid_from as seen_at,
+        win_backs.subscription_id is not null as is_win_back
+    from analytics.subscription_versions as versions
+    left join analytics.subscription_spells as win_backs
+        on win_backs.subscription_id = versions.id
+        and win_backs.version_number = versions.version_number
+        and win_backs.start_kind = 'win_back'
+    where
+        not versions.is_test
+        and versions.status = 'active'
+        and versions.previous_status = 'canceled'
 ),
 
 renewals as (
@@ -75,7 +99,9 @@ renewals as (
         'renewed' as event_type,
         valid_from as event_at,
         expires_at,
-        previous_expires_at
+        previous_expires_at,
+        valid_from as seen_at,
+        false as is_win_back
     from analytics.subscription_versions
     where
         not is_test
@@ -90,7 +116,9 @@ expiries as (
         'expired' as event_type,
         live_versions.expires_at as event_at,
         live_versions.expires_at,
-        live_versions.previous_expires_at
+        live_versions.previous_expires_at,
+        live_versions.valid_from as seen_at,
+        false as is_win_back
     from analytics.subscription_versions as live_versions
     cross join analytics.as_of as clock
     where
@@ -120,6 +148,8 @@ final as (
         all_events.event_at,
         all_events.expires_at,
         all_events.previous_expires_at,
+        all_events.seen_at,
+        all_events.is_win_back,
         all_events.event_at <= clock.first_sync_at as is_initial_load,
         date_trunc(
             'month',

@@ -10,6 +10,15 @@
 --   `expires_at` (churn at period end, as ChartMogul counts it). Summed in decimal, to 6
 --   decimals. NULL without prices, and on a day some usable subscription has no price (before
 --   the first `valid_from` of its period in a prices_file).
+--   A subscription first seen by a sync after the first one counts from its estimated first
+--   paid instant and a win-back from its estimated comeback (subscription_spells, as in
+--   daily_subscribers), so MRR moves on the days subscriptions started, not on the sync days.
+-- `estimated_mrr`: the part of `mrr` that rests on an estimated start: the amounts of the
+--   subscriptions counted at `snapshot_at` only because their start (first paid instant or
+--   win-back) was placed before the sync that first saw it (mrr_spells.estimated_until; the
+--   subscriptions of daily_subscribers.estimated_usable). 0 on the first day and on the last
+--   (as_of); mrr - estimated_mrr is the MRR of what the syncs had seen by then. NULL when
+--   `mrr` is.
 -- `subscribers`: the live subscriptions usable at `snapshot_at` (= daily_subscribers.usable).
 -- `paying_users`: distinct users (`service_id`) with such a subscription, leaving out those
 --   whose every one is priced 0 (without prices: every user with one).
@@ -52,6 +61,30 @@ changes_by_day as (
         ) as subscribers_delta
     from analytics.mrr_changes
     group by day
+),
+
+estimated_by_day as (
+    -- the estimated part of each spell adds its amount at its start and takes it away when a
+    -- sync saw the subscription
+    select
+        greatest((edges.changed_at - interval 1 microsecond)::date, clock.first_day) as day,
+        sum(edges.amount) as estimated_delta
+    from (
+        select
+            spell_start as changed_at,
+            coalesce(mrr_amount, 0) as amount
+        from analytics.mrr_spells
+        where estimated_until is not null
+        union all
+        select
+            estimated_until as changed_at,
+            -coalesce(mrr_amount, 0) as amount
+        from analytics.mrr_spells
+        where estimated_until is not null
+    ) as edges
+    cross join clock
+    where edges.changed_at <= clock.as_of
+    group by 1
 ),
 
 user_changes as (
@@ -116,10 +149,12 @@ running as (
         sum(coalesce(changes_by_day.mrr_delta, 0)) over by_day as mrr_sum,
         sum(coalesce(changes_by_day.unpriced_delta, 0)) over by_day as unpriced,
         sum(coalesce(changes_by_day.subscribers_delta, 0)) over by_day as subscribers,
-        sum(coalesce(users_by_day.users_delta, 0)) over by_day as paying_users
+        sum(coalesce(users_by_day.users_delta, 0)) over by_day as paying_users,
+        sum(coalesce(estimated_by_day.estimated_delta, 0)) over by_day as estimated_sum
     from snapshots
     left join changes_by_day on changes_by_day.day = snapshots.day
     left join users_by_day on users_by_day.day = snapshots.day
+    left join estimated_by_day on estimated_by_day.day = snapshots.day
     window by_day as (order by snapshots.snapshot_at nulls first rows unbounded preceding)
 ),
 
@@ -137,7 +172,11 @@ final as (
                 then cast(running.mrr_sum as double)
                 / nullif(cast(running.paying_users as double), 0)
         end as arpu,
-        case when book.has_prices then book.currency end as currency
+        case when book.has_prices then book.currency end as currency,
+        case
+            when book.has_prices and running.unpriced = 0
+                then cast(running.estimated_sum as double)
+        end as estimated_mrr
     from running
     cross join analytics.price_book as book
 )

@@ -4,13 +4,20 @@
 -- to the month of as_of (a reactivation is a change between two syncs, so none is seen before):
 -- the months of month_spine from the first sync's on.
 -- A reactivation is a `reactivated` event of subscription_events (status active where the
--- previous version was canceled), in the month of its `event_at`, when a sync first saw it
--- (`event_month`: a sync at 00:00:00 on the 1st saw what happened in the month before).
--- `saved`: seen before the canceled version's `expires_at` (the event's `previous_expires_at`):
---   the subscriber changed their mind while the paid period still ran, no use was lost.
--- `won_back`: seen at or after that expiry: the subscription had lapsed and came back (or the
---   expiry is unknown). Judged by when the sync saw it: a save that the next sync only saw
---   after the expiry counts as won back, so sparse syncs undercount saves.
+-- previous version was canceled), in the month of its `event_month` (a time at 00:00:00 on the
+-- 1st counts in the month before).
+-- `won_back`: win-backs (the event's `is_win_back`, the one definition of docs/analytics.md
+--   "Win-backs", written in subscription_spells): the subscription lapsed (its canceled
+--   version's `expires_at` passed, and either the sync before the comeback's saw it expired or
+--   its new paid period began after that expiry) and came back; counted in the month of its
+--   estimated comeback, when mrr_changes has its 'reactivated' movement (so `won_back` > 0 in
+--   exactly the months mrr_movements has reactivated MRR, prices set and not 0:
+--   sql/tests/reactivations_won_back_match_win_back_events, win_back_events_match_mrr_changes,
+--   mrr_movements_reactivated_match_win_backs).
+-- `saved`: every other reactivation: the subscriber changed their mind before the paid period
+--   ran out (or the sync saw the comeback before the expiry, or the new paid period ran on from
+--   it: renewed at the expiry after a save, however late a sync saw it; or the expiry is
+--   unknown), no use was lost, no MRR moved; in the month of the sync that saw it.
 -- `reactivated`: saved + won_back, the month's `reactivated` events.
 -- `is_complete`: the month ended at or before as_of.
 --
@@ -30,7 +37,7 @@ monthly_reactivations as (
     select
         event_month as month_start,
         count(*) as reactivated,
-        count(*) filter (where event_at < previous_expires_at) as saved
+        count(*) filter (where not is_win_back) as saved
     from analytics.subscription_events
     where event_type = 'reactivated'
     group by event_month
