@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from devportal.status import where
 
     target = options.target(args)
+    options.figures_current(args, target)
     text = headline(target, where(target))
     options.say(args, text)
     hooks = None if args.no_post else configured()

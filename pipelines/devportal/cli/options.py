@@ -81,6 +81,52 @@ def build_models(args: argparse.Namespace, target: Target, *, after_sync: bool =
         tell(args, models.summary_line(summary, reasons=shows_detail(args)))
 
 
+def figures_current(args: argparse.Namespace, target: Target) -> None:
+    """Before a command prints figures (`report`, `digest`): when the settings the models use
+    (the price book, the status map) differ from those they were built with
+    (`models.differences`), rebuild them (recorded as `devportal models` records a build); when the warehouse cannot be written now (another run holds it, no
+    permission), one warning on stderr: what differs and the command that applies it. The
+    figures are then read as built. The rebuild's line goes to stderr, at a terminal or with
+    --verbose: a report's stdout stays its figures, a cron's digest stays quiet."""
+    from devportal import engines, models
+    from devportal.errors import ConfigError, DevportalError, first_line
+
+    if target.engine is None:
+        return
+    try:
+        with engines.connect(target, read_only=True) as engine:
+            differ = models.differences(engine)
+    except ConfigError as err:  # a broken setting: the figures as built, and why not newer
+        warn(f"{err}; the figures use the settings of their last build")
+        return
+    except DevportalError:
+        return  # the figures' own read says what is wrong with the warehouse
+    if not differ:
+        return
+    changed = "; ".join(differ)
+    try:
+        models.build(target)
+    except DevportalError as err:
+        warn(
+            f"the figures use the settings of their last build, not those set now ({changed}); "
+            f"`devportal models` applies them (not now: {first_line(err)})"
+        )
+        return
+    from devportal import runlog
+    from devportal.alerts.events import check_churn
+
+    runlog.record_models_built(target)
+    check_churn(target)
+    # on stderr: the command's output (a report's JSON) stays only the figures
+    if verbosity(args) >= VERBOSE or is_terminal(sys.stderr):
+        print(f"devportal: models rebuilt with the settings set now ({changed})", file=sys.stderr)
+
+
+def warn(text: str) -> None:
+    """A warning in one line on stderr, --quiet included (what a scheduler mails)."""
+    print(f"devportal: warning: {text}", file=sys.stderr)
+
+
 def add_verbosity(parser: argparse.ArgumentParser) -> None:
     """`-q/--quiet` and `-v/--verbose` (one or the other): how much the command says."""
     group = parser.add_mutually_exclusive_group()

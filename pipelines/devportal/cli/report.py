@@ -29,5 +29,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    report.print_report(options.target(args), fmt=args.format, html=args.html)
+    target = options.target(args)
+    options.figures_current(args, target)
+    report.print_report(target, fmt=args.format, html=args.html)
     return 0

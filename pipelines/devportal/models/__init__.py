@@ -1,7 +1,7 @@
 """Runs the SQL project in `sql/` into the schema `analytics`, on DuckDB or PostgreSQL, and tests it.
 
 One job per module, imports running one way (seeds <- project <- portability <- engine_sql <-
-checks <- build):
+checks <- build <- applied):
 
     seeds        the tables written from settings at every build (`analytics.status_map`)
     project      reading `sql/staging`, `sql/intermediate`, `sql/marts`: headers, directives, order
@@ -10,10 +10,12 @@ checks <- build):
     checks       data tests: the header and seed tests, and the reconciliations in `sql/tests/`
     build        the runner: whole or nothing (the draft or one transaction), the memory cap,
                  `build`, `build_after_load`
+    applied      whether the models were built with the settings as they are now (`differences`)
 
 Callers use the names below (`from devportal import models; models.build(...)`).
 """
 
+from devportal.models.applied import differences
 from devportal.models.build import (
     CAP_MB_PER_VERSION,
     MEMORY_FLOOR_MB,
@@ -78,6 +80,7 @@ __all__ = [
     "build_after_load",
     "data_test_sql",
     "data_tests",
+    "differences",
     "for_engine",
     "load_models",
     "order_models",

@@ -1,0 +1,123 @@
+"""Prices apply when set (issue 32): a price set or changed in `.dlt/config.toml` after the
+models were built is in the next `report` and `digest`, with no manual step (the models are
+rebuilt with it: `models.applied`, `cli.options.figures_current`); while the warehouse cannot
+be written the figures are those built, and one warning line says which prices differ and the
+command that applies them. Real sandbox, the real CLI in its own process in a project folder,
+on DuckDB and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from devportal.models.applied import seed_differences
+from devportal.models.seeds import price_seeds, status_map_seed
+from devportal.prices import price_book
+from devportal.runlock import writer_lock
+from tests.helpers import OnEngine, _environ, run_devportal, sync_from
+
+
+def _config(project: Path, monthly: int | None) -> None:
+    """[analytics] prices of MONTHLY a month whatever the period (a year is 12 months), or
+    none: every usable subscription then adds MONTHLY to MRR."""
+    folder = project / ".dlt"
+    folder.mkdir(parents=True, exist_ok=True)
+    text = "[analytics]\n"
+    if monthly is not None:
+        text += (
+            f'currency = "EUR"\nprice_monthly = {monthly}\nprice_yearly = {monthly * 12}\n'
+            f"price_unknown = {monthly}\n"
+        )
+    (folder / "config.toml").write_text(text, encoding="utf-8")
+
+
+def _report(engine: OnEngine, project: Path) -> tuple[dict[str, Any], str]:
+    result = run_devportal(
+        "report", "--format", "json", *engine.argv(), env=_env(engine), cwd=project
+    )
+    assert result.code == 0, result.err
+    return json.loads(result.out), result.err
+
+
+def _env(engine: OnEngine) -> dict[str, str | None]:
+    # only the project's .dlt/ speaks: no [analytics] setting from this process's environment
+    unset: dict[str, str | None] = {
+        key: None
+        for key in ("ANALYTICS__CURRENCY", "ANALYTICS__PRICE_MONTHLY", "ANALYTICS__PRICE_YEARLY")
+    }
+    return {**unset, **engine.env}
+
+
+def test_a_price_set_after_the_build_is_in_the_next_report(
+    sandbox_factory: Any, engine: OnEngine, tmp_path: Path
+) -> None:
+    sb = sandbox_factory(subscriptions=120, users=60, seed=32)
+    with _environ(engine.env):
+        sync_from(sb, engine.warehouse, destination=engine.destination, build_models=True)
+    project = tmp_path / "project"
+    _config(project, None)
+    figures, said = _report(engine, project)
+    assert figures["mrr"] is None and figures["prices_hint"], figures
+    usable = figures["usable_subscribers"]
+    assert usable > 50
+
+    # prices set in .dlt/config.toml: the next report has them, nothing run by hand
+    _config(project, 5)
+    figures, said = _report(engine, project)
+    assert Decimal(str(figures["mrr"])) == 5 * usable, (figures["mrr"], usable)
+    assert figures["prices_hint"] is None
+    assert said == ""  # not a terminal, no --verbose: the rebuild is quiet
+
+    # changed prices, the same
+    _config(project, 7)
+    figures, _ = _report(engine, project)
+    assert Decimal(str(figures["mrr"])) == 7 * usable
+
+    # the warehouse held by another writer: the figures as built, one line saying what differs
+    _config(project, 9)
+    with _environ(engine.env), writer_lock(engine.target):
+        figures, said = _report(engine, project)
+    assert Decimal(str(figures["mrr"])) == 7 * usable
+    lines = said.strip().splitlines()
+    assert len(lines) == 1, said
+    assert lines[0].startswith("devportal: warning: the figures use the settings of their last")
+    assert "price_monthly 9 (the figures use 7)" in lines[0], lines[0]
+    assert "price_yearly 108 (the figures use 84)" in lines[0], lines[0]
+    assert "`devportal models` applies them" in lines[0], lines[0]
+
+    # the digest applies them as the report does
+    digest = run_devportal("digest", "--no-post", *engine.argv(), env=_env(engine), cwd=project)
+    assert digest.code == 0, digest.err
+    assert "MRR" in digest.out and digest.err == "", (digest.out, digest.err)
+    figures, said = _report(engine, project)
+    assert Decimal(str(figures["mrr"])) == 9 * usable and said == ""
+
+
+def test_the_differences_name_each_setting_in_an_owners_words() -> None:
+    def book(**analytics: Any) -> Any:
+        from devportal.config import AnalyticsConfig
+
+        return price_book(AnalyticsConfig(**analytics))
+
+    old = price_seeds(book(currency="EUR", price_monthly=4.99, price_yearly=49.99))
+    new = price_seeds(book(currency="USD", price_monthly=5.49, price_yearly=49.99))
+    built = {seed.name: seed.rows for seed in old}
+    said = seed_differences(built, new)
+    assert said == [
+        "price_monthly 5.49 (the figures use 4.99)",
+        "price_unknown 5.49 (the figures use 4.99)",  # unset: price_monthly's
+        "currency USD (the figures use EUR)",
+    ]
+    assert seed_differences({seed.name: seed.rows for seed in new}, new) == []
+    # prices first set, a status newly mapped, a build from before the price book
+    none = price_seeds(book())
+    said = seed_differences({seed.name: seed.rows for seed in none}, new)
+    assert "price_monthly 5.49 (the figures have none)" in said
+    mapped = status_map_seed({"paused": "canceled"})
+    said = seed_differences({"status_map": status_map_seed({}).rows}, [mapped])
+    assert said == ["status_map paused = canceled (the figures: other)"]
+    assert seed_differences({"price_book": None}, new[1:]) == [
+        "price_book (this build of the models predates it)"
+    ]
