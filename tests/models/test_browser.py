@@ -212,9 +212,7 @@ def test_the_page_fits_a_desktop_and_a_phone(
     assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
     # a line instead of a chart is one line of text, not a paragraph
     assert all(len(line) < 260 for line in noted.values()), noted
-    tiles = page.evaluate(
-        "Array.from(document.querySelectorAll('div.tile'), (t) => t.innerText)"
-    )
+    tiles = page.evaluate("Array.from(document.querySelectorAll('div.tile'), (t) => t.innerText)")
     assert tiles and all(tile.strip() for tile in tiles)
 
 

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING
 
 from devportal import numbers
 from devportal.charts.chart import Chart, _figure, _monthly
-from devportal.charts.style import ACTIVE_COLOR, _amounts, _label, _single_currency
+from devportal.charts.style import (
+    ACTIVE_COLOR,
+    _amounts,
+    _estimated,
+    _estimated_band,
+    _label,
+    _single_currency,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -30,7 +37,14 @@ def mrr_over_time(daily: pd.DataFrame) -> Figure:
     measured = daily[daily["mrr"].notna()]
     days = measured["day"].astype("datetime64[ns]")
     mrr = measured["mrr"].astype(float)
-    ax.fill_between(days, mrr, color=ACTIVE_COLOR, alpha=0.25, linewidth=0)
+    estimated = _estimated(measured, "estimated_mrr")
+    if estimated is None:
+        ax.fill_between(days, mrr, color=ACTIVE_COLOR, alpha=0.25, linewidth=0)
+    else:
+        known = mrr - estimated
+        ax.fill_between(days, known, color=ACTIVE_COLOR, alpha=0.25, linewidth=0)
+        _estimated_band(ax, days, known, mrr)
+        ax.legend(loc="lower left", frameon=False)
     ax.plot(days, mrr, color=ACTIVE_COLOR, linewidth=2)
     for at in (0, len(mrr) - 1):
         _label(
@@ -65,6 +79,13 @@ def mrr_movements(monthly: pd.DataFrame) -> Figure:
     if ax is None:
         return fig
     currency = _single_currency(monthly)
+    # a month watched only in part (to date, or from the first sync): pale, beside full ones
+    partial_start = monthly.get("is_partial_start")
+    starts = [False] * len(positions) if partial_start is None else partial_start.tolist()
+    complete = [
+        bool(done) and not bool(start)
+        for done, start in zip(monthly["is_complete"], starts, strict=True)
+    ]
     up = [0.0] * len(positions)
     down = [0.0] * len(positions)
     change = monthly[_PRICE_CHANGE[0]].astype(float).fillna(0.0)
@@ -81,7 +102,10 @@ def mrr_movements(monthly: pd.DataFrame) -> Figure:
         if not any(heights):
             continue
         base = up if is_up else down
-        ax.bar(positions, heights, bottom=base, color=color, label=label, width=0.7)
+        bars = ax.bar(positions, heights, bottom=base, color=color, label=label, width=0.7)
+        for bar, done in zip(bars, complete, strict=True):
+            if not done:
+                bar.set_alpha(0.45)
         for i, height in enumerate(heights):
             base[i] += height
     net = monthly["net_change"].astype(float).fillna(0.0).tolist()

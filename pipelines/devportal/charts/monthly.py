@@ -110,8 +110,8 @@ def monthly_churn(monthly: pd.DataFrame) -> Figure:
         )
     elif not measured:
         notes.append("churn rate: no full month watched yet; the month to date's is so far")
-    for days in so_far:
-        if days is not None:
+    for days, is_estimate in zip(so_far, estimate, strict=True):
+        if days is not None and not is_estimate:
             notes.append(
                 f"the month to date has run {days} day{'' if days == 1 else 's'}: its churn is "
                 "not comparable with a full month's"

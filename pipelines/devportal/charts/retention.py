@@ -24,9 +24,10 @@ if TYPE_CHECKING:
 
 
 def cohort_label(cohort: str, month: date, is_backfill: bool, size: int) -> str:
-    """A cohort's row label: its month and its size; the subscriptions already there at the
-    first sync are named so (they started at unknown times before it), not as a month."""
-    name = "already there at the first sync" if is_backfill else str(cohort)
+    """A cohort's row label: its month (for the first sync's backfill, that sync's month and
+    `backfill`) and its size. The heat map labels only the cohorts first seen after the first
+    sync so; it names the first sync's subscriptions in words, on a strip of their own."""
+    name = f"{month:%Y-%m} backfill" if is_backfill else str(cohort)
     return f"{name} (n={numbers.count(size)})"
 
 
@@ -123,6 +124,7 @@ def cohort_retention(cohorts: pd.DataFrame) -> Figure:
         bottom.set_xlabel("months since the month first seen (* month not over yet)")
         bottom.set_title("First seen after the first sync, by month", fontsize=9)
     fig.suptitle(COHORT_RETENTION.title, fontsize="large")
+    assert image is not None  # a row of either kind: the chart needs a month end
     bar = fig.colorbar(image, ax=axes, fraction=0.04, pad=0.02)
     bar.set_label("still usable")
     bar.ax.yaxis.set_major_formatter(_percent_formatter())

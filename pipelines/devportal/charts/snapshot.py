@@ -19,6 +19,8 @@ from devportal.charts.style import (
     CANCELED_COLOR,
     MUTED_COLOR,
     _counts,
+    _estimated,
+    _estimated_band,
     _label,
 )
 
@@ -53,6 +55,10 @@ def usable_over_time(daily: pd.DataFrame) -> Figure:
         colors=[color for _, _, color in bands],
         alpha=0.9,
     )
+    estimated = _estimated(daily, "estimated_usable")
+    if estimated is not None:
+        totals = sum(values.astype(float) for values, _, _ in bands)
+        _estimated_band(ax, days, totals - estimated, totals)
     total = sum(float(values.iloc[-1]) for values, _, _ in bands)
     _label(ax, days.iloc[-1], total, numbers.count(total))
     ax.set_ylabel("subscribers")

@@ -83,6 +83,29 @@ def _fit_rates(ax: Any, rates: Any) -> None:
     )
 
 
+# The label of the part of a day's figure resting on an estimated start: a subscription first
+# seen at a sync started between it and the sync before, on a day the models estimate.
+ESTIMATED_LABEL = "estimated: started between two syncs, start day estimated"
+
+
+def _estimated(frame: pd.DataFrame, column: str) -> pd.Series | None:
+    """The part of each row's figure resting on an estimated start (COLUMN, when the query
+    gives it), as floats; None when there is none to set apart."""
+    if column not in frame:
+        return None
+    values = frame[column].astype(float).fillna(0.0)
+    return values if float(values.abs().sum()) > 0 else None
+
+
+def _estimated_band(ax: Any, days: Any, low: Any, high: Any) -> None:
+    """The band from LOW to HIGH over DAYS hatched and pale: the part of a figure that rests on
+    an estimate (`ESTIMATED_LABEL`), set apart from what the syncs saw."""
+    ax.fill_between(
+        days, low, high, facecolor="white", edgecolor=MUTED_COLOR, hatch="///", alpha=0.6,
+        linewidth=0, label=ESTIMATED_LABEL,
+    )  # fmt: skip
+
+
 def _single_currency(frame: pd.DataFrame) -> str | None:
     if "currency" not in frame:
         return None

@@ -72,7 +72,7 @@ div.tile .part strong {{ color: #222; font-variant-numeric: tabular-nums; }}
 div.tile.wide {{ grid-column: span 2; }}
 table {{ border-collapse: collapse; margin: 1rem 0 2rem; max-width: 100%; }}
 td {{ padding: 0.2rem 1.2rem 0.2rem 0; overflow-wrap: anywhere; }}
-td.value {{ text-align: right; font-variant-numeric: tabular-nums; }}
+td.value {{ text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }}
 td.note {{ text-align: left; }}
 td.needs {{ color: #666; font-size: 0.85rem; padding-left: 2.4rem; }}
 tr.section td {{ font-weight: 600; padding-top: 0.8rem; }}
@@ -251,7 +251,10 @@ def _forecast_parts(values: Mapping[str, Any], currency: str | None) -> tuple[Pa
     neither)."""
 
     def money(amount: Any, signed: bool = False) -> str:
-        return numbers.money(float(amount), currency, signed=signed, cents=None)
+        # one unit on a narrow tile: the code and the amount kept together
+        return numbers.money(float(amount), currency, signed=signed, cents=None).replace(
+            " ", "\u00a0"
+        )
 
     parts = []
     low, high = values.get("forecast_30d_mrr_low"), values.get("forecast_30d_mrr_high")
