@@ -26,8 +26,8 @@ from devportal.cli import main
 from tests.models.browser import (
     Browser,
     Page,
-    find_chromedriver,
     cut,
+    find_chromedriver,
     find_chromium,
     images,
     layout,

@@ -89,7 +89,7 @@ def _note(ax: Any, *lines: str) -> None:
         return
     figure = ax.get_figure()
     before = ax.get_title()
-    if getattr(figure, "_suptitle", None) is None:
+    if not figure.get_suptitle():
         # the first note: the chart's title becomes the figure's
         figure.suptitle(before, fontsize="large")
         before = ""
