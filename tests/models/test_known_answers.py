@@ -242,6 +242,8 @@ EXPECTED_FIGURES = {
     "expiring_30d": 7,
     "expiring_30d_renewing": 6,
     "expiring_30d_churning": 1,
+    # the last 30 days, (02-03, 03-05]: 49 days watched since the first sync, so all 30
+    "window_days": 30,
     "new_30d": 2,  # 11 (T2) and 12 (T3); the first sync's backfill is before the window anyway
     "canceled_30d": 3,  # 5 and 6 (T2), 8 (T3)
     "churned_30d": 2,  # 5 (02-05) and 12 (03-03)
@@ -260,6 +262,7 @@ EXPECTED_FIGURES = {
     "top_churn_platform_churn_rate": 0.5,
     # no prices set in the story: every money figure null, and the line saying how to set them
     **dict.fromkeys(report._MONEY_KEYS),
+    "forecast_30d_mrr_scope": None,
     "prices_hint": charts.PRICES_HINT,
 }
 

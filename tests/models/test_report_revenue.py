@@ -1,6 +1,8 @@
 """The report's revenue block in every format: with prices, amounts with thousands separators
 and the currency, the basis (gross or net) in the title, JSON and CSV the exact numbers; without
-prices, every money figure null and one line saying how to set them, not an error.
+prices, every money figure null and one line saying how to set them, not an error. Amounts are
+exact at the currency's minor unit everywhere (a model's 12345.678 is 12345.68 in JSON, CSV and
+the table alike).
 
 The figures with prices are a row as `report.collect` reads it from report_figures (the models'
 amounts are tested by the revenue known answers); the row without prices is the known-answer
@@ -34,7 +36,17 @@ MONEY = {
     "last_full_month_mrr_reactivated": 0.0,
     "last_full_month_mrr_net_change": -12.25,
     "forecast_30d_mrr": 12000.0,
+    "forecast_30d_mrr_low": 11900.004,
+    "forecast_30d_mrr_high": 12100.5,
+    "forecast_30d_new_mrr": 1480.125,
     "mrr_month_before": 11000.0,
+}
+# MONEY as JSON gives it: each amount rounded half up to the cent
+EXACT = MONEY | {
+    "mrr": 12345.68,
+    "arr": 148148.14,
+    "forecast_30d_mrr_low": 11900.0,
+    "forecast_30d_new_mrr": 1480.13,
 }
 TEXTS = {
     "mrr": "EUR 12,345.68",
@@ -46,6 +58,9 @@ TEXTS = {
     "last_full_month_mrr_reactivated": "EUR 0.00",
     "last_full_month_mrr_net_change": "-EUR 12.25",
     "forecast_30d_mrr": "EUR 12,000.00",
+    "forecast_30d_mrr_low": "EUR 11,900.00",
+    "forecast_30d_mrr_high": "EUR 12,100.50",
+    "forecast_30d_new_mrr": "EUR 1,480.13",
     "mrr_month_before": "EUR 11,000.00",
 }
 TITLE = "Revenue (net of the platform's share, EUR)"
@@ -68,8 +83,13 @@ def _priced() -> report.ReportFigures:
 
 
 def test_json_has_the_money_keys_at_the_top_level_exactly() -> None:
-    figures = json.loads(report.format_json(_priced()))
-    assert {key: figures[key] for key in MONEY} == MONEY
+    text = report.format_json(_priced())
+    figures = json.loads(text)
+    assert {key: figures[key] for key in MONEY} == EXACT
+    # the digits as written: exactly two decimals, never a float's repr
+    assert '"mrr": 12345.68,' in text and '"ltv": 1234567.00,' in text
+    assert '"last_full_month_mrr_reactivated": 0.00,' in text
+    assert figures["forecast_30d_mrr_scope"] == report.FORECAST_SCOPE
     assert figures["prices_hint"] is None
     assert figures["not_measurable_yet"] == {}
 
@@ -87,7 +107,7 @@ def test_people_read_amounts_with_separators_and_the_currency() -> None:
     assert f"| **{display.markdown_cell(TITLE)}** | |" in markdown
     assert f"| {shown['mrr']} | EUR 12,345.68 |" in markdown
     rows = {r["metric"]: r["value"] for r in csv.DictReader(io.StringIO(report.format_csv(priced)))}
-    assert rows["mrr"] == "12345.678" and rows["currency"] == "EUR" and rows["prices_hint"] == ""
+    assert rows["mrr"] == "12345.68" and rows["currency"] == "EUR" and rows["prices_hint"] == ""
 
 
 def test_the_page_leads_with_the_mrr_tile_and_its_change() -> None:

@@ -3,7 +3,8 @@ and on PostgreSQL, then the "last 30 days" figures, the digest and the forecast'
 part, each counted over the one day watched or "not measurable yet", never a short count
 beside a long one.
 
-The story, sandbox clock, prices EUR 4.99 a month and 49.99 a year:
+The story, sandbox clock, prices EUR 3.33 a month and 33.33 a year (a price whose MRR, 16.65,
+gives binary noise in floating point: 12 x 16.65 = 199.79999999999998):
 
     sync 1 (W1) 2026-05-10 00:00, sync 2 (W2) 2026-05-11 00:00 = as_of: one day watched
 
@@ -42,8 +43,8 @@ W1 = datetime(2026, 5, 10)
 W2 = datetime(2026, 5, 11)
 PRICES = {
     "ANALYTICS__CURRENCY": "EUR",
-    "ANALYTICS__PRICE_MONTHLY": "4.99",
-    "ANALYTICS__PRICE_YEARLY": "49.99",
+    "ANALYTICS__PRICE_MONTHLY": "3.33",
+    "ANALYTICS__PRICE_YEARLY": "33.33",
 }
 
 
@@ -158,6 +159,36 @@ def test_acquisition_is_not_extrapolated_from_one_day(target: Target) -> None:
     assert figures.unmeasured["forecast_30d_new_mrr"].startswith("30 days watched after the first")
     assert figures.unmeasured["forecast_30d_new_mrr"].endswith("(1 day watched so far)")
     assert values["forecast_30d_mrr_scope"] == report.FORECAST_SCOPE
+
+
+def test_money_is_exact_at_the_cent(target: Target) -> None:
+    """Usable at W2: 1, 5 (canceled, usable until 06-01), 6 (its period not known yet: priced
+    monthly), 7 and 8, five users: MRR 5 x 3.33 = 16.65, ARR 199.80, ARPU 3.33. The model's
+    ARR and ARPU are doubles with binary noise; the report gives the cents, exactly."""
+    from devportal import engines
+
+    with engines.connect(target, read_only=True) as engine:
+        [(arr, arpu)] = engine.execute(
+            f"select arr, arpu from {engine.qualify('analytics', 'report_figures')}"
+        )
+    assert float(arr) == pytest.approx(199.8) and float(arpu) == pytest.approx(3.33)
+    figures = report.collect(target)
+    text = report.render(figures, "json")
+    for line in ('"mrr": 16.65,', '"arr": 199.80,', '"arpu": 3.33,'):
+        assert line in text.splitlines() or f"  {line}" in text.splitlines(), line
+    assert json.loads(text)["arr"] == 199.8
+    rows = report.render(figures, "csv").splitlines()
+    assert "arr,ARR (12 x MRR),199.80" in rows and "arpu,ARPU (MRR per paying user),3.33" in rows
+    assert "| ARR (12 x MRR) | EUR 199.80 |" in report.render(figures, "markdown").splitlines()
+
+
+def test_the_model_has_the_noise_the_report_leaves_out(window_warehouse: Path) -> None:
+    """Without rounding, the JSON would say what floating point says (the issue's
+    `"arr": 223321.83122399997`): DuckDB's ARR and ARPU are such doubles here."""
+    from tests.helpers import query
+
+    [(arr, arpu)] = query(window_warehouse, "select arr, arpu from analytics.report_figures")
+    assert (repr(arr), repr(arpu)) == ("199.79999999999998", "3.3299999999999996")
 
 
 def test_both_engines_print_the_same(window_warehouse: Path, window_on_postgres: Target) -> None:
