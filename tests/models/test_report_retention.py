@@ -114,7 +114,11 @@ def test_the_charts_frames_on_the_story(story_warehouse: Path) -> None:
         charts.cohort_label(r.cohort, r.cohort_month, r.is_backfill, r.cohort_size)
         for r in cohorts.drop_duplicates("cohort").itertuples()
     ]
-    assert labels == ["2026-01 backfill (n=10)", "2026-02 (n=1)", "2026-03 (n=1)"]
+    assert labels == [
+        "already subscribed at the first sync (2026-01) (n=10)",
+        "2026-02 (n=1)",
+        "2026-03 (n=1)",
+    ]
     assert curve[["day", "at_risk", "churned", "censored", "survival"]].values.tolist() == [
         [0, 2, 1, 0, 0.5],
         [23, 1, 0, 1, 0.5],

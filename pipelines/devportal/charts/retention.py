@@ -24,10 +24,11 @@ if TYPE_CHECKING:
 
 
 def cohort_label(cohort: str, month: date, is_backfill: bool, size: int) -> str:
-    """A cohort's row label: its month (for the first sync's backfill, that sync's month and
-    `backfill`) and its size. The heat map labels only the cohorts first seen after the first
-    sync so; it names the first sync's subscriptions in words, on a strip of their own."""
-    name = f"{month:%Y-%m} backfill" if is_backfill else str(cohort)
+    """A cohort's row label: its month (for the subscriptions already there at the first sync,
+    words saying so and that sync's month) and its size. The heat map labels only the cohorts
+    first seen after the first sync so; it names the first sync's subscriptions on a strip of
+    their own."""
+    name = f"already subscribed at the first sync ({month:%Y-%m})" if is_backfill else str(cohort)
     return f"{name} (n={numbers.count(size)})"
 
 
