@@ -25,7 +25,7 @@
 --   counted at snapshot_at only because their start (a first paid instant, or a win-back's
 --   comeback) was placed before the sync that first saw it (subscription_spells
 --   .estimated_until: spell_start <= snapshot_at < that sync). 0 once a sync has seen every one
---   of them, so always 0 on the first day and on the last (as_of); between two syncs, at most
+--   of them, so always 0 on the last day (as_of); between two syncs (the first day too), at most
 --   the subscriptions the later one first saw. usable - estimated_usable is what the syncs saw.
 --
 -- @test unique(day)

@@ -1,0 +1,147 @@
+"""One definition per event: a subscription that lapsed and came back is one win-back in every
+mart, at one time (docs/analytics.md, "Win-backs"), on DuckDB and PostgreSQL.
+
+The story (tests/models/cadence_story.py): L canceled, lapsed at its expiry 05-06 12:00 (the
+sync S2 saw it expired), won back 05-14 12:00 (seen by S3 05-18) with a new month to 06-14;
+V canceled, saved before its expiry and renewed at it, seen active by S3 only after the old
+expiry: a save, however late the sync saw it. Every subscription adds 10.00 to MRR.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from devportal import models
+from tests.helpers import OnEngine
+from tests.models.cadence_story import S2, S3, cadence_story_on, plain
+
+d = datetime.fromisoformat
+COMEBACK = d("2026-05-14 12:00:00")
+LAPSE = d("2026-05-06 12:00:00")
+L, V = 2, 3
+
+
+@pytest.fixture(scope="module", params=["duckdb", "postgres"])
+def story(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> OnEngine:
+    return cadence_story_on(request, request.param, tmp_path_factory)
+
+
+def rows(on: OnEngine, sql: str) -> list[tuple[Any, ...]]:
+    return plain(on.query(sql))
+
+
+def test_the_win_back_is_one_event_at_its_comeback(story: OnEngine) -> None:
+    """subscription_spells starts it at its new expiry minus its month, within [S2, S3]; the
+    event carries that time (the sync that saw it apart), V's is a save at S3."""
+    assert rows(
+        story,
+        "select subscription_id, version_number, spell_start, start_kind, start_basis, "
+        "earliest_start, latest_start from analytics.subscription_spells "
+        "where start_kind = 'win_back'",
+    ) == [(L, 3, COMEBACK, "win_back", "period", S2, S3)]
+    assert rows(
+        story,
+        "select subscription_id, event_at, seen_at, is_win_back, event_month "
+        "from analytics.subscription_events where event_type = 'reactivated' "
+        "order by subscription_id",
+    ) == [(L, COMEBACK, S3, True, d("2026-05-01")), (V, S3, S3, False, d("2026-05-01"))]
+
+
+def test_every_mart_counts_the_win_back_alike(story: OnEngine) -> None:
+    """reactivations: one won back (L) and one saved (V) in May; mrr_changes: L churned at its
+    lapse and reactivated at its comeback, V moves nothing; mrr_movements: May's reactivated
+    MRR is L's 10.00; the report's figure reads it."""
+    assert rows(
+        story, "select month, reactivated, saved, won_back from analytics.reactivations"
+    ) == [(date(2026, 5, 1), 2, 1, 1), (date(2026, 6, 1), 0, 0, 0)]
+    assert rows(
+        story,
+        "select subscription_id, changed_at, day, movement, amount_before, amount_after "
+        "from analytics.mrr_changes where subscription_id in (2, 3) "
+        "and movement <> 'price_change' order by changed_at",
+    ) == [
+        (L, d("2026-05-04"), date(2026, 5, 4), "new", 0.0, 10.0),  # the first sync's base
+        (V, d("2026-05-04"), date(2026, 5, 4), "new", 0.0, 10.0),
+        (L, LAPSE, date(2026, 5, 6), "churned", 10.0, 0.0),
+        (L, COMEBACK, date(2026, 5, 14), "reactivated", 0.0, 10.0),
+    ]
+    assert rows(
+        story,
+        "select month, mrr_start, new_mrr, churned_mrr, reactivated_mrr, net_change, mrr_end "
+        "from analytics.mrr_movements order by month",
+    ) == [
+        (date(2026, 5, 1), 40.0, 40.0, 10.0, 10.0, 40.0, 80.0),
+        (date(2026, 6, 1), 80.0, 0.0, 10.0, 0.0, -10.0, 70.0),
+    ]
+    assert rows(
+        story,
+        "select last_full_month, last_full_month_mrr_reactivated from analytics.report_figures",
+    ) == [(date(2026, 5, 1), 10.0)]
+    # the lapse is a gap in the daily series: L not usable 05-06 12:00 .. 05-14 12:00
+    assert rows(
+        story,
+        "select day, usable from analytics.daily_subscribers "
+        "where day between '2026-05-05' and '2026-05-14' order by day",
+    ) == [
+        (date(2026, 5, 5), 4),  # A L V B
+        (date(2026, 5, 6), 4),  # L lapsed, N1 started
+        (date(2026, 5, 7), 4),
+        (date(2026, 5, 8), 5),  # N2
+        (date(2026, 5, 9), 6),  # N3
+        (date(2026, 5, 10), 6),
+        (date(2026, 5, 11), 6),
+        (date(2026, 5, 12), 6),
+        (date(2026, 5, 13), 7),  # N4
+        (date(2026, 5, 14), 8),  # L back
+    ]
+
+
+def test_the_reconciliations_fail_when_two_marts_disagree(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The win-back reconciliations pass on the story and fail, naming the month or the
+    subscription, when reactivations or mrr_changes count a win-back another way (the old
+    reactivations: judged by when the sync saw it; a win-back that moves no MRR). On DuckDB
+    (the build ran them on PostgreSQL too: check=True)."""
+    story = cadence_story_on(request, "duckdb", tmp_path_factory)
+    names = {
+        "reactivations_won_back_match_win_back_events",
+        "win_back_events_match_mrr_changes",
+        "mrr_movements_reactivated_match_win_backs",
+        "subscription_spells_start_within_their_bounds",
+        "daily_subscribers_estimated_usable_within_usable",
+    }
+    tests = {t.name: t.sql for t in models.reconciliations() if t.name in names}
+    assert set(tests) == names
+    copy = tmp_path / "copy.duckdb"
+    shutil.copy(story.warehouse, copy)
+    con = duckdb.connect(str(copy))
+    try:
+        for name, sql in tests.items():
+            assert con.execute(sql).fetchall() == [], name
+        # reactivations as before: V, seen after its expiry, "won back"
+        con.execute(
+            "update analytics.reactivations set won_back = 2, saved = 0 "
+            "where month = date '2026-05-01'"
+        )
+        assert con.execute(tests["reactivations_won_back_match_win_back_events"]).fetchall()
+        assert con.execute(tests["mrr_movements_reactivated_match_win_backs"]).fetchall()
+        # a win-back that moves no MRR (the lapse covered over)
+        con.execute(
+            "update analytics.mrr_changes set movement = 'price_change' "
+            "where movement = 'reactivated'"
+        )
+        assert con.execute(tests["win_back_events_match_mrr_changes"]).fetchall() == [
+            (L, COMEBACK, None)
+        ]
+        con.execute("update analytics.mrr_movements set reactivated_mrr = 0")
+        con.execute("update analytics.reactivations set won_back = 1, saved = 1")
+        assert con.execute(tests["mrr_movements_reactivated_match_win_backs"]).fetchall()
+    finally:
+        con.close()
