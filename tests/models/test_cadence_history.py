@@ -126,8 +126,8 @@ def _daily_series(warehouse: Path) -> dict[date, tuple[Any, ...]]:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         return {
-            day: rest
-            for day, *rest in con.execute(
+            row[0]: tuple(row[1:])
+            for row in con.execute(
                 "select s.day, s.usable, m.subscribers, round(m.mrr, 6) "
                 "from analytics.daily_subscribers as s "
                 "join analytics.mrr_daily as m using (day) order by s.day"
@@ -165,13 +165,13 @@ def test_a_random_world_gives_the_same_daily_series_at_any_cadence(tmp_path: Pat
     assert len(want) == 24 and got == want
     con = duckdb.connect(str(sparse), read_only=True)
     try:
-        (estimated_days,) = con.execute(
+        [(estimated_days,)] = con.execute(
             "select count(*) from analytics.daily_subscribers where estimated_usable > 0"
-        ).fetchone()
-        (new_between,) = con.execute(
+        ).fetchall()
+        [(new_between,)] = con.execute(
             "select count(*) from analytics.subscription_spells where start_kind = 'new' "
             "and spell_start < seen_at"
-        ).fetchone()
+        ).fetchall()
     finally:
         con.close()
     assert estimated_days >= 15 and new_between > 50
