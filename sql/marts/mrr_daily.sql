@@ -16,9 +16,8 @@
 -- `estimated_mrr`: the part of `mrr` that rests on an estimated start: the amounts of the
 --   subscriptions counted at `snapshot_at` only because their start (first paid instant or
 --   win-back) was placed before the sync that first saw it (mrr_spells.estimated_until; the
---   subscriptions of daily_subscribers.estimated_usable). 0 on the last day
---   (as_of); mrr - estimated_mrr is the MRR of what the syncs had seen by then. NULL when
---   `mrr` is.
+--   subscriptions of daily_subscribers.estimated_usable). 0 on the last day (as_of);
+--   mrr - estimated_mrr is the MRR of what the syncs had seen by then. NULL when `mrr` is.
 -- `subscribers`: the live subscriptions usable at `snapshot_at` (= daily_subscribers.usable).
 -- `paying_users`: distinct users (`service_id`) with such a subscription, leaving out those
 --   whose every one is priced 0 (without prices: every user with one).

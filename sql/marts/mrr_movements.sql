@@ -7,8 +7,10 @@
 --   first day's MRR, so its movements are those after the first day.
 -- `mrr_end`: mrr_daily of the month's last day measured (as_of's day in the running month).
 -- The movements are the month's mrr_changes (by the day each shows in), per subscription:
---   `new_mrr`: subscriptions first seen using (new); `reactivated_mrr`: subscriptions whose use
---   had run out, using again; `churned_mrr` (a positive amount): use that ran out (at
+--   `new_mrr`: subscriptions starting to use (new: from the first paid instant as the syncs
+--   revealed it, subscription_spells); `reactivated_mrr`: win-backs, subscriptions that lapsed
+--   and came back (docs/analytics.md "Win-backs": the subscriptions of reactivations.won_back,
+--   in the same months; sql/tests/mrr_movements_reactivated_match_win_backs); `churned_mrr` (a positive amount): use that ran out (at
 --   `expires_at`: a canceled subscription churns at its period's end) or whose subscription the
 --   API stopped listing; `expansion_mrr` / `contraction_mrr` (positive): a switch of billing
 --   period (monthly <-> yearly) that raised / lowered its monthly-normalised amount;
@@ -22,7 +24,9 @@
 --     subscription is new MRR, not expansion (mrr_daily.paying_users counts users).
 --   * movements are measured at every change the syncs observed, not by comparing month-end
 --     snapshots (mrr-playbook), so a subscription that came and went within a month shows as
---     both; times are when a sync saw the change, except churn, at `expires_at`.
+--     both; times are when a sync saw the change, except churn, at `expires_at`, and a start
+--     of use (new, win-back) first seen by a later sync than the first, at its estimated first
+--     paid instant between that sync and the one before (subscription_spells).
 --   * expansion / contraction are billing-period switches only: the API has no plans or seats,
 --     and the period is all that changes what a subscriber pays (billing_segments).
 --   * the price-change effect is its own column: a change of the price book (prices_file) moves
