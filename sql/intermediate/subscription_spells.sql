@@ -26,10 +26,10 @@
 --     `expires_at`. Any other reactivation is a save: its use went on, it starts nothing.
 --     This is the one definition of "lapsed and came back" (docs/analytics.md, "Win-backs").
 -- The start's bounds: `latest_start` = `seen_at`, the sync that first saw it; `earliest_start` =
---   `previous_sync_at`, the latest sync before it that read the subscription list (it was not
---   there, or still lapsed, then: a window sync reads the rows changed since the one before, so
---   it would have read it), and for a win-back not before the lapse (E). Without an earlier
---   sync, `earliest_start` = `latest_start`.
+--   just after (1 microsecond) `previous_sync_at`, the latest sync before it that read the
+--   subscription list (it was not there, or still lapsed, then: a window sync reads the rows
+--   changed since the one before, so it would have read it), and for a win-back just after the
+--   lapse (E) if that is later. Without an earlier sync, `earliest_start` = `latest_start`.
 -- `started_at`, the estimate, moved into [earliest_start, latest_start] when it falls outside
 --   (`start_basis`):
 --   'period': the version's `expires_at` minus its billing period, when known (the period of
@@ -114,7 +114,7 @@ bounded as (
                 when candidates.start_kind = 'win_back'
                     then greatest(candidates.previous_expires_at, seen_times.previous_sync_at)
                 else seen_times.previous_sync_at
-            end,
+            end + interval 1 microsecond,
             candidates.valid_from
         ) as earliest_start,
         candidates.valid_from as latest_start,

@@ -3,10 +3,11 @@
 -- subscription's other spells.
 --
 -- Expects: a start ('new', 'win_back') lies within its bounds, earliest_start <= spell_start <=
---   latest_start = seen_at; earliest_start is no earlier than the sync before seen_at that read
---   the list (previous_sync_at), nor than the first sync: nothing is dated before the history
---   begins; the first sync's own subscriptions are not backdated; a win-back starts after the
---   previous spell of its subscription ended; a subscription's spells never overlap.
+--   latest_start = seen_at; earliest_start is after the sync before seen_at that read the list
+--   (previous_sync_at: not listed then), and not before the first sync: nothing is dated
+--   before the history begins; the first sync's own subscriptions are not backdated; a
+--   win-back starts after the previous spell of its subscription ended; a subscription's
+--   spells never overlap.
 -- Returns: the spells where that does not hold.
 
 with spells as (
@@ -25,7 +26,7 @@ where (spells.start_kind is not null and (
         or spells.spell_start > spells.latest_start
         or spells.latest_start <> spells.seen_at
         or spells.earliest_start < clock.first_sync_at
-        or spells.earliest_start < spells.previous_sync_at
+        or spells.earliest_start <= spells.previous_sync_at
     ))
    or (spells.start_kind is null and spells.spell_start <> spells.seen_at)
    or (spells.spell_start < clock.first_sync_at and spells.seen_at > clock.first_sync_at)

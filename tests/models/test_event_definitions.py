@@ -10,7 +10,7 @@ expiry: a save, however late the sync saw it. Every subscription adds 10.00 to M
 from __future__ import annotations
 
 import shutil
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from tests.helpers import OnEngine
 from tests.models.cadence_story import S2, S3, cadence_story_on, plain
 
 d = datetime.fromisoformat
+TICK = timedelta(microseconds=1)  # a start is after the sync before it: not listed then
 COMEBACK = d("2026-05-14 12:00:00")
 LAPSE = d("2026-05-06 12:00:00")
 L, V = 2, 3
@@ -37,14 +38,14 @@ def rows(on: OnEngine, sql: str) -> list[tuple[Any, ...]]:
 
 
 def test_the_win_back_is_one_event_at_its_comeback(story: OnEngine) -> None:
-    """subscription_spells starts it at its new expiry minus its month, within [S2, S3]; the
+    """subscription_spells starts it at its new expiry minus its month, within (S2, S3]; the
     event carries that time (the sync that saw it apart), V's is a save at S3."""
     assert rows(
         story,
         "select subscription_id, version_number, spell_start, start_kind, start_basis, "
         "earliest_start, latest_start from analytics.subscription_spells "
         "where start_kind = 'win_back'",
-    ) == [(L, 3, COMEBACK, "win_back", "period", S2, S3)]
+    ) == [(L, 3, COMEBACK, "win_back", "period", S2 + TICK, S3)]
     assert rows(
         story,
         "select subscription_id, event_at, seen_at, is_win_back, event_month "
