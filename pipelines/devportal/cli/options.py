@@ -94,11 +94,13 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
     if target.engine is None:
         return
     try:
-        with engines.connect(target, read_only=True) as engine:
-            differ = models.differences(engine)
+        configured = models.seeds_from_settings()
     except ConfigError as err:  # a broken setting: the figures as built, and why not newer
         warn(f"{err}; the figures use the settings of their last build")
         return
+    try:
+        with engines.connect(target, read_only=True) as engine:
+            differ = models.differences(engine, configured)
     except DevportalError:
         return  # the figures' own read says what is wrong with the warehouse
     if not differ:
