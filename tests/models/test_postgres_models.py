@@ -75,7 +75,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
 
     summary = result.extra["models"]
     assert summary["destination"] == "postgres" and summary["skipped"] == {}
-    assert len(summary["built"]) == 37
+    assert len(summary["built"]) == 38
     for warehouse, destination in ((duck, None), (pg, "postgres")):
         checked = models.build(Target.of(warehouse, destination), check=True)
         assert checked["built"] == summary["built"] and checked["tests"] > 90
@@ -92,7 +92,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
     # the CLI builds there too, and says where
     assert main(["models", "--destination", "postgres", "--warehouse", str(pg), "--check"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("models ok: 37 built on postgres in ") and "data tests passed" in out
+    assert out.startswith("models ok: 38 built on postgres in ") and "data tests passed" in out
 
 
 def test_after_a_load_the_models_follow_the_destination(

@@ -21,6 +21,7 @@ from devportal.models.project import NAME, lexemes, qualified_names
 
 INTERMEDIATE = {
     "subscription_versions",
+    "subscription_spells",
     "subscription_events",
     "billing_periods",
     "subscription_lifetimes",
