@@ -296,3 +296,75 @@ class _Handler(BaseHTTPRequestHandler):
 
 def laravel_date(when: datetime) -> str:
     return when.strftime(TIMESTAMP_FORMAT)
+
+
+# -- a proxy that answers every request itself (tests/hostile/test_proxies.py) -----------------
+
+
+class AnsweringProxy:
+    """A forward proxy on 127.0.0.1 that forwards nothing: every request, a plain-http GET in
+    absolute form or an https CONNECT, gets `status` (407 by default, with the
+    `Proxy-Authenticate` challenge a real proxy sends). `requests` records each request line
+    and whether it carried `Proxy-Authorization`. `with AnsweringProxy() as proxy:`;
+    `proxy.url(user, password)`."""
+
+    def __init__(self, status: int = 407, reason: str = "Proxy Authentication Required") -> None:
+        self.status, self.reason = status, reason
+        self.requests: list[tuple[str, bool]] = []  # (request line, had Proxy-Authorization)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def __enter__(self) -> AnsweringProxy:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def answer(self) -> None:
+                with proxy._lock:
+                    proxy.requests.append(
+                        (self.requestline, "proxy-authorization" in map(str.lower, self.headers))
+                    )
+                body = b"<html><body>proxy says no</body></html>"
+                self.send_response(proxy.status, proxy.reason)
+                if proxy.status == 407:
+                    self.send_header("Proxy-Authenticate", 'Basic realm="corp"')
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+                self.close_connection = True
+
+            do_GET = do_CONNECT = answer
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    @property
+    def where(self) -> str:
+        assert self._server is not None
+        return f"127.0.0.1:{self._server.server_address[1]}"
+
+    def url(self, user: str = "", password: str = "") -> str:
+        login = f"{user}:{password}@" if user or password else ""
+        return f"http://{login}{self.where}"
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then closed): a dead proxy's."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

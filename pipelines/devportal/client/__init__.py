@@ -8,6 +8,7 @@ a URL it sent) reaches messages only through `errors.server_text`.
 One job per module, imported one way (each only from those above it):
 
     settings   the HTTP settings the client reads; the base URL and token checks
+    proxy      the proxy the environment sets for the API, named without its credentials
     errors     RetryableError (worth another attempt), NotFound (404), connection failures
     budget     one `get_json()`'s retry budget: deadlines, attempts, why the retries stopped
     watchdog   the deadline on a request's status line and headers

@@ -41,10 +41,17 @@ from devportal.client.body import (
     read_body,
 )
 from devportal.client.budget import UNREACHED_PAUSE_S, Budget, retry_after_seconds
-from devportal.client.errors import NotFound, RetryableError, connection_failure, host_port
+from devportal.client.errors import (
+    NotFound,
+    RetryableError,
+    connection_failure,
+    host_port,
+    proxy_auth_refused,
+)
 from devportal.client.jsonparse import error_message, parse_json
 from devportal.client.pages import Page, page_parser
 from devportal.client.paging import Check, Paging, Prefetch
+from devportal.client.proxy import proxy_for
 from devportal.client.settings import TOKEN_HINT, HttpSettings, check_base_url, clean_token
 from devportal.client.watchdog import WATCHDOG, WatchedAdapter
 from devportal.concurrency import Concurrency, RequestOutcome, Slot
@@ -97,6 +104,8 @@ class ApiClient(Paging):
             )
         self.config = config
         self.base_url = check_base_url(config.base_url or "", config.allow_insecure_remote)
+        # the proxy the environment sets for the API (requests uses it): named in failures
+        self.proxy = proxy_for(self.base_url + API_PREFIX)
         self.stats = ClientStats()
         self.concurrency = Concurrency(
             config.min_workers,
@@ -246,7 +255,9 @@ class ApiClient(Paging):
         if status == 429:
             raise RetryableError("429 rate limited", retry_after)
         if status >= 500:
-            raise RetryableError(f"{status} server error", retry_after)
+            raise RetryableError(f"{status} server error{self._from_proxy(resp)}", retry_after)
+        if status == 407:  # never retried: a wrong proxy password sent again can lock it
+            raise proxy_auth_refused(self.proxy, url)
         if status == 408:  # the server gave up waiting for us: another attempt may do
             raise RetryableError("408 request timeout")
         if status == 401:
@@ -342,7 +353,7 @@ class ApiClient(Paging):
             # Authorization header holds the token; `connection_failure` says what failed
             if time.monotonic() >= deadline:  # the watchdog cut a request dripping its headers
                 raise _timeout(bound) from None
-            raise connection_failure(err, url) from None
+            raise connection_failure(err, url, self.proxy) from None
         self.answered = True  # a status line came back: this host is there
         try:
             content = read_body(resp, deadline, cap, self._large_bodies)
@@ -368,11 +379,23 @@ class ApiClient(Paging):
             http.client.HTTPException,
             OSError,
         ) as err:  # the response's failure: no request header in its text
-            raise connection_failure(err, url) from err
+            raise connection_failure(err, url, self.proxy) from err
         finally:
             resp.close()  # after a whole body: back to the pool; otherwise the socket is closed
         self.stats.count_request(len(content))
         return resp, content
+
+    def _from_proxy(self, resp: requests.Response) -> str:
+        """For an error answer through a proxy: that it came through it, and the proxy's own
+        reason when it gives one (`Proxy-Status: <name>; error=<type>`, RFC 9209)."""
+        if self.proxy is None:
+            return ""
+        status = resp.headers.get("Proxy-Status", "")
+        error = next(
+            (p.split("=", 1)[1] for p in status.split(";") if p.strip().startswith("error=")), ""
+        )
+        said = f": {server_text(error.strip(), 60)}" if error.strip() else ""
+        return f" (through {self.proxy}{said})"
 
     def _redirect_target(
         self, url: str, params: Mapping[str, Any] | None, resp: requests.Response

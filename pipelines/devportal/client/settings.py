@@ -8,6 +8,8 @@ already ends in `/api/v1` (or goes further) is refused with the value to set."""
 from __future__ import annotations
 
 import ipaddress
+import logging
+import re
 from dataclasses import dataclass, fields
 from urllib.parse import urlsplit
 
@@ -15,6 +17,13 @@ from devportal.api import API_PREFIX
 from devportal.errors import ConfigError
 
 TOKEN_HINT = "set SOURCES__DEVPORTAL__ACCESS_TOKEN or access_token in .dlt/secrets.toml"
+
+log = logging.getLogger("devportal.client")
+
+# What a token copied from a request's header starts with: the scheme devportal adds itself,
+# optionally after the header's name (`Authorization: Bearer <token>`), any case and spacing
+_PASTED_PREFIX = re.compile(r"(?i)^(?:authorization\s*:\s*)?bearer(?:\s*:\s*|\s+)(?=\S)")
+_prefix_named = False  # the prefix is named once per process (the client is made twice)
 
 
 @dataclass(repr=False)
@@ -121,7 +130,10 @@ def is_loopback(host: str) -> bool:
 
 
 def clean_token(token: str) -> str:
-    """The token without surrounding whitespace (a file read with $(cat ...) ends in CR/LF).
+    """The token without surrounding whitespace (a file read with $(cat ...) ends in CR/LF)
+    and without a pasted `Bearer ` (or `Authorization: Bearer `) before it: that is the
+    header's scheme, which devportal adds itself. The prefix is stripped, not refused (no
+    token starts with a scheme and a space: it cannot be part of one), and named in one warning.
 
     Whatever is left must be one header-safe word; the message names the problem, never the
     token.
@@ -129,6 +141,7 @@ def clean_token(token: str) -> str:
     token = (token or "").strip()
     if not token:
         raise ConfigError(f"no access token: {TOKEN_HINT}")
+    token = _without_pasted_prefix(token)
     if token.isascii() and token.isprintable() and " " not in token:
         return token
     if any(ch in token for ch in "\r\n\v\f\x85\u2028\u2029"):
@@ -143,3 +156,26 @@ def clean_token(token: str) -> str:
         f"the access token contains {problem} inside it (surrounding whitespace is ignored); "
         f"copy the token again as one line: {TOKEN_HINT}"
     )
+
+
+def _without_pasted_prefix(token: str) -> str:
+    """TOKEN without a leading `Bearer ` / `Authorization: Bearer ` (warned about once); a value
+    that is only the prefix is no token."""
+    global _prefix_named
+    found = _PASTED_PREFIX.match(token)
+    if found is None:
+        if token.lower().rstrip(": ") in ("bearer", "authorization: bearer"):
+            raise ConfigError(
+                f"the access token is only the word 'Bearer', without the token: {TOKEN_HINT}"
+            )
+        return token
+    named = "Authorization: Bearer " if found.group(0).lower().startswith("auth") else "Bearer "
+    if not _prefix_named:
+        _prefix_named = True
+        log.warning(
+            "the access token starts with %r, the scheme devportal adds itself: it is sent "
+            "without it; store the token alone (%s)",
+            named,
+            TOKEN_HINT,
+        )
+    return token[found.end() :].strip()
