@@ -1,15 +1,17 @@
 """Reading the API's lists so that they can be trusted: paging with integrity checks.
 
 A *read* pages through a whole list (or a `start`/`end` window of it) and is checked before
-anything reaches dlt; if the list moved while it was paged, it is read again, and after
-`sweep_attempts` reads the run fails having loaded nothing. Every function here returns what it
+anything reaches dlt; a list that only grew while it was paged (the rows read stayed put) is
+read to its new end; if it moved, it is read again, and after `sweep_attempts` reads (or two
+that failed the same way) the run fails having loaded nothing, saying what differed. Every function here returns what it
 read, checked, with the fields its rows had (`extras.FieldStats`); the source (`source.py`)
 turns the results into dlt resources.
 
-One job per module, imports running one way (checks <- spool <- subscriptions <- closes;
-checks, rowspool <- users):
+One job per module, imports running one way (moves <- checks <- spool <- subscriptions <-
+closes; checks, rowspool <- users):
 
-    checks         `ListRead`, the page and id checks a read must pass
+    moves          what a read's pages said (`PageLog`), why reads did not add up, the refusal
+    checks         `ListRead`, the page and id checks a read must pass, a grown list's tail
     rowspool       dict rows spooled to a local file, handed over a batch at a time
     spool          a subscription read spooled to a local Arrow file, batch by batch
     subscriptions  the partitions of the subscription list, each read until it adds up

@@ -239,8 +239,9 @@ def _read_until_agreed(
     spool_dir: Path,
     progress: Progress,
 ) -> tuple[int, bool]:
-    """Read partition `n` again until two reads in a row list the same ids, `sweep_attempts`
-    reads in all; the last verified read replaces the spool. (reads, agreed)."""
+    """Read partition `n` again until two reads in a row list the same ids (the later one may
+    list more: a list that grew), `sweep_attempts` reads in all; the last verified read
+    replaces the spool. (reads, agreed)."""
     reads, agreed = 1, False
     while reads < cfg.sweep_attempts and not agreed:
         before = read.spools[n]
@@ -253,7 +254,8 @@ def _read_until_agreed(
         if not fresh.report.verified:
             fresh.discard()
             break
-        agreed = np.array_equal(np.sort(fresh.ids), np.sort(before.ids))
+        # the same ids, or more (a list that only grew: every row read before is still there)
+        agreed = bool(np.isin(before.ids, fresh.ids).all())
         read.spools[n] = fresh
         before.discard()
     return reads, agreed

@@ -19,6 +19,7 @@ from devportal.client import ApiClient, NotFound, Page
 from devportal.config import DevportalConfig
 from devportal.progress import Progress
 from devportal.reading.checks import ListRead, read_until_it_adds_up, verify_ids
+from devportal.reading.moves import settings_user_id
 from devportal.reading.rowspool import RowSpool
 
 log = logging.getLogger("devportal.reading")
@@ -130,7 +131,14 @@ def read_settings(
         return read
 
     return read_until_it_adds_up(
-        "user settings", client, report, cfg.sweep_attempts, read_once, first
+        "user settings",
+        client,
+        report,
+        cfg.sweep_attempts,
+        read_once,
+        first,
+        row_id=settings_user_id,
+        noun="user",
     )
 
 
