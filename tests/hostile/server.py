@@ -368,3 +368,37 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+# -- busy lists and rolling deploys (issue 33) --------------------------------------------------
+
+
+def sized_page(
+    req: Request, rows: list[dict[str, Any]], per_page: int | None, total: int | None = None
+) -> dict[str, Any]:
+    """A length-aware Laravel page of ROWS at PER_PAGE rows a page, as one version of a rolling
+    deploy serves it (PER_PAGE None: a wrapper without `per_page`; ROWS are then paged at 3).
+    TOTAL: what the wrapper says the list holds (default: the rows there are)."""
+    size = per_page or 3
+    total = len(rows) if total is None else total
+    number = max(1, int(req.query.get("page", "1") or 1))
+    last = max(1, -(-total // size))
+    start = (number - 1) * size
+    data = rows[start : start + size]
+    url = f"{req.base_url}{req.path}"
+    body: dict[str, Any] = {
+        "current_page": number,
+        "data": data,
+        "first_page_url": f"{url}?page=1",
+        "from": start + 1 if data else None,
+        "last_page": last,
+        "last_page_url": f"{url}?page={last}",
+        "next_page_url": f"{url}?page={number + 1}" if number < last else None,
+        "path": url,
+        "prev_page_url": f"{url}?page={number - 1}" if number > 1 else None,
+        "to": start + len(data) if data else None,
+        "total": total,
+    }
+    if per_page is not None:
+        body["per_page"] = per_page
+    return body

@@ -13,7 +13,8 @@ Modules: `world` (the locked facade: reads, scripted edits, the clock), `store` 
 indexes, cached JSON, page reads), `generate` (the seeded initial subscriptions),
 `transitions` (what the clock does to rows), `users` (accounts, profiles, settings), `clock`
 (time formats, calendar months, rates), `app` (routing, validation, the pagination wrapper),
-`faults` (fault kinds and their deterministic draw), `throttle` (the per-token rate limit and
+`faults` (fault kinds and their deterministic draw), `signups` (new subscriptions at a steady
+rate while the list is read), `throttle` (the per-token rate limit and
 the serial server cost), `server` (HTTP, auth, control endpoints, `Sandbox`), `cli` (`devportal sandbox`), `testing` (pytest helpers).
 
 Why the stdlib `http.server.ThreadingHTTPServer` (HTTP/1.1, thread per connection) and not an

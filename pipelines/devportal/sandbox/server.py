@@ -65,6 +65,7 @@ from devportal.sandbox.faults import (
     FaultInjector,
     truncate,
 )
+from devportal.sandbox.signups import Signups
 from devportal.sandbox.throttle import Decision, RateLimit, RateLimiter, SerialCost
 from devportal.sandbox.world import World
 
@@ -283,7 +284,8 @@ class Sandbox:
     `{"per_second": R, "burst": B}`; None = unlimited). `server_ms`: X ms of serial server time
     per admitted API request (one global lock), unlike `latency_ms` (concurrent delays that
     overlap). `extra_tokens`: more bearer tokens accepted besides `token`, each with its own
-    rate-limit bucket.
+    rate-limit bucket. `signups_per_s`: new live subscriptions a second while the subscription
+    list is read, at its end (`signups.Signups`; 0 = none).
     """
 
     def __init__(
@@ -304,6 +306,7 @@ class Sandbox:
         rate_limit: float | RateLimit | Mapping[str, Any] | None = None,
         server_ms: float = 0.0,
         extra_tokens: Iterable[str] = (),
+        signups_per_s: float = 0.0,
     ) -> None:
         self.world = World(
             subscriptions=subscriptions,
@@ -330,6 +333,8 @@ class Sandbox:
         self.set_faults(faults)
         self.set_rate_limit(rate_limit)
         self.set_server_ms(server_ms)
+        self._signups: Signups | None = None
+        self.set_signups(signups_per_s)
 
     def __repr__(self) -> str:  # never shows the token
         state = self.base_url if self._server is not None else "stopped"
@@ -470,6 +475,25 @@ class Sandbox:
         """Serial server time per admitted API request (a global lock held `ms`); 0 = none."""
         self._cost.set(ms)
 
+    def set_signups(self, per_second: float | None) -> None:
+        """R new live subscriptions a second while the subscription list is read (they arrive
+        as its pages are served, at its end: `signups.Signups`); None or 0 stops them."""
+        if per_second is None or float(per_second) == 0:
+            self._signups = None
+            return
+        if float(per_second) < 0:
+            raise ValueError("signups per second must be >= 0")
+        self._signups = Signups(self.world, float(per_second), seed=self.world.seed)
+
+    @property
+    def signups_per_s(self) -> float:
+        return self._signups.per_second if self._signups is not None else 0.0
+
+    @property
+    def signups_added(self) -> int:
+        """Signups added by `signups_per_s` since it was last set."""
+        return self._signups.added if self._signups is not None else 0
+
     def set_page_hook(self, hook: PageHook | None) -> None:
         """`hook(world, endpoint, page)` runs before each list page is built (drift tests)."""
         self.api.page_hook = hook
@@ -567,6 +591,11 @@ class Sandbox:
             early = _early_fault(fault)
             if early is not None:
                 return early
+        signups = self._signups
+        if signups is not None and path == SUBSCRIPTIONS_PATH and not params.get("id", "").strip():
+            is_test = params.get("is_test", "").strip().lower() in ("1", "true")
+            if not is_test:
+                signups.arrive()
         try:
             response = self.api.handle(path, params, host)
         except Exception as err:
@@ -593,6 +622,7 @@ class Sandbox:
         "latency": "POST",
         "rate-limit": "POST",
         "server-ms": "POST",
+        "signups": "POST",
     }
 
     def _control(self, method: str, path: str, params: dict[str, str], body: bytes) -> Response:
@@ -620,6 +650,7 @@ class Sandbox:
             "latency": self._control_latency,
             "rate-limit": self._control_rate_limit,
             "server-ms": self._control_server_ms,
+            "signups": self._control_signups,
         }
         try:
             return json_response(200, handlers[name](args))
@@ -658,6 +689,12 @@ class Sandbox:
         self.set_server_ms(_ms(args, "server_ms"))
         return {"server_ms": self.server_ms}
 
+    def _control_signups(self, args: dict[str, Any]) -> dict[str, Any]:
+        # {"per_second": R}; {} / no body / per_second null or 0 stop them
+        value = args.get("per_second")
+        self.set_signups(float(value) if value is not None else None)
+        return {"signups_per_s": self.signups_per_s, "signups_added": self.signups_added}
+
     def state(self) -> dict[str, Any]:
         """Clock, counts, fault/latency/limit settings, counters: what /__sandbox/state shows."""
         return {
@@ -670,6 +707,8 @@ class Sandbox:
             "latency_ms": self.latency_ms,
             "rate_limit": _as_dict(self.rate_limit),
             "server_ms": self.server_ms,
+            "signups_per_s": self.signups_per_s,
+            "signups_added": self.signups_added,
             "stats": self.stats,
         }
 

@@ -235,6 +235,12 @@ class World:
             store.version += 1
             return sub_id
 
+    def sign_up(self, rng: random.Random) -> int:
+        """A new live, active monthly subscription of a drawn user, created now, with the next
+        id (at the end of the list); its id."""
+        with self.lock:
+            return self.add_subscription(self._picker.draw(rng))
+
     def cancel(self, sub_id: int) -> None:
         """active -> canceled; `expires_at` stays (usable until then)."""
         with self.lock:
