@@ -153,12 +153,18 @@ def test_daily_subscribers(story_warehouse: Path) -> None:
         "from analytics.daily_subscribers order by day",
     )
     # (first day, last day, usable, active, canceled-but-usable), each day measured at its end
+    # A subscription first seen at a later sync counts from its start as the syncs revealed it
+    # (docs/analytics.md "Starts between syncs"): 11 (first seen T2, expiry 02-25, then renewed
+    # to 03-25: a month) from 02-25 minus a month = 01-25, within (T1, T2]; 12 (first seen T3,
+    # expiry 03-03, period never seen) from 03-03 minus a month = 02-03, before T2: moved to the
+    # bound, just after T2. Statuses change at the sync that saw them, as before.
     segments = [
         ("2026-01-15", "2026-01-23", 9, 7, 2),  # 4 and 9 canceled in grace
-        ("2026-01-24", "2026-02-03", 8, 7, 1),  # 4 expired 01-25 00:00
-        ("2026-02-04", "2026-02-08", 7, 6, 1),  # 5 expired 02-05 00:00
-        ("2026-02-09", "2026-02-26", 8, 7, 1),  # T2: 6 canceled, 9 active again, 11 new
-        ("2026-02-27", "2026-03-03", 7, 6, 1),  # 10 (gone at T3) ran out 02-28
+        ("2026-01-24", "2026-02-03", 9, 8, 1),  # 4 expired 01-25 00:00; 11 started 01-25
+        ("2026-02-04", "2026-02-09", 8, 7, 1),  # 5 expired 02-05 00:00
+        ("2026-02-10", "2026-02-26", 9, 7, 2),  # T2: 6 canceled, 9 active again; 12 from T2
+        ("2026-02-27", "2026-03-01", 8, 6, 2),  # 10 (gone at T3) ran out 02-28
+        ("2026-03-02", "2026-03-03", 7, 6, 1),  # 12 (canceled) ran out 03-03
         ("2026-03-04", "2026-03-04", 7, 6, 1),  # at as_of: 8 canceled, 6 active again
     ]
     expected = []

@@ -278,7 +278,9 @@ def test_report_figures(story: tuple[str, OnEngine], tmp_path: Path) -> None:
     }
     assert got == _same(expected[name])
     figures = report.collect(engine.target)  # the story's fixture set the credentials
-    assert figures.context["usable_month_before"] == (5 if name == "second_after" else None)
+    # usable at November's end in daily_subscribers: A C E F G, and D, added 11-20 and first
+    # seen after midnight, counted from its start (its expiry 12-20 minus a month, after S2)
+    assert figures.context["usable_month_before"] == (6 if name == "second_after" else None)
     # the page's tiles name that month
     page = report.write_html(engine.target, tmp_path / "page.html").read_text(encoding="utf-8")
     before = "2026-11" if name == "second_after" else "2026-10"

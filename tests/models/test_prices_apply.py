@@ -94,6 +94,13 @@ def test_a_price_set_after_the_build_is_in_the_next_report(
     figures, said = _report(engine, project)
     assert Decimal(str(figures["mrr"])) == 9 * usable and said == ""
 
+    # run from a folder with no [analytics] setting (not the project's): the figures keep the
+    # prices of their build, no rebuild with none
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    figures, said = _report(engine, elsewhere)
+    assert Decimal(str(figures["mrr"])) == 9 * usable and said == ""
+
 
 def test_the_differences_name_each_setting_in_an_owners_words() -> None:
     def book(**analytics: Any) -> Any:

@@ -275,7 +275,10 @@ def test_survival_curve(retention_warehouse: Path) -> None:
 
 def test_reactivations(retention_warehouse: Path) -> None:
     """F: seen active at S2 (02-05) before its canceled version's expiry 02-10: saved. G: seen
-    active at S3 (03-20), after its expiry 02-01: won back. Months from S1's to as_of's."""
+    active at S3 (03-20), after its expiry 02-01 (S2 saw it expired): won back, in the month it
+    came back (docs/analytics.md "Win-backs"): its new expiry 03-22 minus its period (a month,
+    from the renewal S4 saw) = 02-22, within (S2, S3] (it came back 02-20). Months from S1's to
+    as_of's."""
     got = rows(
         retention_warehouse,
         "select month, reactivated, saved, won_back, is_complete "
@@ -283,8 +286,8 @@ def test_reactivations(retention_warehouse: Path) -> None:
     )
     assert got == [
         (jan, 0, 0, 0, True),
-        (feb, 1, 1, 0, True),
-        (mar, 1, 0, 1, True),
+        (feb, 2, 1, 1, True),
+        (mar, 0, 0, 0, True),
         (apr, 0, 0, 0, False),
     ]
 

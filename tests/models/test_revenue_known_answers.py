@@ -167,24 +167,26 @@ def test_mrr_changes(revenue_warehouse: Path) -> None:
     cut = d("2026-03-01") + timedelta(microseconds=1)
     dec = Decimal
     assert got == [
+        (7, d("2026-02-10"), date(2026, 2, 9), "new", dec("0"), dec("2.5")),
         (5, d("2026-02-15"), date(2026, 2, 14), "churned", dec("2.5"), dec("0")),
         (3, d("2026-02-20"), date(2026, 2, 19), "contraction", dec("2.5"), dec("2.25")),
         (4, d("2026-02-28"), date(2026, 2, 27), "churned", dec("2.5"), dec("0")),
         (1, cut, date(2026, 3, 1), "price_change", dec("2.5"), dec("2.0")),
         (6, cut, date(2026, 3, 1), "price_change", dec("2.5"), dec("2.0")),
-        (4, S3, date(2026, 3, 4), "reactivated", dec("0"), dec("2.0")),
-        (7, S3, date(2026, 3, 4), "new", dec("0"), dec("2.0")),
+        (7, cut, date(2026, 3, 1), "price_change", dec("2.5"), dec("2.0")),
         (6, d("2026-03-08"), date(2026, 3, 7), "expansion", dec("2.0"), dec("2.25")),
-        (8, S4, date(2026, 4, 11), "new", dec("0"), dec("2.2")),
+        (4, d("2026-03-25"), date(2026, 3, 24), "reactivated", dec("0"), dec("2.0")),
+        (8, d("2026-03-25"), date(2026, 3, 24), "new", dec("0"), dec("2.2")),
     ]
     # every other change after the first day moves nothing: renewals at an unchanged price
     # (segment ends: A 01-25 02-25 03-25, B 02-15, C 01-20, D 01-28, E 01-15, I 02-08, F 03-10)
-    # and new versions (S2: A C D E; S3: A B C I; S4: A C D I F): 9 + 13
+    # and new versions (S2: A C D E; S3: A B C I; S4: A C I F; D's S4 version starts at its
+    # win-back, a move): 9 + 12
     assert rows(
         revenue_warehouse,
         "select count(*), count(distinct movement) from analytics.mrr_changes "
         "where not is_base and amount_before = amount_after and movement = 'price_change'",
-    ) == [(22, 1)]
+    ) == [(21, 1)]
 
 
 def expected_daily() -> list[tuple[date, float, int, int]]:
@@ -192,13 +194,13 @@ def expected_daily() -> list[tuple[date, float, int, int]]:
     midnight closes it), from the changes of the module docstring."""
     steps = [  # from this day on
         (date(2026, 1, 10), 14.75, 6, 6),  # A B C D E I
-        (date(2026, 2, 14), 12.25, 5, 5),  # E gone
-        (date(2026, 2, 19), 12.0, 5, 5),  # C yearly
-        (date(2026, 2, 27), 9.5, 4, 4),  # D gone: A B C I
-        (date(2026, 3, 1), 8.5, 4, 4),  # A, I at 2.0
-        (date(2026, 3, 4), 12.5, 6, 5),  # D back, F new (user 401 again)
-        (date(2026, 3, 7), 12.75, 6, 5),  # I yearly
-        (date(2026, 4, 11), 14.95, 7, 6),  # G new
+        (date(2026, 2, 9), 17.25, 7, 6),  # F new 02-10 (user 401 again)
+        (date(2026, 2, 14), 14.75, 6, 5),  # E gone
+        (date(2026, 2, 19), 14.5, 6, 5),  # C yearly
+        (date(2026, 2, 27), 12.0, 5, 4),  # D gone: A B C I F
+        (date(2026, 3, 1), 10.5, 5, 4),  # A, I, F at 2.0
+        (date(2026, 3, 7), 10.75, 5, 4),  # I yearly
+        (date(2026, 3, 24), 14.95, 7, 6),  # D won back 03-25, G new 03-25
     ]
     days = []
     day = date(2026, 1, 10)
@@ -225,9 +227,10 @@ def test_mrr_daily(revenue_warehouse: Path) -> None:
 
 
 def test_mrr_movements(revenue_warehouse: Path) -> None:
-    """January: nothing after the first day (its start is the first day's MRR). February: E and
-    D churn (2.5 each), C's switch contracts 0.25. March: the price cut -1.0, D reactivated
-    and F new (2.0 each), I's switch expands 0.25. April (running): G new 2.2."""
+    """January: nothing after the first day (its start is the first day's MRR). February: F new
+    2.5 (02-10), E and D churn (2.5 each), C's switch contracts 0.25. March: the price cut
+    -1.5 (A, I, F), I's switch expands 0.25, D won back 2.0 and G new 2.2 (both 03-25).
+    April (running): nothing."""
     got = rows(
         revenue_warehouse,
         "select month, mrr_start, new_mrr, expansion_mrr, contraction_mrr, churned_mrr, "
@@ -237,9 +240,9 @@ def test_mrr_movements(revenue_warehouse: Path) -> None:
     t, f = True, False
     assert got == [
         (date(2026, 1, 1), 14.75, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 14.75, t, t),
-        (date(2026, 2, 1), 14.75, 0.0, 0.0, 0.25, 5.0, 0.0, 0.0, -5.25, 9.5, t, f),
-        (date(2026, 3, 1), 9.5, 2.0, 0.25, 0.0, 0.0, 2.0, -1.0, 3.25, 12.75, t, f),
-        (date(2026, 4, 1), 12.75, 2.2, 0.0, 0.0, 0.0, 0.0, 0.0, 2.2, 14.95, f, f),
+        (date(2026, 2, 1), 14.75, 2.5, 0.0, 0.25, 5.0, 0.0, 0.0, -2.75, 12.0, t, f),
+        (date(2026, 3, 1), 12.0, 2.2, 0.25, 0.0, 0.0, 2.0, -1.5, 2.95, 14.95, t, f),
+        (date(2026, 4, 1), 14.95, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 14.95, f, f),
     ]
 
 
@@ -302,7 +305,8 @@ def test_lifetime_value_and_the_report_figures(revenue_warehouse: Path) -> None:
     churned E of 6 at its start (A B C D E I), March none of 4 (A B C I; D's expiry was undone
     by its win-back and it was not usable on 03-01): 1 / 10. The survival curve follows F
     (38 days, censored) and G (0, censored): it never falls, so the churn rate is used.
-    March is the last full month; MRR on 03-31 was 12.75."""
+    March is the last full month; MRR on 03-31 was 14.95: March's movements are G new 2.2, D
+    won back 2.0, I's expansion 0.25 and the price cut -1.5."""
     assert rows(
         revenue_warehouse,
         "select arpu, churn_rate, churn_months, survival_area_days, survival_last_day, "
@@ -330,13 +334,13 @@ def test_lifetime_value_and_the_report_figures(revenue_warehouse: Path) -> None:
         "mrr": 14.95,
         "arr": 12 * 14.95,
         "arpu": 14.95 / 6,
-        "mrr_month_before": 12.75,
+        "mrr_month_before": 14.95,
         "ltv": (14.95 / 6) / 0.1,
         "ltv_method": "churn_rate",
-        "last_full_month_mrr_new": 2.0,
+        "last_full_month_mrr_new": 2.2,
         "last_full_month_mrr_churned": 0.0,
         "last_full_month_mrr_reactivated": 2.0,
-        "last_full_month_mrr_net_change": 3.25,
+        "last_full_month_mrr_net_change": 2.95,
         "last_full_month_mrr_is_partial": False,
         "forecast_30d_mrr": forecast_by_hand()[0][5],
     }
@@ -437,9 +441,9 @@ def test_days_before_a_periods_first_price_are_null_not_guessed(
         "select min(day), max(day), count(*) from analytics.mrr_daily where mrr is null",
     ) == [(date(2026, 1, 10), date(2026, 1, 31), 22)]
     # gross now (no share): monthly 5.0, yearly 54 / 12 = 4.5, unknown as monthly (no rows).
-    # 02-01: A C D E I monthly, B yearly = 29.5. February's end (03-01 00:00): A I monthly, B C
-    # yearly = 19.0. March: D back and F new (5.0 each), I switches to yearly: contraction 0.5.
-    # April: G new at 5.0.
+    # 02-01: A C D E I monthly, B yearly = 29.5 (F starts 02-10). February's end (03-01
+    # 00:00): A I F monthly, B C yearly = 24.0. March: I switches to yearly: contraction 0.5;
+    # D won back and G new on 03-25 (5.0 each). April: nothing.
     assert rows(warehouse, "select mrr from analytics.mrr_daily where day = '2026-02-01'") == [
         (29.5,)
     ]
@@ -450,9 +454,9 @@ def test_days_before_a_periods_first_price_are_null_not_guessed(
     )
     assert got == [
         (date(2026, 1, 1), None, None, None, None, None, None),
-        (date(2026, 2, 1), None, None, None, None, None, 19.0),
-        (date(2026, 3, 1), 19.0, 5.0, 5.0, 0.5, 0.0, 28.5),
-        (date(2026, 4, 1), 28.5, 5.0, 0.0, 0.0, 0.0, 33.5),
+        (date(2026, 2, 1), None, None, None, None, None, 24.0),
+        (date(2026, 3, 1), 24.0, 5.0, 5.0, 0.5, 0.0, 33.5),
+        (date(2026, 4, 1), 33.5, 0.0, 0.0, 0.0, 0.0, 33.5),
     ]
 
 

@@ -117,6 +117,14 @@ def models(devportal: Cli, where: list[str], **extra: str) -> str:
     return out
 
 
+def mapped(monkeypatch: pytest.MonkeyPatch, setting: dict[str, str]) -> None:
+    """SETTING (`[analytics] status_map`) set for the rest of the test, as a user's
+    `.dlt/config.toml` stays set: `report` applies the settings set now (it rebuilds the
+    models when they differ from those of the last build: `models.applied`)."""
+    for key, value in setting.items():
+        monkeypatch.setenv(key, value)
+
+
 def figures(devportal: Cli, where: list[str]) -> dict[str, Any]:
     return json.loads(ok(devportal("report", *where, "--format", "json")))
 
@@ -191,10 +199,11 @@ def test_unmapped_statuses_are_other_and_the_usable_line_adds_up(
 
 
 def test_every_format_names_the_other_statuses(
-    history: Path, devportal: Cli, tmp_path: Path
+    history: Path, devportal: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wh = ["--warehouse", str(history)]
-    models(devportal, wh, **MAP_PAST_DUE)
+    mapped(monkeypatch, MAP_PAST_DUE)
+    models(devportal, wh)
     line = f"trialing 3 ({UNMAPPED}), past_due 2 (treated as canceled)"
 
     table = ok(devportal("report", *wh)).splitlines()
@@ -228,9 +237,12 @@ def test_every_format_names_the_other_statuses(
     assert f'<td class="sub">other, by status</td><td class="note">{line}</td>' in text
 
 
-def test_status_map_makes_past_due_a_cancellation_and_churn(history: Path, devportal: Cli) -> None:
+def test_status_map_makes_past_due_a_cancellation_and_churn(
+    history: Path, devportal: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     wh = ["--warehouse", str(history)]
-    models(devportal, wh, **MAP_PAST_DUE)
+    mapped(monkeypatch, MAP_PAST_DUE)
+    models(devportal, wh)
     got = figures(devportal, wh)
     # the usable line is by the status as sent: unchanged, past_due named with its treatment
     assert (got["usable_subscribers"], got["usable_active"], got["usable_canceled"]) == (8, 2, 1)
@@ -260,6 +272,7 @@ def test_status_map_makes_past_due_a_cancellation_and_churn(history: Path, devpo
     ]
 
     # the map is read at every build: without it, the same history is as before
+    monkeypatch.delenv("ANALYTICS__STATUS_MAP")
     models(devportal, wh)
     again = figures(devportal, wh)
     assert (again["canceled_30d"], again["churned_30d"]) == (0, 0)
@@ -267,10 +280,11 @@ def test_status_map_makes_past_due_a_cancellation_and_churn(history: Path, devpo
 
 
 def test_a_mapped_status_acts_as_its_treatment_in_every_event(
-    history: Path, devportal: Cli
+    history: Path, devportal: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     wh = ["--warehouse", str(history)]
-    models(devportal, wh, **MAP_BOTH)
+    mapped(monkeypatch, MAP_BOTH)
+    models(devportal, wh)
     got = figures(devportal, wh)
     assert [(s["status"], s["treated_as"]) for s in got["other_statuses"]] == [
         ("trialing", "active"),
@@ -349,14 +363,20 @@ def test_a_bad_status_map_stops_the_build_in_one_line_and_leaves_it_as_it_was(
 
 
 def test_the_same_on_postgres(
-    api: HostileApi, devportal: Cli, postgres: str, history: Path, tmp_path: Path
+    api: HostileApi,
+    devportal: Cli,
+    postgres: str,
+    history: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Synced into PostgreSQL too: the models pass --check there with the map, and the report
     reads the same figures, byte for byte, as from the DuckDB warehouse."""
     pg = ["--destination", "postgres", "--warehouse", str(tmp_path / "pg" / "warehouse.duckdb")]
     synced(api, devportal, pg)
-    models(devportal, pg, **MAP_PAST_DUE)
-    models(devportal, ["--warehouse", str(history)], **MAP_PAST_DUE)
+    mapped(monkeypatch, MAP_PAST_DUE)
+    models(devportal, pg)
+    models(devportal, ["--warehouse", str(history)])
     on_pg = ok(devportal("report", *pg, "--format", "json"))
     assert on_pg == ok(devportal("report", "--warehouse", str(history), "--format", "json"))
     got = json.loads(on_pg)

@@ -87,7 +87,9 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
     (`models.differences`), rebuild them (recorded as `devportal models` records a build); when the warehouse cannot be written now (another run holds it, no
     permission), one warning on stderr: what differs and the command that applies it. The
     figures are then read as built. The rebuild's line goes to stderr, at a terminal or with
-    --verbose: a report's stdout stays its figures, a cron's digest stays quiet."""
+    --verbose: a report's stdout stays its figures, a cron's digest stays quiet. Where no
+    `[analytics]` setting is set at all (a command run outside the project's folder), the
+    figures keep the settings of their build."""
     from devportal import engines, models
     from devportal.errors import ConfigError, DevportalError, first_line
 
@@ -103,7 +105,9 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
             differ = models.differences(engine, configured)
     except DevportalError:
         return  # the figures' own read says what is wrong with the warehouse
-    if not differ:
+    if not differ or not _analytics_set():
+        # no [analytics] setting where dlt reads (run from another folder than the project's):
+        # the figures keep the settings they were built with, rather than none
         return
     changed = "; ".join(differ)
     try:
@@ -122,6 +126,14 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
     # on stderr: the command's output (a report's JSON) stays only the figures
     if verbosity(args) >= VERBOSE or is_terminal(sys.stderr):
         print(f"devportal: models rebuilt with the settings set now ({changed})", file=sys.stderr)
+
+
+def _analytics_set() -> bool:
+    """Whether any `[analytics]` setting is set where dlt reads settings now (a settings file
+    of the current or global folder, or the environment)."""
+    from devportal import config_sources
+
+    return bool(config_sources.written(("analytics",)) or config_sources.environment("ANALYTICS__"))
 
 
 def warn(text: str) -> None:
