@@ -351,8 +351,14 @@ def warn_unknown_keys() -> None:
     """Log each unknown key (`unknown_keys`) once per run, however often settings are
     resolved: every command that reads settings calls it. A run is this process, the process
     image `devportal sync` execs for the models included (`cli.speedups`): the keys warned of
-    are marked in the environment under this process id, which an exec keeps."""
-    lines = unknown_keys()
+    are marked in the environment under this process id, which an exec keeps. A settings file
+    dlt cannot read is said here, first, in one line (`config_sources.SettingsFileError`)."""
+    try:
+        lines, unreadable = unknown_keys(), ""
+    except config_sources.SettingsFileError as err:
+        lines, unreadable = [], str(err)
+    if unreadable:  # raised apart from the except: no context to print
+        raise ConfigError(unreadable)
     if not lines:
         return
     with _warned_lock:

@@ -10,12 +10,21 @@ config_providers`), so a message names exactly what dlt looked at.
 `where_read()` is that, for a one-line message ("no base_url: ..."); `written(section)` the
 tables a user wrote under a section in each file, and `environment(prefix)` the variables, for
 the unknown-key warnings (`config.warn_unknown_keys`).
+
+Every command reads the settings through here first (`config.warn_unknown_keys`), so a file
+dlt cannot read (a TOML syntax error, a byte order mark, bytes that are not UTF-8) is caught
+here once: `SettingsFileError`, one line naming the file, the line and column and what to fix,
+never the line's text (a secret may be on it). `settings_file_error` words it.
 """
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import tomllib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,14 +53,16 @@ class Folder:
 def _toml_providers() -> list[Any]:
     import dlt  # here: the modules that only name this one need no dlt
 
-    return [p for p in dlt.config.config_providers if hasattr(p, "present_locations")]
+    with readable_settings():
+        return [p for p in dlt.config.config_providers if hasattr(p, "present_locations")]
 
 
 def folders() -> list[Folder]:
     """The settings folders dlt reads, the project's first, as its TOML providers tried them."""
     import dlt
 
-    global_dir = Path(os.path.abspath(dlt.current.run_context().global_dir))
+    with readable_settings():
+        global_dir = Path(os.path.abspath(dlt.current.run_context().global_dir))
     tried: dict[Path, set[str]] = {}
     for provider in _toml_providers():
         present = {os.path.abspath(p) for p in provider.present_locations}
@@ -99,3 +110,172 @@ def environment(prefix: str) -> list[str]:
     """The names of the environment variables dlt would read under PREFIX (`SOURCES__DEVPORTAL__`):
     upper case, as dlt looks them up."""
     return sorted(k for k in os.environ if k.startswith(prefix) and k == k.upper())
+
+
+# -- a settings file dlt cannot read ------------------------------------------------------------
+
+
+class SettingsFileError(Exception):
+    """A settings file dlt cannot read: one line, the file, the line and column, what to fix
+    (`config.warn_unknown_keys`, which every command's first read of settings passes, says
+    it as a `ConfigError`; this module imports nothing of devportal)."""
+
+
+@contextmanager
+def readable_settings() -> Iterator[None]:
+    """Around a use of dlt's settings: dlt reading a TOML file it cannot parse (its
+    `TomlProviderReadException`, raised again at every later use of dlt) becomes
+    `SettingsFileError`, once. dlt then reads on without that file, so that what a failed
+    command still does (its failure record, its alert, a report's figures) works and never
+    prints dlt's message. Raised apart from dlt's exception (neither cause nor context): dlt's
+    message quotes the character it stopped at, which may be part of a secret."""
+    from dlt.common.configuration.providers.toml import TomlProviderReadException
+
+    problem = None
+    try:
+        yield
+    except TomlProviderReadException as err:
+        problem = settings_file_error(err.full_paths, err.file_name)
+        _read_without_unreadable_files()
+    if problem is not None:
+        raise SettingsFileError(problem)
+
+
+def _read_without_unreadable_files() -> None:
+    """Give dlt the run context it would make, less the TOML files it cannot read (each of
+    its TOML providers that fails is left out)."""
+    from dlt.common.configuration import plugins
+    from dlt.common.configuration.container import Container
+    from dlt.common.configuration.providers import EnvironProvider
+    from dlt.common.configuration.providers.toml import (
+        ConfigTomlProvider,
+        SecretsTomlProvider,
+        TomlProviderReadException,
+    )
+    from dlt.common.configuration.specs.pluggable_run_context import PluggableRunContext
+
+    try:
+        context = plugins.manager().hook.plug_run_context(run_dir=None, runtime_kwargs=None)
+        providers: list[Any] = [EnvironProvider()]
+        for kind in (SecretsTomlProvider, ConfigTomlProvider):
+            try:
+                providers.append(kind(context.settings_dir, context.global_dir))
+            except TomlProviderReadException:
+                continue
+        context.initial_providers = lambda: list(providers)
+        Container()[PluggableRunContext] = PluggableRunContext(context)
+    except Exception:  # dlt's internals moved: every use of dlt fails as before, not worse
+        return
+
+
+def settings_file_error(paths: Iterable[str], file_name: str = "") -> str:
+    """The one line for the first of PATHS (the files dlt tried, in its order) that dlt's TOML
+    reader (tomlkit) refuses: the file, where, and what to fix; never the text of the line."""
+    for location in paths:
+        path = Path(os.path.abspath(location))
+        if not path.is_file():
+            continue
+        problem = _file_problem(path)
+        if problem is not None:
+            return f"settings file {path} {problem}"
+    tried = ", ".join(str(Path(os.path.abspath(p))) for p in paths) or file_name
+    return f"dlt could not read its settings file {file_name} ({tried}); no setting was read"
+
+
+def _file_problem(path: Path) -> str | None:
+    """What is wrong with the settings file at PATH, None when dlt's reader takes it."""
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        return f"cannot be read: {err.strerror or type(err).__name__}"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line, column = _position(data[: err.start].decode("utf-8", "replace"))
+        return f"is not UTF-8 text at line {line}, column {column}: save the file as UTF-8"
+    if text.startswith("\ufeff"):
+        return (
+            "is not valid TOML at line 1, column 1: it starts with a byte order mark (BOM); "
+            "save the file as UTF-8 without a BOM"
+        )
+    try:
+        tomlkit.parse(text)
+    except ParseError as err:  # dlt's own verdict, at tomlkit's place (0-based column)
+        found: tuple[int, int] | None = (err.line, err.col + 1)
+    except Exception:  # a key or a table set twice: tomlkit names no place
+        found = None
+    else:
+        return None
+    # Python's reader words the problem and places it (a key set twice too): what to fix
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        line, column, fix = _located(str(err), text)
+        return f"is not valid TOML at line {line}, column {column}: {fix}"
+    if found is None:
+        return "is not valid TOML: a key or a section is set twice; keep one"
+    line, column = found
+    return f"is not valid TOML at line {line}, column {column} (where dlt's reader stops)"
+
+
+def _position(before: str) -> tuple[int, int]:
+    """(line, column), both from 1, of the character after BEFORE."""
+    return before.count("\n") + 1, len(before) - (before.rfind("\n") + 1) + 1
+
+
+# Python's tomllib messages (their start) -> what to fix, never quoting the text
+_FIXES = (
+    ("Invalid value", 'a value TOML cannot read (or none): quote text, key = "text"'),
+    ("Cannot declare", "a section written twice: merge the two into one"),
+    ("Cannot overwrite a value", "a key set twice (or a section over a key): keep one"),
+    ("Cannot mutate", "a table or array set twice: keep one"),
+    (
+        "Expected newline or end of document after a statement",
+        "more than one value on the line: one key = value per line, quote text with spaces",
+    ),
+    ("Expected '=' after a key", 'a key without "=": write key = value'),
+    ("Expected ']' at the end of a table", "a section header not closed: write [section]"),
+    ("Expected ']]' at the end of an array", "an array of tables not closed: write [[name]]"),
+    ("Invalid statement", "a line that is neither [section] nor key = value"),
+    ("Invalid initial character for a key part", "a key TOML cannot read: quote it"),
+    ("Unclosed array", "an array not closed with ]"),
+    ("Unclosed inline table", "an inline table not closed with }"),
+    ("Unterminated string", "a string not closed: end it with its quote"),
+    ("Illegal character", "a string not closed on its line, or a control character in it"),
+    ("Unescaped '\\'", "a backslash in a \"...\" string: double it, or use '...' quotes"),
+    ("Unescaped", "a character to escape in a string"),
+    ("Invalid hex value", "a \\u escape that is not 4 hex digits"),
+    ("Invalid date or datetime", "a date or time TOML cannot read: quote it as text"),
+)
+
+
+def _located(message: str, text: str) -> tuple[int, int, str]:
+    """(line, column, what to fix) of a tomllib MESSAGE about TEXT."""
+    at = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    if at:
+        line, column = int(at.group(1)), int(at.group(2))
+    else:  # "(at end of document)"
+        line, column = _position(text)
+    fix = next((fix for start, fix in _FIXES if message.startswith(start)), "not valid TOML")
+    lines = text.splitlines()
+    if message.startswith(("Cannot declare", "Cannot overwrite")) and 0 < line <= len(lines):
+        # tomllib stops after the second declaration: the place is where it starts
+        column = len(lines[line - 1]) - len(lines[line - 1].lstrip()) + 1
+    declared = re.match(r"Cannot declare (\(.*?\)) twice", message)
+    if declared:  # a section's name is no value: named
+        try:
+            keys = ast.literal_eval(declared.group(1))
+            fix = f"the section [{'.'.join(map(str, keys))}] written twice: merge the two into one"
+        except (ValueError, SyntaxError, TypeError):
+            pass
+    elif message.startswith("Cannot overwrite a value"):
+        key = lines[line - 1].partition("=")[0].strip() if 0 < line <= len(lines) else ""
+        if _KEY.fullmatch(key):  # the key, never what follows its "="
+            fix = f"the key {key} set twice (or a section over a key): keep one"
+    return line, column, fix
+
+
+_KEY = re.compile(r"[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*")
