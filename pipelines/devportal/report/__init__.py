@@ -1,7 +1,8 @@
 """The business report: the figures of the `analytics` models, as text or a page.
 
-One job per module, imports running one way (figures <- formats <- page):
+One job per module, imports running one way (history <- figures <- formats <- page):
 
+    history  what the history can measure yet: the basis line, what each figure needs, the window
     figures  reading the figures from the models (either engine), one type per kind, the layout
     formats  the text formats: table, JSON, CSV, Markdown (`render`)
     page     the HTML page with the charts; `print_report`, what `devportal report` runs
@@ -17,17 +18,12 @@ from devportal.report.figures import (
     BASIS_KEY,
     BASIS_LABEL,
     FORECAST_SCOPE,
-    FULL_MONTH,
-    LAST_30_DAYS_NEEDS,
-    SECOND_SYNC,
-    WINDOW_DAYS,
     Metric,
     ReportFigures,
     Section,
     _figure,
     _report,
     collect,
-    span_text,
 )
 from devportal.report.formats import (
     FORMATS,
@@ -38,6 +34,13 @@ from devportal.report.formats import (
     format_markdown,
     format_table,
     render,
+)
+from devportal.report.history import (
+    FULL_MONTH,
+    LAST_30_DAYS_NEEDS,
+    SECOND_SYNC,
+    WINDOW_DAYS,
+    span_text,
 )
 from devportal.report.page import format_html, print_report, write_html
 

@@ -12,16 +12,23 @@ that no verified sweep ever read the list (the report is then partial).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import datetime, time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from devportal import charts, engines, numbers
 from devportal.errors import DevportalError, first_line
+from devportal.report.history import (
+    WINDOW_DAYS,
+    _basis,
+    _has_history,
+    _unmeasured,
+    _verified,
+    _window,
+)
 from devportal.target import Where
 from devportal.warehouse import ANALYTICS_SCHEMA
 
@@ -281,8 +288,6 @@ _COLUMNS = tuple(
     for key, kind in _KINDS.items()
     if kind != "statuses" and key not in _MONEY_KEYS and key not in _DERIVED
 )
-# The span the "Last 30 days" figures are meant to cover, in days (report_figures.window_days).
-WINDOW_DAYS = 30
 # What the 30-day forecast counts and leaves out: `forecast_30d_mrr_scope`, while prices are set.
 FORECAST_SCOPE = (
     "the MRR of today's subscriptions in 30 days: their renewals expected at the observed "
@@ -385,156 +390,6 @@ def _figure(value: Any, kind: str, currency: str | None = None) -> Any:
     return int(value)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def _verified(figures: Mapping[str, Any]) -> bool:
-    """Whether a verified sweep of the live list is what the figures start from."""
-    return bool(figures["has_verified_sweep"]) and figures["last_verified_sweep_at"] is not None
-
-
-def _basis(figures: Mapping[str, Any]) -> str:
-    """The line on what the subscription figures rest on: the verified sweep they start from
-    and the partial reads since, or the warning that no verified sweep ever read the list."""
-    windows = figures["window_syncs_since_verified_sweep"] or 0
-    unverified = figures["unverified_sweeps_since_verified_sweep"] or 0
-    if _verified(figures):
-        since = [
-            _plural(windows, "window sync") if windows else "",
-            _plural(unverified, "unverified sweep") if unverified else "",
-        ]
-        later = " and ".join(part for part in since if part)
-        return (
-            "Based on the full subscription list read and verified at "
-            f"{figures['last_verified_sweep_at']:%Y-%m-%d %H:%M:%S}"
-            + (f" (+{later} since)" if later else "")
-        )
-    read = figures["subscriptions_read"] or 0
-    why = (
-        f" ({_plural(unverified, 'sweep')} read it, none verified against the API's total: "
-        "see sync_runs.sweeps)"
-        if unverified
-        else ""
-    )
-    return (
-        f"Partial: no complete, verified read of the subscription list yet{why}; counts cover "
-        f"only the {_plural(read, 'subscription')} read so far. Run `devportal sync` (a full "
-        "sweep)."
-    )
-
-
-def _month_after(moment: datetime) -> date:
-    """The first month that starts at or after MOMENT."""
-    first = moment.date().replace(day=1)
-    if moment == datetime.combine(first, time()):
-        return first
-    return (first + timedelta(days=32)).replace(day=1)
-
-
-def _has_history(as_of: datetime | None, first_sync_at: datetime | None) -> bool:
-    """Whether a sync came after the first one: what is seen between two syncs is measured."""
-    return first_sync_at is not None and as_of is not None and as_of > first_sync_at
-
-
-# What a figure needs that a warehouse's history may not have yet (`_unmeasured`).
-SECOND_SYNC = "a second sync: {what} are seen between two syncs"
-FULL_MONTH = "a full month watched from its start ({month} is the first)"
-# The "Last 30 days" figures: one window for all, the days watched after the first sync.
-LAST_30_DAYS_NEEDS = (
-    SECOND_SYNC.format(what="new subscriptions and cancellations")
-    + "; churn is counted over the same days"
-)
-
-
-def span_text(days: float) -> str:
-    """A span of DAYS for people, never rounded up to more than was watched: '1 day', '2.5
-    days', '29.9 days'; under a day in hours."""
-    if days >= 1:
-        shown = math.floor(days * 10) / 10
-        return f"{shown:g} day" + ("" if shown == 1 else "s")
-    hours = math.floor(days * 24)
-    if hours >= 1:
-        return f"{hours} hour" + ("" if hours == 1 else "s")
-    return "less than an hour"
-
-
-def _window(window_days: float | None, first_sync_at: datetime | None) -> tuple[str, str | None]:
-    """The "Last 30 days" section's title and the line under its figures: while fewer than 30
-    days have been watched after the first sync, the span they count over (all of them alike)
-    and how much more history the full window needs; None when they cover the 30 days (or
-    cannot be measured yet: each then says what it needs)."""
-    title = f"Last {WINDOW_DAYS} days"
-    if window_days is None or window_days >= WINDOW_DAYS:
-        return title, None
-    span = span_text(window_days)
-    since = f" ({first_sync_at:%Y-%m-%d %H:%M})" if first_sync_at is not None else ""
-    more = span_text(WINDOW_DAYS - window_days)
-    return (
-        f"{title}: {span} watched so far",
-        f"new, cancellations and churn are all counted over the {span} since the first sync"
-        f"{since}; the full {WINDOW_DAYS} days need {more} more of history",
-    )
-
-
-def _unmeasured(f: Mapping[str, Any]) -> dict[str, str]:
-    """{key: what it needs} of the figures F's history cannot measure yet, whatever their
-    column holds: a figure counted between two syncs (new subscriptions, cancellations,
-    renewals, MRR movements) reads 0 after one sync, which is not a measurement. The others:
-    the renewals of a month that began before the first sync (the renewals before it are
-    unseen), the median lifetime while no subscription first seen after the first sync has
-    been followed, and the money figures their model left NULL."""
-    first = f["first_sync_at"]
-    history = _has_history(f["as_of"], first)
-    month = f"{_month_after(first):%Y-%m}" if first is not None else "the month after it"
-    watched = f["last_full_month"] is not None and not f["last_full_month_is_estimate"]
-    needs: dict[str, str] = {}
-
-    def unless(measured: bool, keys: Sequence[str], what: str) -> None:
-        if not measured:
-            needs.update(dict.fromkeys(keys, what))
-
-    unless(history, ("window_days", "new_30d", "canceled_30d", "churned_30d"), LAST_30_DAYS_NEEDS)
-    unless(
-        history and watched,
-        ("last_full_month_came_due", "last_full_month_renewed", "last_full_month_renewal_rate"),
-        FULL_MONTH.format(month=month) + "; renewals are seen between two syncs",
-    )
-    unless(
-        bool(f["survival_curve_days"]),
-        ("median_lifetime_days",),
-        "subscriptions first seen after the first sync, followed by later syncs",
-    )
-    if f["mrr"] is None:
-        return needs  # no prices: the revenue section says how to set them instead
-    movements = [key for key in _MONEY_KEYS if key.startswith("last_full_month_mrr_")]
-    unless(
-        history and all(f[key] is not None for key in movements),
-        movements,
-        "a full month after the first sync; MRR movements are changes between two syncs",
-    )
-    unless(
-        f["ltv"] is not None,
-        ("ltv",),
-        f["ltv_needs"] or "a measured monthly churn rate: " + FULL_MONTH.format(month=month),
-    )
-    unless(
-        history and f["forecast_30d_mrr"] is not None,
-        ("forecast_30d_mrr", "forecast_30d_mrr_low", "forecast_30d_mrr_high"),
-        f["forecast_30d_mrr_needs"] or "renewals observed: a sync after subscriptions came due",
-    )
-    new_needs = f["forecast_30d_new_mrr_needs"]
-    if new_needs is not None and f["window_days"] is not None:
-        new_needs += f" ({span_text(f['window_days'])} watched so far)"
-    unless(
-        f["forecast_30d_new_mrr"] is not None or new_needs is None,
-        ("forecast_30d_new_mrr",),
-        new_needs or "",
-    )
-    unless(f["mrr_month_before"] is not None, ("mrr_month_before",), "a sync in the month before")
-    return needs
-
-
 def _prices_hint(f: Mapping[str, Any]) -> str | None:
     """The one line of the revenue section while it has no figures: how to set prices (or to
     rebuild models older than the price book); None when prices are set."""
@@ -586,7 +441,8 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
             "forecast_30d_mrr_needs": row.get("forecast_30d_mrr_needs"),
             "forecast_30d_new_mrr_needs": row.get("forecast_30d_new_mrr_needs"),
             "ltv_needs": row.get("ltv_needs"),
-        }
+        },
+        _MONEY_KEYS,
     )
     hidden = frozenset() if figures["other_statuses"] else _OTHER_KEYS
     month = figures["last_full_month"]

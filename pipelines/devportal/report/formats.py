@@ -19,7 +19,8 @@ from typing import Any
 
 from devportal import display, numbers
 from devportal.errors import DevportalError
-from devportal.report.figures import Metric, ReportFigures, Section, span_text
+from devportal.report.figures import Metric, ReportFigures, Section
+from devportal.report.history import span_text
 
 FORMATS = ("table", "json", "csv", "markdown")
 

@@ -26,15 +26,14 @@ from typing import TYPE_CHECKING, Any
 from devportal import charts, display, numbers
 from devportal.errors import DevportalError
 from devportal.report.figures import (
-    FULL_MONTH,
     ReportFigures,
     _figures,
-    _month_after,
     _Reader,
     _reading,
     _report,
 )
 from devportal.report.formats import FORMATS, _as_of, _rows, render
+from devportal.report.history import FULL_MONTH, _month_after
 from devportal.target import Where
 
 if TYPE_CHECKING:
