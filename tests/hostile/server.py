@@ -402,3 +402,37 @@ def sized_page(
     if per_page is not None:
         body["per_page"] = per_page
     return body
+
+
+# -- an answer held until the test lets it go (tests/hostile/test_signals.py) ------------------
+
+
+class Gate:
+    """Holds the requests it is asked to hold until `release()`: `reached` is set as the first
+    one is held, so a test acts while the client is surely waiting for that answer (no sleep
+    stands in for it). `release()` in the test's cleanup ends what is held."""
+
+    def __init__(self) -> None:
+        self.reached = threading.Event()
+        self._released = threading.Event()
+
+    def hold(self) -> None:
+        self.reached.set()
+        self._released.wait(300)  # a bound on a forgotten release, not a measure
+
+    def release(self) -> None:
+        self._released.set()
+
+
+def held_at(api: HostileApi, path: str, gate: Gate, page: int) -> None:
+    """API answers PATH (the subscription or settings list) as usual, but holds page PAGE at
+    GATE until it is released."""
+
+    def answer(req: Request) -> Answer:
+        if int(req.query.get("page", "1") or 1) == page:
+            gate.hold()
+        if path == SUBSCRIPTIONS:
+            return api.subscriptions_answer(req)
+        return Answer(200, api.page(req, api.settings))
+
+    api.route(path, answer)
