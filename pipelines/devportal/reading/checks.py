@@ -19,6 +19,7 @@ import numpy as np
 from devportal.client import ApiClient, Page
 from devportal.errors import IntegrityError
 from devportal.reading.moves import (
+    COUNT,
     NO_ID,
     OUTRUN,
     PAGE_SIZE,
@@ -92,7 +93,7 @@ def _same_list(first: Page, page: Page) -> None:
     ):
         raise ListMoved(
             f"the page size changed while paging: page 1 counted {first.last_page} pages "
-            f"of the {first.total} rows, page {n} {page.last_page}",
+            f"of the {first.total} rows, page {n} counted {page.last_page}",
             PAGE_SIZE,
         )
     if (first.total is None) != (page.total is None):
@@ -147,7 +148,8 @@ def _tail(
     new rows are passed on, as a page holding just them."""
     size = first.per_page or len(first.data)
     limit = max(16, report.pages)
-    while report.total is not None and size and pages.rows < report.total:
+    grew = report.total != report.total_at_start  # else rows short of it are a count's fault
+    while grew and report.total is not None and size and pages.rows < report.total:
         if report.tail_pages >= limit:
             raise ListMoved(
                 f"the list grew faster than it could be read: total {report.total_at_start} at "
@@ -179,9 +181,9 @@ def _tail(
                 SHIFTED,
             )
         fresh = page.data[offset:]
-        if not fresh:
+        if not fresh:  # it counts rows it does not hold: no growth, a count that is wrong
             raise ListMoved(
-                f"page {number} counts {total} rows but holds none after row {start}", SHIFTED
+                f"page {number} counts {total} rows but holds none after row {start}", COUNT
             )
         tail = replace(page, data=fresh)
         pages.add(tail)

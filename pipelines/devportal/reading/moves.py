@@ -136,6 +136,7 @@ class Failure:
             return f"{_repeats(self.repeated, noun)}{grew}"
         if self.kind == COUNT:
             dropped = f" and {self.dropped} rows without a usable id" if self.dropped else ""
+            grew = grew if self.first != self.last else ""
             return f"read {self.unique} distinct {noun}s{dropped}, but the total says {self.last}{grew}"
         return self.reason
 
