@@ -49,7 +49,8 @@ def test_signups_arrive_at_a_steady_rate_of_reading_time_at_the_end_of_the_list(
 
 
 def page(session: requests.Session, sb: Sandbox, number: int, **params: str) -> dict[str, Any]:
-    answer = session.get(sb.base_url + SUBSCRIPTIONS_PATH, params={**params, "page": number})
+    query: dict[str, str] = {**params, "page": str(number)}
+    answer = session.get(sb.base_url + SUBSCRIPTIONS_PATH, params=query)
     answer.raise_for_status()
     body: dict[str, Any] = answer.json()
     return body
