@@ -305,6 +305,35 @@ def test_a_list_reordered_while_it_is_read_is_refused_naming_the_rows(
     assert "kept changing while it was read, in all 3 reads" in line
 
 
+def test_rows_that_moved_before_the_tail_was_read_again_are_noticed(
+    api: HostileApi, devportal: Cli, sync_args: Args
+) -> None:
+    """A signup at the end before every page; and when the page holding the last row read is
+    asked for again (to read what the list gained), a row of page 1 is removed and two are
+    added: the counts still grow, but the rows read before are no longer where they were."""
+    api.per_page = 3
+    api.subscriptions = [subscription(i) for i in range(1, 11)]
+    asked: dict[int, set[int]] = {}
+    grow = appender(1000)
+
+    def change(rows: list[dict[str, Any]], page: int, read: int) -> None:
+        seen = asked.setdefault(read, set())
+        if page in seen:
+            rows.pop(0)
+            grow(rows, page, read)
+        grow(rows, page, read)
+        seen.add(page)
+
+    Busy(api, change)
+    args = sync_args("--resources", "subscriptions")
+    line = error_line(sync(devportal, api, args, workers=1, sweep_attempts=2))
+    assert (
+        "read 1: page 4, read again for the rows added while the list was paged, no longer "
+        "holds the rows read before at positions 10 to 10: rows before them moved" in line
+    ), line
+    assert listed_ids(warehouse_of(args)) == []
+
+
 def test_a_list_that_grows_faster_than_it_can_be_read_is_refused(
     api: HostileApi, devportal: Cli, sync_args: Args
 ) -> None:

@@ -142,13 +142,14 @@ def _tail(
     first: Page, report: ListRead, pages: PageLog, fetch: Callable[[int], Page]
 ) -> Iterator[Page]:
     """The rows a list grew by while it was paged, beyond the rows read: the page that holds
-    the next position is read again (then the pages after it) until the rows read reach the
-    `total` (the largest any page reported, and no smaller than the last one's). Such a page
-    must still hold the rows read before at its first positions (they stayed put); only its
-    new rows are passed on, as a page holding just them."""
+    the last row read is read again (then the pages after it) until the rows read reach the
+    `total` (the largest any page reported, and no smaller than the last one's). That page
+    must still hold the rows read before at its first positions (they stayed put: at least
+    one is checked); only its new rows are passed on, as a page holding just them."""
     size = first.per_page or len(first.data)
     limit = max(16, report.pages)
     grew = report.total != report.total_at_start  # else rows short of it are a count's fault
+    checked = False  # a row read before was found again at its place
     while grew and report.total is not None and size and pages.rows < report.total:
         if report.tail_pages >= limit:
             raise ListMoved(
@@ -157,7 +158,7 @@ def _tail(
                 OUTRUN,
             )
         start = pages.rows
-        number = start // size + 1
+        number = (start if checked else max(start - 1, 0)) // size + 1
         page = fetch(number)
         report.tail_pages += 1
         report.pages += 1
@@ -180,7 +181,10 @@ def _tail(
                 f"{start}: rows before them moved",
                 SHIFTED,
             )
+        checked = True
         fresh = page.data[offset:]
+        if offset == size:  # the page read again ends where the rows read end: the next one
+            continue
         if not fresh:  # it counts rows it does not hold: no growth, a count that is wrong
             raise ListMoved(
                 f"page {number} counts {total} rows but holds none after row {start}", COUNT
