@@ -329,7 +329,7 @@ def test_rows_that_moved_before_the_tail_was_read_again_are_noticed(
     line = error_line(sync(devportal, api, args, workers=1, sweep_attempts=2))
     assert (
         "read 1: page 4, read again for the rows added while the list was paged, no longer "
-        "holds the rows read before at positions 10 to 10: rows before them moved" in line
+        "holds the rows read before at positions 10 to 12: rows before them moved" in line
     ), line
     assert listed_ids(warehouse_of(args)) == []
 
