@@ -2,9 +2,13 @@
 --
 -- Grain: one row per (month_start, subscription_id), over the months of month_spine: the base
 -- monthly_churn and churn_by_platform divide a month's churn by (`subscribers_at_start`).
--- Months starting at or after the first sync (`is_estimate` false) are observed: the version
---   valid at the month start (valid_from <= it < valid_to, or still current) has
---   `usable_until` after it (see subscription_versions).
+-- Months starting at or after the first sync (`is_estimate` false) are observed: the
+--   subscription was usable at the month start, within one of its subscription_spells
+--   (spell_start <= it < spell_end), exactly as daily_subscribers counts it at the snapshot of
+--   that instant (the end of the month's last day): from its first paid instant as the syncs
+--   revealed it (a subscription first seen by a later sync from its estimated start, not from
+--   that sync), not during a lapse before a win-back, a canceled one until its `expires_at`
+--   (sql/tests/month_start_subscribers_match_daily_subscribers).
 -- Months starting before the first sync (`is_estimate` true) are estimated: the API gives no
 --   creation date, so these are the subscriptions the first sync listed whose `expires_at` (as
 --   then listed) was after the month start, as if every one of them already existed then. An
@@ -14,17 +18,16 @@
 -- @test not_null(month_start, subscription_id, is_estimate)
 
 with observed as (
+    -- spells of one subscription never overlap: at most one holds a given instant
     select
         spine.month_start,
-        live_versions.id as subscription_id,
+        spells.subscription_id,
         false as is_estimate
     from analytics.month_spine as spine
     cross join analytics.as_of as clock
-    inner join analytics.subscription_versions as live_versions
-        on not live_versions.is_test
-        and live_versions.valid_from <= spine.month_start
-        and (live_versions.valid_to is null or live_versions.valid_to > spine.month_start)
-        and live_versions.usable_until > spine.month_start
+    inner join analytics.subscription_spells as spells
+        on spells.spell_start <= spine.month_start
+        and spells.spell_end > spine.month_start
     where spine.month_start >= clock.first_sync_at
 ),
 

@@ -2,12 +2,23 @@
 --
 -- Grain: one row per (subscription_id, event_type, event_at). Live subscriptions only.
 -- Events are read from consecutive versions, so `event_at` is when a sync first saw the change
--- (the change happened between that sync and the previous one), except `expired` and a
--- win-back's `reactivated`.
+-- (the change happened between that sync and the previous one), except a start of use (`new`
+-- after the first sync, a win-back's `reactivated`), dated when it began, and `expired`, at
+-- `expires_at`. The lapse-and-comeback rule and the dating of starts are written once, in
+-- subscription_spells (docs/analytics.md "Win-backs", "Starts between syncs"); every mart that
+-- counts an event reads it from here, so a subscription that lapsed and came back is counted
+-- the same way by monthly_churn, monthly_renewals, churn_by_platform, reactivations and
+-- mrr_changes / mrr_movements: churned at its expiry, won back at its comeback.
 -- Statuses are the treatments of subscription_versions.status: a status the spec does not show
 -- acts as what `[analytics] status_map` maps it to (trialing = "active": a trialing
 -- subscription renews, cancels and reactivates as an active one), else as 'other'.
--- `new`: the first version of a subscription (first listed).
+-- `new`: the first version of a subscription (first listed). A subscription first seen by a
+--   sync after the first one is new at its estimated first paid instant
+--   (subscription_spells.spell_start of its 'new' start: its first `expires_at` minus its
+--   period, within (the sync before, the sync that saw it]), the instant mrr_changes has its
+--   'new' movement at and daily_subscribers counts it from; without such a start (no use to
+--   date it by: first seen already past an expiry before the sync before) at the sync that saw
+--   it. The first sync's subscriptions are new at the first sync (backfill).
 -- `canceled`: status canceled where the previous version's was not (active, or other: a
 --   past_due subscription that is then canceled was canceled then).
 -- `reactivated`: status active where the previous version was canceled. `is_win_back`: it came
@@ -17,24 +28,31 @@
 --   (subscription_spells.spell_start: the new `expires_at` minus its period, between the
 --   expiry or the sync before the one that saw it, whichever is later, and that sync), the
 --   time mrr_changes has its 'reactivated' movement at. Otherwise it is a save (changed their
---   mind before the paid period ran out: no use was lost) at the sync that saw it.
+--   mind before the paid period ran out, or a late-seen save whose new paid period runs on
+--   from the old one: no use was lost) at the sync that saw it.
 -- `renewed`: `expires_at` moved later while active (active before or after the change: a
 --   subscription that renewed and then canceled between two syncs renewed while active). An
 --   expiry that moves while 'other' is no renewal event (monthly_renewals still sees it).
--- `expired`: the latest version is canceled and its `expires_at` <= as_of; `event_at` is
---   `expires_at`. This is churn. A subscription that expired and came back is active now and
---   has no expired event: its churn was undone. An 'other' status never churns: one whose
+-- `expired`: a lapse, at `expires_at` <= as_of: a canceled version whose use ran out, either
+--   the latest version (the subscription is gone) or the version before a win-back (it lapsed
+--   there and came back later: one churn at the expiry, then one win-back at the comeback, as
+--   ChartMogul counts it and as mrr_changes has a 'churned' then a 'reactivated' movement).
+--   This is churn. A save (reactivated before the expiry, or seen late with its paid periods
+--   contiguous) is no lapse and no churn. An 'other' status never churns: one whose
 --   `expires_at` passed is no longer usable, and not churn either (it may yet renew).
 -- `seen_at`: the sync whose version shows the event (valid_from): `event_at` but for `expired`
---   (the sync that saw the last, canceled version) and a win-back (the sync that saw it back).
+--   (the sync that saw the canceled version), a win-back (the sync that saw it back) and a
+--   `new` dated at its start (the sync that first saw it).
 -- `is_initial_load`: `event_at` <= the first sync (as_of.first_sync_at): backfill describing the
---   past, not news. The first sync's `new` events and expiries before it are backfill.
+--   past, not news. The first sync's `new` events and expiries before it are backfill (a `new`
+--   after the first sync starts after it: its start is bounded by the sync before).
 -- `event_month`: the calendar month (its first instant) the event counts in, for every monthly
 --   mart: the month of `event_at`, except that an `event_at` exactly at a month's first instant
 --   (00:00:00 on the 1st) counts in the month before (month_spine): a sync then saw changes
---   made before it, and an expiry then ended a use that lasted through the month before
---   (usable means `expires_at` > t: the month before's base holds it, the next one's does
---   not). The first sync's observations (and earlier runs'), expiries aside, count in the
+--   made before it, a start then is in the next month's base (usable from that instant) and
+--   new in the month before, and an expiry then ended a use that lasted through the month
+--   before (usable means `expires_at` > t: the month before's base holds it, the next one's
+--   does not). The first sync's observations (and earlier runs'), expiries aside, count in the
 --   month they were made in: the history opens there.
 --
 -- @test unique(subscription_id, event_type, event_at)
@@ -45,16 +63,20 @@
 with first_listings as (
     -- each kind of event reads the versions itself: DuckDB copies a CTE read more than once
     select
-        id,
-        service_id,
+        versions.id,
+        versions.service_id,
         'new' as event_type,
-        valid_from as event_at,
-        expires_at,
+        coalesce(starts.spell_start, versions.valid_from) as event_at,
+        versions.expires_at,
         null::timestamp as previous_expires_at,
-        valid_from as seen_at,
+        versions.valid_from as seen_at,
         false as is_win_back
-    from analytics.subscription_versions
-    where not is_test and version_number = 1
+    from analytics.subscription_versions as versions
+    left join analytics.subscription_spells as starts
+        on starts.subscription_id = versions.id
+        and starts.version_number = versions.version_number
+        and starts.start_kind = 'new'
+    where not versions.is_test and versions.version_number = 1
 ),
 
 cancellations as (
@@ -121,9 +143,13 @@ expiries as (
         false as is_win_back
     from analytics.subscription_versions as live_versions
     cross join analytics.as_of as clock
+    left join analytics.subscription_spells as win_backs
+        on win_backs.subscription_id = live_versions.id
+        and win_backs.version_number = live_versions.version_number + 1
+        and win_backs.start_kind = 'win_back'
     where
         not live_versions.is_test
-        and live_versions.is_last_version
+        and (live_versions.is_last_version or win_backs.subscription_id is not null)
         and live_versions.status = 'canceled'
         and live_versions.expires_at <= clock.as_of
 ),

@@ -4,8 +4,11 @@
 -- `first_seen_at`: when a sync first listed it (subscriptions_current; the API gives no
 --   creation date, so a lifetime starts there: it misses the time between the creation and the
 --   sync that first saw it).
--- `churned_at`: its `expired` event (subscription_events: canceled and `expires_at` <= as_of),
---   NULL if it has none; `is_churned`: it has one.
+-- `churned_at`: its first `expired` event (subscription_events: its first lapse, a canceled
+--   version's `expires_at` <= as_of), NULL if it has none; `is_churned`: it has one. Churned
+--   means what it means in monthly_churn: a lapse later won back ends the lifetime at that
+--   expiry (time to first churn); the comeback is a win-back (reactivations), not a new
+--   lifetime, and does not undo the churn.
 -- `is_censored`: not churned: still usable at as_of, or no longer listed by the API
 --   (`is_removed`), or due with no renewal seen yet; its lifetime is at least `lifetime_days`.
 -- `observed_until`: where the lifetime ends: `churned_at`; else, for a subscription the API

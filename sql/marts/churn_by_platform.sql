@@ -7,7 +7,8 @@
 --   the new one in every month); 'unknown' when the account is missing (404), not fetched yet,
 --   or the subscription has no service id.
 -- `subscribers_at_start`, `churned`, `churn_rate`, `is_estimate`, `is_complete`: as in
---   monthly_churn (an expiry in the month of subscription_events.event_month), counted per
+--   monthly_churn (a lapse, its `expired` event, in the month of
+--   subscription_events.event_month, whether or not it was won back later), counted per
 --   platform, so they sum over the platforms to monthly_churn's
 --   (the bases are the same rows, month_start_subscribers: observed from the history from the
 --   first sync on, estimated from the first sync's list before it).

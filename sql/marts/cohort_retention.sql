@@ -1,15 +1,17 @@
--- cohort_retention: of the live subscriptions first seen in a month, how many are still usable
--- at the end of each later month.
+-- cohort_retention: of the live subscriptions that started in a month, how many are still
+-- usable at the end of each later month.
 --
 -- Grain: one row per (cohort, month_offset).
--- `cohort`: the month a live subscription was first seen (subscriptions_current.first_seen_at,
---   'YYYY-MM'); the API has no creation date, so first seen is the nearest start there is. A
---   sync at 00:00:00 on the 1st saw what started before it: those subscriptions join the month
---   before's cohort, which it measures at that month's end (the instant of that sync), as
---   their `new` events count in that month (subscription_events.event_month).
---   The subscriptions the first sync listed (first_seen_at <= as_of.first_sync_at) started at
---   unknown times before it: they form the cohort 'backfill' (`is_backfill`), whose
---   `cohort_month` is the first sync's month (the month it opens, as in month_spine).
+-- `cohort`: the month a live subscription started ('YYYY-MM'): the `event_month` of its `new`
+--   event (subscription_events), so a cohort is monthly_churn's `new` of that month. The API has
+--   no creation date: a subscription first seen by a sync after the first one started at its
+--   estimated first paid instant (subscription_spells, docs/analytics.md "Starts between
+--   syncs"), within (the sync before, the sync that saw it], as daily_subscribers and the
+--   monthly bases count it; a start at 00:00:00 on the 1st joins the month before's cohort,
+--   which it is measured at the end of (that instant), as its `new` event counts in that month.
+--   The subscriptions the first sync listed (`new` with is_initial_load) started at unknown
+--   times before it: they form the cohort 'backfill' (`is_backfill`), whose `cohort_month` is
+--   the first sync's month (the month it opens, as in month_spine).
 -- `cohort_month`: the cohort's month (first day); `month_offset`: 0 for it, 1 for the next...;
 --   `month`: the calendar month measured (first day). Only observed months: from the cohort
 --   month to the month of as_of (the months of month_spine from the cohort's on), nothing
@@ -17,10 +19,13 @@
 -- `cohort_size`: the cohort's subscriptions.
 -- `usable`: those usable at the end of `month` (the first instant of the next month), or at
 --   as_of for the month of as_of (month_spine's last; `is_complete` false unless as_of is
---   exactly its end). Usable at an instant t:
---   the version valid at t (valid_from <= t < valid_to, or still current) has `usable_until` > t
---   (see subscription_versions), as in monthly_churn's bases and daily_subscribers; a
---   subscription the API stopped listing has no version valid after that.
+--   exactly its end). Usable at an instant t: within one of its subscription_spells
+--   (spell_start <= t < spell_end), as in monthly_churn's bases (month_start_subscribers) and
+--   daily_subscribers. A lapse is churn (monthly_churn counts it at the expiry): a subscription
+--   is not usable at a month end that falls in its lapse, and counts again once won back (at
+--   its comeback): retention is the share usable then, not the share never churned (the
+--   survival curve is that one). A subscription the API stopped listing has no spell after
+--   that.
 -- `retention`: usable / cohort_size.
 --
 -- @test unique(cohort, month_offset)
@@ -28,18 +33,17 @@
 -- @test not_null(cohort_size, usable, retention, is_complete)
 
 with members as (
+    -- every live subscription has one `new` event (its first version)
     select
-        current_subscriptions.id,
-        current_subscriptions.first_seen_at <= clock.first_sync_at as is_backfill,
+        events.subscription_id as id,
+        events.is_initial_load as is_backfill,
         case
-            when current_subscriptions.first_seen_at <= clock.first_sync_at
-                then date_trunc('month', clock.first_sync_at)
-            -- first seen at a month's first instant: seen at the month before's end
-            else date_trunc('month', current_subscriptions.first_seen_at - interval 1 microsecond)
+            when events.is_initial_load then date_trunc('month', clock.first_sync_at)
+            else events.event_month
         end as cohort_start
-    from analytics.subscriptions_current as current_subscriptions
+    from analytics.subscription_events as events
     cross join analytics.as_of as clock
-    where not current_subscriptions.is_test
+    where events.event_type = 'new'
 ),
 
 cohorts as (
@@ -74,12 +78,10 @@ usable_counts as (
     inner join members
         on members.is_backfill = cohort_months.is_backfill
         and members.cohort_start = cohort_months.cohort_start
-    inner join analytics.subscription_versions as versions
-        on versions.id = members.id
-        and not versions.is_test
-        and versions.valid_from <= cohort_months.measured_at
-        and (versions.valid_to is null or versions.valid_to > cohort_months.measured_at)
-        and versions.usable_until > cohort_months.measured_at
+    inner join analytics.subscription_spells as spells
+        on spells.subscription_id = members.id
+        and spells.spell_start <= cohort_months.measured_at
+        and spells.spell_end > cohort_months.measured_at
     group by cohort_months.is_backfill, cohort_months.cohort_start, cohort_months.month_start
 ),
 

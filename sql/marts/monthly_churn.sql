@@ -8,15 +8,24 @@
 -- the next month's: a subscription first seen then is in the next month's base and new in the
 -- month before, one expiring then was usable through the month before (in its base, not in the
 -- next month's) and churned in it.
--- `churned`: canceled subscriptions whose `expires_at` falls in the month and is <= as_of (the
---   `expired` events of the month, backfill included: an expiry date is a fact even when the
---   sync learned it later).
+-- `churned`: lapses whose `expires_at` falls in the month and is <= as_of (the `expired`
+--   events of the month, backfill included: an expiry date is a fact even when the sync learned
+--   it later): a canceled subscription whose paid use ran out, whether it is gone or came back
+--   later. A lapse later won back is churn in the month it expired and a win-back (`won_back`)
+--   in the month it came back, as ChartMogul counts it and as mrr_movements has churned then
+--   reactivated MRR (docs/analytics.md "Win-backs"); a save (reactivated before the expiry, or
+--   seen late with contiguous paid periods) is no churn. So a month's churned subscriptions are
+--   its `expired` events and, after the first sync, its 'churned' mrr_changes of a canceled
+--   subscription at its expiry (sql/tests/expired_events_match_mrr_changes).
+-- `won_back`: subscriptions that came back after a lapse, in the month of their comeback
+--   (reactivations.won_back; mrr_movements.reactivated_mrr). NULL where `new` is.
 -- `churned_monthly`, `churned_yearly`, `churned_unknown`: `churned` split by the subscription's
 --   period in billing_periods (inferred from its whole history up to as_of); they sum to it.
 -- `cancellations`, `new`: `canceled` / `new` events observed in the month, backfill excluded;
 --   NULL for months that ended before the first sync (nothing was observed then, which is not 0).
 -- `subscribers_at_start`: live subscriptions usable at the first instant of the month
---   (month_start_subscribers).
+--   (month_start_subscribers: from each one's first paid instant as the syncs revealed it, as
+--   daily_subscribers counts them).
 -- `churn_rate`: churned / subscribers_at_start (NULL when there were none).
 -- `is_complete`: the month ended at or before as_of (the as_of month is still running).
 -- `is_estimate`: the month started before the first sync, so `subscribers_at_start` is an
@@ -71,7 +80,10 @@ monthly_events as (
         ) as cancellations,
         count(*) filter (
             where live_events.event_type = 'new' and not live_events.is_initial_load
-        ) as new_subscriptions
+        ) as new_subscriptions,
+        count(*) filter (
+            where live_events.event_type = 'reactivated' and live_events.is_win_back
+        ) as won_back
     from analytics.subscription_events as live_events
     left join analytics.billing_periods as periods
         on periods.subscription_id = live_events.subscription_id
@@ -93,6 +105,10 @@ final as (
             when months.month_end > clock.first_sync_at
                 then coalesce(monthly_events.new_subscriptions, 0)
         end as new,
+        case
+            when months.month_end > clock.first_sync_at
+                then coalesce(monthly_events.won_back, 0)
+        end as won_back,
         coalesce(bases.subscribers, 0) as subscribers_at_start,
         coalesce(monthly_events.churned, 0) / nullif(coalesce(bases.subscribers, 0), 0)
             as churn_rate,

@@ -14,12 +14,14 @@
 -- `came_due`: due dates falling in the month (after as_of too, within its month); a due date
 --   exactly at 00:00:00 on the 1st ends the month before (the paid use lasted through it), as
 --   its expiry does in monthly_churn (subscription_events.event_month).
--- `churned`: the due date is the subscription's `expired` event (subscription_events: its
---   latest version is canceled with this expiry, <= as_of); so the `churned` of period 'all'
---   equals monthly_churn.churned of the month.
+-- `churned`: the due date is one of the subscription's `expired` events (subscription_events:
+--   a lapse, a canceled version with this expiry, <= as_of, that is its latest or was followed
+--   by a win-back); so the `churned` of period 'all' equals monthly_churn.churned of the month.
+--   A lapse later won back churned at this due date (its comeback is a win-back, counted in
+--   reactivations, not a renewal), as in monthly_churn and mrr_movements.
 -- `renewed`: not churned, and a version seen after the one that first carried the due date has
---   a later `expires_at` (a renewal, or a win-back after expiry: its churn was undone, as in
---   monthly_churn).
+--   a later `expires_at` (a renewal, or a save: reactivated before the expiry, or seen late with
+--   the new paid period running on from this one).
 -- `undecided`: neither, as of as_of: not yet due, or due but no later expiry seen yet (the
 --   next sync tells), or the API stopped listing the subscription (subscriptions_current
 --   .is_removed) before a renewal was seen. renewed + churned + undecided = came_due.

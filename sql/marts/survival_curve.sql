@@ -10,7 +10,8 @@
 --   left-truncated and their time since the start cannot be counted; a backfilled survivor
 --   would also overstate survival, as only the ones that lasted until the first sync are seen.
 -- `at_risk`: followed subscriptions whose lifetime is at least `day` (neither churned nor
---   censored before it). `churned`: those churned on `day` (the `expired` event);
+--   censored before it). `churned`: those churned on `day` (their first `expired` event: a
+--   lapse later won back is a churn here as in monthly_churn, the curve is time to first churn);
 --   `censored`: those not churned whose observation ended on `day` (usable at as_of, or no
 --   longer listed: see subscription_lifetimes.observed_until).
 -- `survival`: the product over the days up to and including `day` of (1 - churned / at_risk),

@@ -79,8 +79,13 @@ def test_subscription_events(story_warehouse: Path) -> None:
         "select event_type, subscription_id, event_at, is_initial_load "
         "from analytics.subscription_events order by event_type, subscription_id, event_at",
     )
+    # a subscription first seen after the first sync is new at its estimated first paid instant
+    # (docs/analytics.md "Starts between syncs"), as daily_subscribers and mrr_changes count it,
+    # not at the sync that saw it (`seen_at`): 11 (first seen T2, expiry 02-25, renewed to 03-25:
+    # monthly) at 02-25 minus a month = 01-25, within (T1, T2]; 12 (first seen T3, expiry 03-03,
+    # period unknown) at 03-03 minus a month = 02-03, before T2: moved to the bound, just after T2
     new = [("new", i, T1, True) for i in range(1, 11)]
-    new += [("new", 11, T2, False), ("new", 12, T3, False)]
+    new += [("new", 11, d("2026-01-25"), False), ("new", 12, T2 + timedelta(microseconds=1), False)]
     assert got == sorted(
         [
             ("canceled", 5, T2, False),
@@ -114,18 +119,24 @@ def test_renewal_events_carry_both_expiries(story_warehouse: Path) -> None:
 
 
 def test_monthly_churn(story_warehouse: Path) -> None:
+    """New subscriptions count in the month of their estimated start (11 on 01-25: January; 12
+    just after T2: February), and from that start in the bases, as daily_subscribers counts
+    them: 02-01's base is 1 2 5 6 7 8 9 10 and 11 (started 01-25, seen only at T2) = 9; 03-01's
+    is 1 2 6 (its save seen at T3 extends its canceled version to 04-01) 7 8 9 11 and 12
+    (usable from just after T2 to 03-03) = 8; 5 (02-05), 10 (02-28) out. No lapse was won back:
+    6's and 9's comebacks were saves (before the expiry)."""
     got = rows(
         story_warehouse,
-        "select month, churned, cancellations, new, subscribers_at_start, churn_rate, "
+        "select month, churned, cancellations, new, won_back, subscribers_at_start, churn_rate, "
         "is_estimate, is_complete from analytics.monthly_churn order by month",
     )
     assert got == [
         # before the first sync: base = the first sync's list with expires_at after the start
-        (date(2025, 12, 1), 1, None, None, 10, pytest.approx(1 / 10), True, True),
-        # the first sync's month: base still estimated; events observed from Jan 15 on
-        (date(2026, 1, 1), 1, 0, 0, 9, pytest.approx(1 / 9), True, True),
-        (date(2026, 2, 1), 1, 2, 1, 8, pytest.approx(1 / 8), False, True),
-        (date(2026, 3, 1), 1, 1, 1, 7, pytest.approx(1 / 7), False, False),
+        (date(2025, 12, 1), 1, None, None, None, 10, pytest.approx(1 / 10), True, True),
+        # the first sync's month: base still estimated; events observed from Jan 15 on, 11 new
+        (date(2026, 1, 1), 1, 0, 1, 0, 9, pytest.approx(1 / 9), True, True),
+        (date(2026, 2, 1), 1, 2, 1, 0, 9, pytest.approx(1 / 9), False, True),
+        (date(2026, 3, 1), 1, 1, 0, 0, 8, pytest.approx(1 / 8), False, False),
     ]
 
 
@@ -238,9 +249,10 @@ EXPECTED_FIGURES = {
     "usable_active": 6,
     "usable_canceled": 1,
     "last_full_month": "2026-02",
+    # February: 5 churned of 9 at its start (11, started 01-25, included: test_monthly_churn)
     "last_full_month_churned": 1,
-    "last_full_month_subscribers_at_start": 8,
-    "last_full_month_churn_rate": 0.125,
+    "last_full_month_subscribers_at_start": 9,
+    "last_full_month_churn_rate": 1 / 9,
     "last_full_month_is_estimate": False,
     "expiring_7d": 2,
     "expiring_7d_renewing": 1,
@@ -250,7 +262,8 @@ EXPECTED_FIGURES = {
     "expiring_30d_churning": 1,
     # the last 30 days, (02-03, 03-05]: 49 days watched since the first sync, so all 30
     "window_days": 30,
-    "new_30d": 2,  # 11 (T2) and 12 (T3); the first sync's backfill is before the window anyway
+    # new at their estimated starts: 12 (just after T2) in the window, 11 (01-25) before it
+    "new_30d": 1,
     "canceled_30d": 3,  # 5 and 6 (T2), 8 (T3)
     "churned_30d": 2,  # 5 (02-05) and 12 (03-03)
     # due in February: 2 and 9 (02-20), 11 (02-25), 1 and 6 (03-01 00:00:00: the paid use ends
@@ -292,7 +305,7 @@ def test_report_csv_and_markdown_and_table(
 
     report.print_report(story_warehouse, fmt="markdown")
     markdown = capsys.readouterr().out
-    assert "| churn rate | 12.5% |" in markdown
+    assert "| churn rate | 11.1% |" in markdown
     assert "| **Last full month: 2026-02** | |" in markdown
     assert f"> {BASIS}" in markdown.splitlines()
 
@@ -303,7 +316,7 @@ def test_report_csv_and_markdown_and_table(
     )
     assert table[1] == BASIS
     assert [line.split()[-1] for line in table if line.strip().startswith("churn rate")] == [
-        "12.5%"
+        "11.1%"
     ]
 
 
