@@ -9,6 +9,8 @@ them into the one clause of the sync summary (`summary`):
   not show: a first sync tells what the API sends beyond the spec, not the spec itself);
 - **gone**: a path the latest full read of the table saw and this full read did not (a
   window, or the accounts read per user, sees a sample: its absences mean nothing);
+- **whole**: a map (`extras.keyed`: keys that are ids, or too many keys) is kept whole as
+  one JSON value from this run on; named once, not per key (its keys are no paths);
 - **type**: this run saw a type of value the last run that saw the path did not (nulls fit
   any column and are never a change; a type no longer seen sends nothing anywhere new); the
   change names the column the new values land in: the column itself when they fit its type,
@@ -91,7 +93,7 @@ def changes(
     KNOWN: every path earlier loaded runs saw, each with the entry of the last run that saw it;
     LAST_FULL: per table, the fields of the latest loaded run that read it in full;
     FULL_TABLES: the tables this run read in full. Each change is
-    `{"table", "field", "change": "new"|"gone"|"type", "from", "to", "column"}` (`from`/`to`:
+    `{"table", "field", "change": "new"|"gone"|"type"|"whole", "from", "to", "column"}` (`from`/`to`:
     sorted dlt types, [] for none), in the order table, change (new, gone, type), field.
     """
     found: list[dict[str, Any]] = []
@@ -99,13 +101,21 @@ def changes(
         seen = current.get(table) or {}
         held = known.get(table) or {}
         spec = SPEC_FIELDS.get(table, frozenset())
+        whole = {p for p, e in seen.items() if e.get("whole")}
         for path in sorted(seen):
             entry = seen[path]
+            if path in whole and not (held.get(path) or {}).get("whole"):
+                # a map kept whole: named once, whatever was held below it
+                change = _change(table, path, "whole", [], _types(entry), _column(entry))
+                change["whole"] = str(entry.get("whole"))
+                found.append(change)
+                continue
             if path in held or (table not in known and path in spec):
                 continue
             found.append(_change(table, path, "new", [], _types(entry), _column(entry)))
         if table in full_tables:
-            for path in sorted(set(last_full.get(table) or {}) - set(seen)):
+            gone = set(last_full.get(table) or {}) - set(seen)
+            for path in sorted(p for p in gone if not _inside(p, whole)):
                 last = last_full[table][path]
                 column = _column(held.get(path) or last)
                 found.append(_change(table, path, "gone", _types(last), [], column))
@@ -139,6 +149,11 @@ def summary(changes: list[dict[str, Any]]) -> str:
     if more > 0:
         text += f" | {more} more in sync_runs.schema_changes"
     return f"schema: {text}"
+
+
+def _inside(path: str, whole: set[str]) -> bool:
+    """Whether dotted PATH is below one of the paths kept WHOLE (its values are in there)."""
+    return any(path.startswith(top + ".") for top in whole)
 
 
 def _change(
@@ -200,6 +215,8 @@ def _said(change: Mapping[str, Any]) -> str:
         return f"new {field}{where}"
     if change.get("change") == "gone":
         return f"gone {field}"
+    if change.get("change") == "whole":
+        return f"{field} kept whole as JSON{where}: {name(str(change.get('whole')))}"
     before = "/".join(change.get("from") or ()) or NULL
     now = "/".join(change.get("to") or ()) or NULL
     return f"{field} {before} -> {now}{where}"

@@ -6,8 +6,9 @@ gets the prefix `api__`; a column keeps the name an earlier run gave its path. D
 settings, accounts) are typed by dlt itself; subscriptions take the Arrow path (spooled leaf
 columns, then a typing plan).
 
-One job per module, imports running one way (fields <- names, spool <- planning):
+One job per module, imports running one way (keyed <- fields <- names, spool <- planning):
 
+    keyed     which objects are maps (keys that are ids, too many keys): kept whole as JSON
     fields    leaf paths and the kinds of their values; `FieldStats`; ignore patterns; JSON text
     names     the column of each path (`Naming`, `Columns`); what the destination holds
     spool     an extra leaf path as a spooled Arrow column, and back (`encode_leaf`, `decode_leaf`)
@@ -33,6 +34,7 @@ from devportal.extras.fields import (
     loads,
     reported,
 )
+from devportal.extras.keyed import KEYS_MAX, id_key, value_key, whole_reason
 from devportal.extras.names import (
     COLLISION_PREFIX,
     Columns,
@@ -44,7 +46,7 @@ from devportal.extras.names import (
     stored_columns,
     stored_schema,
 )
-from devportal.extras.planning import NATIVE, Plan, PlannedColumn, coerce, plan
+from devportal.extras.planning import NATIVE, Plan, PlannedColumn, coerce, fold, plan, whole_paths
 from devportal.extras.spool import (
     decode_leaf,
     encode_leaf,
@@ -61,6 +63,7 @@ __all__ = [
     "ABSENT",
     "COLLISION_PREFIX",
     "EMPTY_KEY",
+    "KEYS_MAX",
     "KINDS",
     "NATIVE",
     "Columns",
@@ -79,6 +82,8 @@ __all__ = [
     "encode_leaf",
     "flat_extras",
     "flatten",
+    "fold",
+    "id_key",
     "ignore_matcher",
     "is_leaf_name",
     "json_lists",
@@ -96,4 +101,7 @@ __all__ = [
     "spooled_leaves",
     "stored_columns",
     "stored_schema",
+    "value_key",
+    "whole_paths",
+    "whole_reason",
 ]

@@ -16,6 +16,8 @@ from typing import Any
 import orjson
 from dlt.common.normalizers.naming.snake_case import NamingConvention as SnakeCase
 
+from devportal.extras.keyed import whole_reason
+
 # {table: {dotted path: {"types": [...], "column": name}}}: what `sync_runs.fields` holds
 Fields = dict[str, dict[str, dict[str, Any]]]
 Path = tuple[str, ...]
@@ -59,11 +61,16 @@ def dotted(path: Path) -> str:
 
 
 def flatten(
-    obj: Mapping[str, Any], prefix: Path = (), *, empty_leaves: bool = False
+    obj: Mapping[str, Any],
+    prefix: Path = (),
+    *,
+    empty_leaves: bool = False,
+    whole: Callable[[Path, dict[str, Any]], bool] | None = None,
 ) -> Iterator[tuple[Path, Any]]:
     """(path, value) of each leaf of OBJ: nested objects descended (an empty one adds nothing,
-    or with EMPTY_LEAVES is a leaf `{}`), lists and scalars are leaves. Iterative: any depth
-    the page parser accepted."""
+    or with EMPTY_LEAVES is a leaf `{}`), lists and scalars are leaves; an object for which
+    WHOLE(path, object) says so is a leaf too (a map: `keyed`). Iterative: any depth the page
+    parser accepted."""
     stack: list[tuple[Path, Iterator[tuple[str, Any]]]] = [(prefix, iter(obj.items()))]
     while stack:
         base, items = stack[-1]
@@ -73,7 +80,8 @@ def flatten(
             continue
         key, value = step
         path = (*base, str(key))
-        if type(value) is dict and (value or not empty_leaves):
+        descend = type(value) is dict and (value or not empty_leaves)
+        if descend and (whole is None or not value or not whole(path, value)):
             stack.append((path, iter(value.items())))
             continue
         yield path, value
@@ -94,12 +102,19 @@ _COLUMNWISE_DEPTH = 8
 
 
 def leaf_columns(
-    objs: Sequence[Any], skip: frozenset[str] = frozenset(), absent: Any = ABSENT
+    objs: Sequence[Any],
+    skip: frozenset[str] = frozenset(),
+    absent: Any = ABSENT,
+    whole: dict[Path, str] | None = None,
 ) -> dict[Path, list[Any]]:
     """Flatten many objects at once, column by column: each leaf path (in `flatten`'s sense) and
     its value in each object, ABSENT where an object has none. Top-level keys in SKIP are left
     out. A path that is an object in some rows and a value in others is both a prefix and a
-    leaf, as dlt would have it. Iterative: any depth."""
+    leaf, as dlt would have it. Iterative: any depth.
+
+    With WHOLE (a dict, filled here): a path whose objects are a map (`keyed.whole_reason` of
+    their keys in these rows, or already in WHOLE) is not descended: its values are kept whole
+    as one leaf, and WHOLE records why."""
     n = len(objs)
     out: dict[Path, list[Any]] = {}
     stack: list[tuple[Path, Sequence[Any]]] = [((), objs)]
@@ -110,23 +125,33 @@ def leaf_columns(
             if path and types != {type(absent)}:
                 out[path] = list(values)
             continue
+        every = types == {dict}  # every row has an object here: the common case, at C speed
+        if every:
+            keys = dict.fromkeys(chain.from_iterable(values))
+        else:
+            keys = dict.fromkeys(k for v in values if type(v) is dict for k in v)
+        if path and whole is not None:
+            reason = whole.get(path) or whole_reason(keys)
+            if reason is not None:
+                whole[path] = reason
+                out[path] = list(values)
+                continue
         if path and types - {dict, type(absent)}:  # a value here in some rows
             out[path] = [absent if type(v) is dict else v for v in values]
         if len(path) >= _COLUMNWISE_DEPTH:
+            cut = None if whole is None else _cutter(whole)
             for i, value in enumerate(values):
                 if type(value) is dict:
-                    for leaf, inner in flatten(value, path):
+                    for leaf, inner in flatten(value, path, whole=cut):
                         out.setdefault(leaf, [absent] * n)[i] = inner
             continue
-        if types == {dict}:  # every row has an object here: the common case, at C speed
-            keys = dict.fromkeys(chain.from_iterable(values))
+        if every:
             children = [
                 ((*path, key), _column(values, key, absent))
                 for key in keys
                 if path or key not in skip
             ]
         else:
-            keys = dict.fromkeys(k for v in values if type(v) is dict for k in v)
             children = [
                 ((*path, key), [v.get(key, absent) if type(v) is dict else absent for v in values])
                 for key in keys
@@ -134,6 +159,18 @@ def leaf_columns(
             ]
         stack.extend(reversed(children))
     return out
+
+
+def _cutter(whole: dict[Path, str]) -> Callable[[Path, dict[str, Any]], bool]:
+    """`flatten`'s WHOLE for one object at a time, recording why in WHOLE."""
+
+    def cut(path: Path, value: dict[str, Any]) -> bool:
+        reason = whole.get(path) or whole_reason(value.keys())
+        if reason is not None:
+            whole[path] = reason
+        return reason is not None
+
+    return cut
 
 
 def _column(objs: Sequence[dict[str, Any]], key: str, absent: Any) -> list[Any]:
@@ -169,6 +206,8 @@ class FieldStats:
 
     ignored: Callable[[Path], bool] = field(default=lambda path: False)
     kinds: dict[Path, dict[str, None]] = field(default_factory=dict)
+    # the paths kept whole as one JSON value (maps, `keyed`), and why
+    whole: dict[Path, str] = field(default_factory=dict)
 
     def see(self, path: Path, value: Any) -> None:
         found = self.kinds.get(path)
@@ -202,13 +241,36 @@ class FieldStats:
     def merge(self, other: FieldStats) -> None:
         for path, kinds in other.kinds.items():
             self.see_kinds(path, kinds)
+        for path, reason in other.whole.items():
+            self.whole.setdefault(path, reason)
+
+    def collapse(self, whole: Mapping[Path, str]) -> None:
+        """Each path of WHOLE becomes one leaf (kind `json`, with the kinds of the values seen
+        at the path itself) in place of every path below it; recorded in `whole`."""
+        for top, reason in whole.items():
+            below = [p for p in self.kinds if len(p) > len(top) and p[: len(top)] == top]
+            found = self.kinds.setdefault(top, {})
+            if below:
+                for path in below:
+                    del self.kinds[path]
+                found["json"] = None
+            self.whole[top] = reason
+        for path in [p for p in self.whole if p not in whole]:
+            if any(len(path) > len(t) and path[: len(t)] == t for t in whole):
+                del self.whole[path]  # inside a path kept whole further up
 
     def record(self, column: Callable[[Path], str]) -> dict[str, dict[str, Any]]:
-        """`sync_runs.fields` of one table: dotted path -> types seen and its column."""
-        return {
-            dotted(path): {"types": reported(kinds), "column": column(path)}
-            for path, kinds in self.kinds.items()
-        }
+        """`sync_runs.fields` of one table: dotted path -> types seen and its column (and, for
+        a path kept whole, `"whole"`: why)."""
+        found: dict[str, dict[str, Any]] = {}
+        for path, kinds in self.kinds.items():
+            if any(path[:n] in self.whole for n in range(1, len(path))):
+                continue  # read before the path above it was kept whole: inside it now
+            entry: dict[str, Any] = {"types": reported(kinds), "column": column(path)}
+            if path in self.whole:
+                entry["whole"] = self.whole[path]
+            found[dotted(path)] = entry
+        return found
 
 
 def loads(text: str) -> Any:

@@ -12,6 +12,7 @@ from dlt.common.normalizers.naming import NamingConvention
 from dlt.common.normalizers.naming.snake_case import NamingConvention as SnakeCase
 from dlt.common.typing import VARIANT_FIELD_FORMAT
 
+from devportal.extras import keyed
 from devportal.extras.fields import EMPTY_KEY, FieldStats, Path, dotted
 
 COLLISION_PREFIX = "api"
@@ -63,6 +64,44 @@ class Columns:
         }
         self._taken: set[str] = set(self.own) | set(self._known.values())
         self._assigned: dict[Path, str] = dict(self.spec)
+        # maps (`keyed`): the paths earlier runs kept whole, and this run's (with why)
+        self.whole: dict[Path, str] = {
+            tuple(p.split(".")): str(v["whole"])
+            for p, v in (known or {}).items()
+            if isinstance(v, Mapping) and v.get("whole")
+        }
+        self.known_paths = [tuple(p.split(".")) for p in (known or {})]
+        self._spec_prefixes = {path[:n] for path in self.spec for n in range(1, len(path))}
+        self._keys: dict[Path, set[str]] | None = None  # distinct keys under each path
+
+    def may_be_whole(self, path: Path) -> bool:
+        """Whether PATH may be kept whole (no field the spec shows is below it)."""
+        return bool(path) and path not in self._spec_prefixes and path not in self.spec
+
+    def whole_reason(self, path: Path, keys: Iterable[str]) -> str | None:
+        """Why the object at PATH, whose keys in one row are KEYS, is kept whole (None: it is
+        flattened): it was, in this run or an earlier one; its keys are a map's
+        (`keyed.whole_reason`); or the distinct keys under PATH, this run's and those the
+        warehouse holds, pass `keyed.KEYS_MAX`. Once whole, whole for the rest of the run."""
+        if not self.may_be_whole(path):
+            return None
+        reason = self.whole.get(path)
+        if reason is None:
+            seen = self._keys_under(path)
+            seen.update(keys)
+            reason = keyed.whole_reason(seen)
+            if reason is None:
+                return None
+            self.whole[path] = reason
+        return reason
+
+    def _keys_under(self, path: Path) -> set[str]:
+        if self._keys is None:
+            self._keys = {}
+            for known in self.known_paths:
+                for n in range(1, len(known)):
+                    self._keys.setdefault(known[:n], set()).add(known[n])
+        return self._keys.setdefault(path, set())
 
     def __call__(self, path: Path) -> str:
         found = self._assigned.get(path)
@@ -90,10 +129,14 @@ def flat_extras(
     extras: Iterable[tuple[Path, Any]], stats: FieldStats, columns: Columns
 ) -> dict[str, Any]:
     """Leaves of a dict row's extra fields as `{column: value}`, seen in STATS. A null is left
-    out: the column reads NULL all the same, and dlt would warn of a column with no type."""
+    out: the column reads NULL all the same, and dlt would warn of a column with no type. An
+    object (a path kept whole, `Columns.whole_reason`) stays one value: dlt stores it as `json`
+    (the source's `max_table_nesting=0`)."""
     row: dict[str, Any] = {}
     for path, value in extras:
         stats.see(path, value)
+        if type(value) is dict:
+            stats.whole[path] = columns.whole.get(path) or keyed.KEYED
         if value is not None:
             row[columns(path)] = value
     return row

@@ -13,9 +13,17 @@ import orjson
 import pyarrow as pa
 from dlt.common.data_types.type_helpers import coerce_value
 
+from devportal.extras import keyed
 from devportal.extras.fields import INT64, KINDS, FieldStats, Path, dumps, kind_of
 from devportal.extras.names import Columns, Naming
-from devportal.extras.spool import decode_leaf, is_leaf_name, json_lists, native, spooled_leaves
+from devportal.extras.spool import (
+    decode_leaf,
+    encode_leaf,
+    is_leaf_name,
+    json_lists,
+    native,
+    spooled_leaves,
+)
 
 NATIVE = {"bool": pa.bool_(), "bigint": pa.int64(), "double": pa.float64(), "text": pa.string()}
 NATIVE["json"] = pa.string()  # JSON text; the column hint says `json`
@@ -98,6 +106,7 @@ class PlannedColumn:
     stored: bool  # the destination has this column already
     variants: dict[str, str] = field(default_factory=dict)  # kind -> variant column
     unsure: bool = False  # whether some kind fits depends on each value: scanned first
+    whole: bool = False  # a map kept whole: a batch that flattened it is folded back
 
     @property
     def data_type(self) -> str:
@@ -149,6 +158,8 @@ class Plan:
             return
         spooled = spooled_leaves(table)
         for planned in unsure:
+            if planned.whole:
+                fold(spooled, planned.path, table.num_rows)
             found = spooled.get(planned.path)
             for value in decode_leaf(*found) if found is not None else ():
                 if value is None:
@@ -168,6 +179,9 @@ class Plan:
         """The spooled batch with its extra leaf columns replaced by every extra and variant
         column of the plan."""
         spooled = spooled_leaves(table)
+        for planned in self.columns:
+            if planned.whole:
+                fold(spooled, planned.path, table.num_rows)
         base = table.select([n for n in table.column_names if not is_leaf_name(n)])
         if not self.columns:
             return base
@@ -274,12 +288,16 @@ def plan(
     column's type gets a variant column; where fitting depends on the value, `Plan.scan`
     decides before anything is handed to dlt."""
     stored = stored or {}
+    stats.collapse(whole_paths(stats, columns))
     planned: list[PlannedColumn] = []
     for path, seen in stats.kinds.items():
         if path in columns.spec:
             continue
         name = columns(path)
         kinds = [k for k in seen if k != "null"]
+        if path in stats.whole and "json" in kinds:  # a map: a json column, as lists are
+            kinds.remove("json")
+            kinds.insert(0, "json")
         existing = stored.get(name)
         if existing is not None and existing.get("data_type"):
             column = {
@@ -293,7 +311,7 @@ def plan(
             is_stored = False
         else:
             continue
-        entry = PlannedColumn(path, name, column, kinds, is_stored)
+        entry = PlannedColumn(path, name, column, kinds, is_stored, whole=path in stats.whole)
         for kind in kinds:
             fit = _fits(entry.data_type, kind)
             if fit is False:
@@ -314,3 +332,57 @@ def _new_type(kinds: list[str]) -> str:
     if first == "wei":
         return "double" if numeric else "text"
     return first
+
+
+def whole_paths(stats: FieldStats, columns: Columns) -> dict[Path, str]:
+    """The paths of a table's extra fields kept whole this run, each with why (`keyed`):
+    those a batch kept whole (STATS), those earlier runs did (COLUMNS), and every object path
+    whose distinct keys, this run's and those the warehouse holds, make it a map. The
+    outermost of nested ones; never one above a field the spec shows."""
+    found: dict[Path, str] = {**columns.whole, **stats.whole}
+    keys: dict[Path, set[str]] = {}
+    for path in [*stats.kinds, *columns.known_paths]:
+        for n in range(1, len(path)):
+            keys.setdefault(path[:n], set()).add(path[n])
+    for path, under in keys.items():
+        if path not in found:
+            reason = keyed.whole_reason(under)
+            if reason is not None:
+                found[path] = reason
+    return {
+        path: reason
+        for path, reason in found.items()
+        if columns.may_be_whole(path) and not any(path[:n] in found for n in range(1, len(path)))
+    }
+
+
+def fold(spooled: dict[Path, tuple[pa.Field, pa.ChunkedArray]], top: Path, n: int) -> None:
+    """SPOOLED (a batch's leaf columns, changed in place) with the columns below TOP folded
+    into TOP's: each row's object rebuilt from its leaves (a batch read before TOP was kept
+    whole spooled it flattened). A null leaf is left out: the spool cannot tell it from none."""
+    below = [p for p in spooled if len(p) > len(top) and p[: len(top)] == top]
+    if not below:
+        return
+    found = spooled.get(top)
+    values: list[Any] = decode_leaf(*found) if found is not None else [None] * n
+    for path in sorted(below, key=len):
+        rest = path[len(top) :]
+        for i, value in enumerate(decode_leaf(*spooled.pop(path))):
+            if value is None:
+                continue
+            node = values[i]
+            if type(node) is not dict:
+                if node is not None:
+                    continue  # a value at TOP itself in this row: nothing below it
+                node = values[i] = {}
+            for key in rest[:-1]:
+                inner = node.get(key)
+                if type(inner) is not dict:
+                    inner = node[key] = {}
+                node = inner
+            node[rest[-1]] = value
+    encoded = encode_leaf(top, values)
+    if encoded is None:
+        spooled.pop(top, None)
+    else:
+        spooled[top] = (encoded[0], pa.chunked_array([encoded[1]]))

@@ -268,7 +268,8 @@ def _extra_fields(
     at = [i for i, row in enumerate(rows) if not spec.issuperset(row)]
     if not at:
         return none
-    leaves = extras.leaf_columns([rows[i] for i in at] if len(at) < n else rows, skip=spec)
+    objs = [rows[i] for i in at] if len(at) < n else rows
+    leaves = extras.leaf_columns(objs, skip=spec, whole=batch.stats.whole)
     encoded: dict[extras.Path, tuple[pa.Field, pa.Array]] = {}
     for path, values in leaves.items():
         batch.stats.see_column(path, values)

@@ -69,24 +69,35 @@ def settings_columns(
     return extras.Columns(naming, USER_SETTINGS_COLUMNS, known, spec)
 
 
-def _leaves(path: extras.Path, value: Any) -> Iterator[tuple[extras.Path, Any]]:
-    if type(value) is dict:
-        yield from extras.flatten(value, path)
-    else:
+def _leaves(
+    path: extras.Path, value: Any, columns: extras.Columns
+) -> Iterator[tuple[extras.Path, Any]]:
+    """The leaves of VALUE at PATH; a map (`Columns.whole_reason`) is one leaf, whole."""
+    if type(value) is not dict or (value and columns.whole_reason(path, value) is not None):
         yield path, value
+    else:
+        yield from extras.flatten(value, path, whole=lambda p, v: _whole(columns, p, v))
+
+
+def _whole(columns: extras.Columns, path: extras.Path, value: dict[str, Any]) -> bool:
+    return columns.whole_reason(path, value) is not None
 
 
 def _entry_extras(
-    entry: dict[str, Any], user: dict[str, Any], stats: extras.FieldStats
+    entry: dict[str, Any],
+    user: dict[str, Any],
+    stats: extras.FieldStats,
+    columns: extras.Columns,
 ) -> Iterator[tuple[extras.Path, Any]]:
     """The leaves of a settings entry beyond the shown ones (the shown ones are seen in STATS):
     its own extra fields, `user.service` and `user.twitch` fields beyond the spec's, and every
-    field of any other platform's profile (or any other value under `user`)."""
+    field of any other platform's profile (or any other value under `user`). A map among them
+    is one leaf, kept whole (COLUMNS decides)."""
     for key, value in entry.items():
         if key == "settings":
             stats.see(("settings",), value)
         elif key != "user":
-            yield from _leaves((key,), value)
+            yield from _leaves((key,), value, columns)
     for key, value in user.items():
         if key in ("service", "twitch") and type(value) is dict:
             shown = ("id",) if key == "service" else TWITCH_FIELDS
@@ -94,9 +105,9 @@ def _entry_extras(
                 if name in shown:
                     stats.see(("user", key, name), inner)
                 else:
-                    yield from _leaves(("user", key, name), inner)
+                    yield from _leaves(("user", key, name), inner, columns)
         else:
-            yield from _leaves(("user", key), value)
+            yield from _leaves(("user", key), value, columns)
 
 
 def user_settings_records(
@@ -152,7 +163,8 @@ def user_settings_records(
             "twitch_profile_background_color",
         ):
             record[name] = _text_or_none(record[name])
-        record.update(extras.flat_extras(_entry_extras(entry, user, stats), stats, columns))
+        leaves = _entry_extras(entry, user, stats, columns)
+        record.update(extras.flat_extras(leaves, stats, columns))
         users.append(record)
         for key, text, kind in flatten_settings(settings):
             values.append({"user_id": user_id, "key": key, "value": text, "value_type": kind})

@@ -86,10 +86,25 @@ def extras_hashes(
     where their form allows it."""
     h = np.zeros(n, dtype=np.uint64)
     versioned = np.zeros(n, dtype=bool)
-    for path in sorted(leaves, key=extras.dotted):
+    # a path kept whole (its values objects) hashes as its leaves would, flattened: its
+    # objects' leaves in the order of their dotted paths, where those sort (after "path.")
+    steps: list[tuple[str, extras.Path, bool]] = []
+    for path, values in leaves.items():
+        objects = any(type(v) is dict for v in values)
+        steps.append((extras.dotted(path), path, False))
+        if objects:
+            steps.append((extras.dotted(path) + ".", path, True))
+    for _, path, objects in sorted(steps, key=lambda step: step[0]):
+        values = leaves[path]
+        if objects:
+            _fold_objects(h, versioned, values, path, ignored)
+            continue
         if ignored(path):
             continue
-        value_hash = _value_hashes(leaves[path], (encoded or {}).get(path))
+        whole = any(type(v) is dict for v in values)
+        if whole:  # the values at the path itself (its objects are folded apart)
+            values = [None if type(v) is dict else v for v in values]
+        value_hash = _value_hashes(values, None if whole else (encoded or {}).get(path))
         present = value_hash != 0  # 0: absent or null (a value hashing to 0: 2**-64)
         if not present.any():
             continue
@@ -98,6 +113,56 @@ def extras_hashes(
         h = mixed if present.all() else np.where(present, mixed, h)
         versioned |= present
     return h, versioned
+
+
+_M64 = 0xFFFFFFFFFFFFFFFF
+
+
+def _mix_one(x: int) -> int:
+    """`_mix` of one 64-bit integer (Python ints, the same wrapping)."""
+    x = (x + 0x9E3779B97F4A7C15) & _M64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
+def _value_hash(value: Any) -> int:
+    """`_value_hashes` of one value (0: null)."""
+    if value is None:
+        return 0
+    if type(value) is int and -(2**63) <= value < 2**63:
+        return _mix_one((value & _M64) ^ int(_INT_DOMAIN))
+    if type(value) is str:
+        return _text_hash("s:" + value)
+    return _text_hash(extras.dumps(value, sort_keys=True))
+
+
+def _fold_objects(
+    h: np.ndarray,
+    versioned: np.ndarray,
+    values: Sequence[Any],
+    path: extras.Path,
+    ignored: Callable[[extras.Path], bool],
+) -> None:
+    """Mix into H, in place, each object of VALUES (one per row) as its leaves would mix
+    flattened (`extras_hashes`): a change of key order changes nothing."""
+    for i, value in enumerate(values):
+        if type(value) is not dict:
+            continue
+        leaves = sorted(
+            ((extras.dotted(p), p, v) for p, v in extras.flatten(value, path) if v is not None),
+            key=lambda leaf: leaf[0],
+        )
+        x = int(h[i])
+        for name, leaf, inner in leaves:
+            if ignored(leaf):
+                continue
+            value_hash = _value_hash(inner)
+            if value_hash == 0:
+                continue
+            x = _mix_one(x ^ _mix_one(value_hash ^ _text_hash(name)))
+            versioned[i] = True
+        h[i] = np.uint64(x)
 
 
 def _unique_text_hashes(texts: list[str | None] | pa.Array, prefix: str = "") -> np.ndarray:
