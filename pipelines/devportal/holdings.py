@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from dlt.common.destination.exceptions import DestinationException
 from devportal import shape
 from devportal.errors import DevportalError, WarehouseBusy, first_line
 from devportal.reading import HeldSettings
+from devportal.warehouse import damage_in, damaged_error, open_error, shown
 
 # a destination column's SQL type (DuckDB's or PostgreSQL's information_schema) -> dlt's type,
 # by the type's first word
@@ -96,7 +98,7 @@ class DatasetReader:
         except DatabaseUndefinedRelation:  # a first run: the table is created by its load
             return None
         except DestinationException as err:
-            raise _cannot_read(err) from err
+            raise _cannot_read(self._pipeline, err) from err
 
     def int_column(self, sql: str, *params: Any) -> np.ndarray:
         """The first column as an int64 array (DuckDB's numpy fetch: a million ids in ms)."""
@@ -122,7 +124,7 @@ class DatasetReader:
         except DatabaseUndefinedRelation:  # no table yet: nothing is current
             return empty
         except DestinationException as err:
-            raise _cannot_read(err) from err
+            raise _cannot_read(self._pipeline, err) from err
 
     def _qualified(self, sql: str) -> str:
         names = (
@@ -393,6 +395,9 @@ def _cannot_open(pipeline: Any, err: BaseException) -> DevportalError:
             "client, a report) and run again: nothing was read from the API"
         )
     name = getattr(getattr(pipeline, "destination", None), "destination_name", "destination")
+    database = _duckdb_file(pipeline)
+    if database is not None:  # devportal's DuckDB warehouse (its draft): the file's own line
+        return open_error(database, err)
     return DevportalError(
         f"cannot open the {name} destination to read what it holds ({cause}); check its "
         f"credentials (DESTINATION__{str(name).upper()}__CREDENTIALS) and that it is reachable: "
@@ -400,7 +405,25 @@ def _cannot_open(pipeline: Any, err: BaseException) -> DevportalError:
     )
 
 
-def _cannot_read(err: BaseException) -> DevportalError:
+def _duckdb_file(pipeline: Any) -> Path | None:
+    """The DuckDB file PIPELINE loads into (the warehouse's draft), or None for another
+    destination."""
+    from devportal.duckdb_destination import warehouse_duckdb
+
+    destination = getattr(pipeline, "destination", None)
+    if not isinstance(destination, warehouse_duckdb):
+        return None
+    database = (destination.config_params.get("credentials") or {}).get("database")
+    return Path(database) if database else None
+
+
+def _cannot_read(pipeline: Any, err: BaseException) -> DevportalError:
+    database = _duckdb_file(pipeline)
+    damage = damage_in(err) if database is not None else None
+    if database is not None and damage is not None:  # the warehouse file is damaged
+        return damaged_error(
+            shown(database), first_line(damage).replace(str(database), shown(database))
+        )
     return DevportalError(
         f"cannot read what the destination holds ({first_line(err)}): nothing was read from the "
         "API; check that the dataset was written by devportal"

@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import DevportalError, WarehouseBusy, first_line
-from devportal.warehouse.paths import not_duckdb_error, require_warehouse, shown
+from devportal.errors import DevportalError, WarehouseBusy, causes, first_line
+from devportal.warehouse.paths import damaged_error, not_duckdb_error, require_warehouse, shown
 
 # Connections devportal opens never fetch or load extensions behind the user's back: a SQLite
 # file at the warehouse path would otherwise make DuckDB try to download `sqlite_scanner`.
@@ -63,6 +63,8 @@ def open_error(path: Path, err: BaseException) -> DevportalError:
     where = shown(path)
     # Classify on the message without the path, which could hold any word ("sqlite", "lock").
     text = first.replace(str(path), "<path>").lower()
+    # DuckDB quotes the file it opened: a writer's draft is the user's warehouse to them
+    first = first.replace(str(path), where)
     if _LOCK_CONFLICT.search(text):
         holder = _LOCK_HOLDER.search(first)
         who = f"pid {holder['pid']}, {holder['program']}" if holder else "another process"
@@ -89,10 +91,7 @@ def open_error(path: Path, err: BaseException) -> DevportalError:
             f"({first}); open it with that version or rebuild it with `devportal sync`"
         )
     if _DAMAGED.search(text):
-        return DevportalError(
-            f"warehouse {where} is damaged ({first}); restore it from a backup, or move it "
-            "away and run `devportal sync` to rebuild it"
-        )
+        return damaged_error(where, first)
     if "permission denied" in text:
         return DevportalError(
             f"cannot open warehouse {where}: permission denied; check the permissions of the "
@@ -125,11 +124,38 @@ def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
 def connect(warehouse: str | Path, *, read_only: bool = False) -> Iterator[Any]:
     """A DuckDB connection to the existing warehouse file; one-line errors when it is missing,
     not a DuckDB database, busy (a lock conflict) or damaged."""
-    con = open_duckdb(require_warehouse(warehouse), read_only=read_only)
+    path = require_warehouse(warehouse)
+    con = open_duckdb(path, read_only=read_only)
     try:
         yield con
+    except Exception as err:
+        # DuckDB reads a file's blocks when a query needs them: damage beyond what opening
+        # read shows here, in whatever command was reading (status, report, the models)
+        damage = damage_in(err)
+        if damage is None:
+            raise
+        cause = first_line(damage).replace(str(path), shown(path))
+        raise damaged_error(shown(path), cause) from err
     finally:
         con.close()
+
+
+# DuckDB's errors of a query that met a damaged file (not of the query itself: a malformed
+# JSON value is "unexpected end" too, and is no damage)
+_DAMAGE_AT_QUERY = re.compile(
+    r"could not read enough bytes|corrupt|checksum|invalid block|read past the end",
+    re.IGNORECASE,
+)
+
+
+def damage_in(err: BaseException) -> BaseException | None:
+    """The DuckDB error among ERR and its causes that says the file is damaged, or None."""
+    import duckdb
+
+    for cause in causes(err):
+        if isinstance(cause, duckdb.Error) and _DAMAGE_AT_QUERY.search(first_line(cause)):
+            return cause
+    return None
 
 
 def catalog_of(con: Any) -> str:

@@ -14,8 +14,8 @@ from pathlib import Path
 from devportal import filelock
 from devportal.errors import ConfigError, DevportalError, WarehouseBusy, first_line
 from devportal.filelock import writer_of
-from devportal.warehouse.connection import open_duckdb, quote_ident
-from devportal.warehouse.paths import RAW_SCHEMA, pipelines_dir, shown, unwritable
+from devportal.warehouse.connection import damage_in, open_duckdb, quote_ident
+from devportal.warehouse.paths import RAW_SCHEMA, damaged_error, pipelines_dir, shown, unwritable
 
 # the shared lock each writer holds on the published warehouse file while it holds the
 # warehouse lock (`_guard`): warehouse path -> open file descriptor
@@ -247,6 +247,10 @@ class Draft:
             try:
                 con.execute("checkpoint")
             except duckdb.Error as err:
+                if damage_in(err) is not None:  # the copy of a damaged file: the file is
+                    self.discard()
+                    cause = first_line(err).replace(str(self.path), shown(self.warehouse))
+                    raise damaged_error(shown(self.warehouse), cause) from err
                 raise DevportalError(
                     f"cannot checkpoint the copy of warehouse {shown(self.warehouse)} "
                     f"({first_line(err)}); nothing was published: free disk space and run again"

@@ -83,7 +83,27 @@ def _under_a_file(path: str | Path, blocker: Path) -> ConfigError:
     )
 
 
-def not_duckdb_error(path: str | Path, what: str) -> ConfigError:
+def damaged_error(where: str, cause: str) -> DevportalError:
+    """The one line for a warehouse file that is damaged (cut short by a full disk or a broken
+    copy, emptied, overwritten): which file, that it is damaged, and what can help. Rebuilding
+    the models or syncing again cannot: the history is in the file."""
+    return DevportalError(
+        f"warehouse {where} is damaged ({cause}); restore it from a backup, or copy a good "
+        f"one in with `devportal migrate --from-warehouse OTHER.duckdb --warehouse {where} "
+        '--replace` (or --from-destination postgres); docs/operations.md, "A damaged '
+        'warehouse"'
+    )
+
+
+def held_a_warehouse(path: str | Path) -> bool:
+    """Whether a sync has written a warehouse at PATH: dlt's folder beside it holds a
+    pipeline's state (so a file there that is no database is a damaged warehouse)."""
+    return any(pipelines_dir(path).glob("*/state.json"))
+
+
+def not_duckdb_error(path: str | Path, what: str) -> DevportalError:
+    if held_a_warehouse(path):
+        return damaged_error(shown(path), f"it is no longer a DuckDB database: {what}")
     return ConfigError(
         f"{shown(path)} is not a DuckDB database ({what}); pass --warehouse the .duckdb file "
         "`devportal sync` writes, or move this file away and run `devportal sync` to create "
@@ -141,7 +161,7 @@ def locate_warehouse(
             f"cannot read warehouse {shown(path)}: {err.strerror or err}; "
             "check the file's permissions"
         ) from err
-    what = not_duckdb(header) if header or not writer else None
+    what = not_duckdb(header) if header or not writer or held_a_warehouse(path) else None
     if what is not None:
         raise not_duckdb_error(path, what)
     return path
