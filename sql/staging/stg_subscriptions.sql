@@ -13,7 +13,10 @@
 --   subscription, never a cancellation and never churn, and counted as neither active nor
 --   canceled (the report names each such status on its own line). A missing status is 'other'.
 -- Nothing is filtered here: `subscription_versions` adds the as_of cut and ordering.
+-- An account with no subscription yet (a sync read an empty list: dlt created no table) is a
+-- valid warehouse: an empty relation stands in, and every model builds, empty.
 --
+-- @optional devportal.subscriptions(id bigint, service_id bigint, status varchar, expires_at timestamp, expires_at_raw varchar, is_test boolean, dq_flags varchar, _dlt_valid_from timestamptz, _dlt_valid_to timestamptz)
 -- @test unique(id, is_test, valid_from)
 -- @test not_null(id, valid_from, is_test, status)
 -- @test accepted_values(status: active, canceled, other)
