@@ -163,7 +163,8 @@ def _read_hints(got: SubscriptionsHandover, contract: TSchemaContract) -> Any:
 def _ignoring(
     ignored: Callable[[extras.Path], bool], dropped: set[extras.Path]
 ) -> Callable[[extras.Path], bool]:
-    return lambda path: ignored(path) or path in dropped
+    # a path below a dropped one too: a map kept whole (dropped) a batch spooled flattened
+    return lambda path: ignored(path) or any(path[:n] in dropped for n in range(1, len(path) + 1))
 
 
 def _json_hint_notice(record: logging.LogRecord) -> bool:

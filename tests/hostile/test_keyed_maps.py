@@ -76,9 +76,7 @@ def _columns(engine: OnEngine, table: str) -> dict[str, str]:
     return {str(name): str(kind).lower() for name, kind in rows}
 
 
-def _sync(
-    api: HostileApi, devportal: Devportal, engine: OnEngine, **settings: Any
-) -> CliResult:
+def _sync(api: HostileApi, devportal: Devportal, engine: OnEngine, **settings: Any) -> CliResult:
     args = ["sync", "--base-url", api.base_url, *engine.argv(), "--no-models"]
     result = devportal(*args, env={**token_env(api, **settings), **engine.env})
     assert result.code == 0, result.err
@@ -122,11 +120,8 @@ def test_maps_keyed_by_ids_are_one_json_value_on_every_table(
     for field in ("orders", "plan.prices", "purchases", "user.youtube.videos"):
         assert line.count(f"{field} kept whole as JSON") == 1, line
     assert "18004" not in line and "sku_" not in line, line
-    fields = json.loads(
-        engine.query("SELECT fields FROM devportal.sync_runs ORDER BY observed_at DESC LIMIT 1")[
-            0
-        ][0]
-    )
+    last = "SELECT fields FROM devportal.sync_runs ORDER BY observed_at DESC LIMIT 1"
+    fields = _json(engine.query(last)[0][0])
     assert fields["subscriptions"]["orders"]["whole"] == extras.keyed.KEYED
     assert not [p for p in fields["subscriptions"] if p.startswith("orders.")]
 
@@ -160,7 +155,7 @@ def test_a_map_of_names_that_grows_past_the_bound_is_kept_whole(
     assert "features" in subs and not [c for c in subs if c.startswith("features__")], subs
     for i, value in engine.query("SELECT id, features FROM devportal.subscriptions"):
         assert _json(value) == api.subscriptions[i - 1]["features"]
-    fields = json.loads(engine.query("SELECT fields FROM devportal.sync_runs")[0][0])
+    fields = _json(engine.query("SELECT fields FROM devportal.sync_runs")[0][0])
     assert fields["subscriptions"]["features"]["whole"].endswith(" keys")
 
 
@@ -213,3 +208,37 @@ def test_a_warehouse_that_flattened_a_map_keeps_loading_and_reading(
 )
 def test_which_objects_are_maps(keys: list[str], reason: str | None) -> None:
     assert extras.whole_reason(keys) == reason
+
+
+def test_a_batch_read_before_the_bound_was_passed_is_folded_back() -> None:
+    """Two spooled batches of one run: the first saw five plain keys of `features` (spooled
+    flattened), the second 200 more (spooled whole). The run's plan keeps `features` whole and
+    the first batch's rows get their objects back, hashed as before (no new version)."""
+    from devportal import transform
+
+    first = [subscription(1, features={f"name{c}": k for k, c in enumerate("abcde")})]
+    second = [subscription(2, features={f"word{n:03d}x": n for n in range(200)})]
+    stats = extras.FieldStats()
+    dq = transform.DataQuality()
+    one, _ = transform.subscriptions_table(first, False, dq, stats)
+    two, _ = transform.subscriptions_table(second, False, dq, stats)
+    assert ("features", "namea") in stats.kinds and stats.whole == {("features",): "200 keys"}
+    columns = transform.subscription_columns(extras.Naming())
+    plan = extras.plan(stats, columns, {})
+    assert [c.name for c in plan.columns] == ["features"] and plan.columns[0].data_type == "json"
+    for batch, sent in ((one, first), (two, second)):
+        expanded = plan.expand(batch)
+        assert [json.loads(v) for v in expanded.column("features").to_pylist()] == [
+            sent[0]["features"]
+        ]
+        assert expanded.column("_row_version") == batch.column("_row_version")
+    flat, _ = transform.subscriptions_table(
+        [subscription(1, features=dict(reversed(first[0]["features"].items())))],
+        False,
+        dq,
+        extras.FieldStats(),
+    )
+    assert flat.column("_row_version") == one.column("_row_version")
+    record = stats.record(columns)
+    assert set(record) == {"id", "service_id", "status", "expires_at", "features"}
+    assert record["features"]["whole"] == "200 keys"
