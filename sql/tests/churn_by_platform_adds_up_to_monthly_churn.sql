@@ -2,7 +2,8 @@
 -- analytics.monthly_churn.
 --
 -- Expects: the same months, and in each, the platforms' subscribers_at_start and churned sum to
---   monthly_churn's.
+--   monthly_churn's; a month with no subscriber and no churn (an account with none yet) has no
+--   platform rows.
 -- Returns: the months where they do not.
 
 with platforms as (
@@ -14,6 +15,7 @@ with platforms as (
 select churn.month, platforms.month as platform_month
 from analytics.monthly_churn as churn
 full outer join platforms on platforms.month = churn.month
-where churn.month is null or platforms.month is null
+where churn.month is null
+   or (platforms.month is null and (churn.subscribers_at_start > 0 or churn.churned > 0))
    or churn.subscribers_at_start <> platforms.subscribers_at_start
    or churn.churned <> platforms.churned

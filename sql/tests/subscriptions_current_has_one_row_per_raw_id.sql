@@ -1,5 +1,6 @@
 -- subscriptions_current_has_one_row_per_raw_id: ties analytics.subscriptions_current to the raw
--- history, devportal.subscriptions.
+-- history, devportal.subscriptions as staged (analytics.stg_subscriptions: every raw row, or the
+-- empty stand-in while the API has listed none).
 --
 -- Expects: one current row per distinct raw (id, is_test) recorded up to as_of, and none the raw
 --   history lacks.
@@ -7,9 +8,9 @@
 
 with raw_ids as (
     select distinct raw.id, raw.is_test
-    from devportal.subscriptions as raw
+    from analytics.stg_subscriptions as raw
     cross join analytics.as_of as clock
-    where raw._dlt_valid_from at time zone 'UTC' <= clock.as_of
+    where raw.valid_from <= clock.as_of
 )
 select coalesce(raw_ids.id, current_rows.id) as id,
        raw_ids.id is null as only_in_model
