@@ -29,18 +29,29 @@ platform 'unknown').
     13 K 303 added 03-03, canceled 03-25, expires 04-03      S3 a 04-03, S4 c 04-03
     14 L 302 added 03-25                                     S4 a 04-25
 
-Backfill (first seen at S1): 1-7. Expired events (churn): D 2025-12-20, E 02-20, M 02-25,
-I 03-10, J 03-25, K 04-03; G's expiry was undone by its win-back. `reactivated` events: F at S2
-(previous expiry 02-10), G at S3 (previous expiry 02-01).
+Backfill (first seen at S1): 1-7. Expired events (churn, one per lapse: docs/analytics.md
+"Win-backs"): D 2025-12-20, G 02-01 (a lapse, won back later: churned at its expiry, won back at
+its comeback, as mrr_movements counts it), E 02-20, M 02-25, I 03-10, J 03-25, K 04-03.
+`reactivated` events: F at S2 (previous expiry 02-10: a save), G (won back) at its comeback.
 
-"Usable at t": the version valid at t has usable_until (its expiry or the next version's, if
-later) > t. Month starts (= ends of the previous month), live subscriptions:
+Starts (docs/analytics.md "Starts between syncs"): a subscription first seen after S1 started at
+its first expiry minus its period (a month while unknown), within (the sync before, the sync
+that saw it]: H 02-20 - 1 month = 01-20 (monthly), M 01-25, N 01-28 (in (S1, S2]); I 02-10, J
+02-25, K 03-03 (in (S2, S3]); L 03-25 (in (S3, S4]): the days the story added them. G's comeback:
+its new expiry 03-22 minus a month = 02-22, within (S2, S3] and after its lapse (02-01).
+
+"Usable at t": within one of its subscription_spells (from its start as above; a version until
+it was replaced or its use ran out, usable_until: its expiry or the next version's, if later;
+not during G's lapse, [02-01, 02-22)). Month starts (= ends of the previous month), live
+subscriptions:
     01-01, 12-01: before S1, estimated from S1's list: expiry after the start:
                   12-01: A B C D E F G = 7; 01-01: A B C E F G = 6 (D 12-20)
-    02-01: A (02-25) B C E (02-20) F (02-10) = 5; G's usable_until is 02-01 (not > 02-01)
-    03-01: A B C F G (its canceled S2 version vouches to 03-22) H (04-20) = 6; E 02-20,
+    02-01: A (02-25) B C E (02-20) F (02-10) H (from 01-20) M (01-25) N (01-28) = 8; G lapsed
+           at 02-01 exactly (not usable then)
+    03-01: A B C F G (back from 02-22) H I (02-10 to 03-10) J (02-25 to 03-25) = 8; E 02-20,
            M 02-25, N 02-28 out
-    04-01: A B C F G H K (04-03) = 7; I, J 03-25 out, N no longer listed
+    04-01: A B C F G H K (03-03 to 04-03) L (from 03-25) = 8; I, J 03-25 out, N no longer
+           listed
     as_of: A B C F G H (canceled, to 04-20) L = 7
 """
 
@@ -78,8 +89,8 @@ def retention_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pa
     assert info["clock"] == [S1, S2, S3, S4]
     # `models --check`: every model built, the data tests (the new ones among them) passed
     assert set(info["summary"]["built"]) >= NEW_MODELS
-    # no manifest recorded: only the manifest models wait for one
-    assert set(info["summary"]["skipped"]) == {"stg_app_manifests", "app_releases"}
+    # no manifest recorded: the manifest models build empty (their stand-ins), none is skipped
+    assert set(info["summary"]["skipped"]) == set()
     assert info["summary"]["tests"] > 150
     yield warehouse
 
@@ -126,21 +137,23 @@ def test_billing_periods(retention_warehouse: Path) -> None:
 
 
 def test_monthly_churn_by_period(retention_warehouse: Path) -> None:
-    """Churn: D (Dec, unknown), E (Feb, monthly), M (Feb, unknown), I and J (Mar, unknown),
-    K (Apr, unknown). Cancellations seen: E, G at S2; M at S3; H, J, K at S4. New: H M N at S2,
-    I J K at S3, L at S4. Bases: see the module docstring."""
+    """Churn: D (Dec, unknown), G (its lapse at 02-01 00:00:00: January's, monthly; won back in
+    February: `won_back`), E (Feb, monthly), M (Feb, unknown), I and J (Mar, unknown), K (Apr,
+    unknown). Cancellations seen: E, G at S2; M at S3; H, J, K at S4. New, in the month of their
+    start (module docstring): H M N January, I J February, K L March, none in April. Bases: see
+    the module docstring."""
     got = rows(
         retention_warehouse,
         "select month, churned, churned_monthly, churned_yearly, churned_unknown, cancellations, "
-        "new, subscribers_at_start, churn_rate, is_estimate, is_complete "
+        "new, won_back, subscribers_at_start, churn_rate, is_estimate, is_complete "
         "from analytics.monthly_churn order by month",
     )
     assert got == [
-        (dec, 1, 0, 0, 1, None, None, 7, 1 / 7, True, True),
-        (jan, 0, 0, 0, 0, 0, 0, 6, 0.0, True, True),
-        (feb, 2, 1, 0, 1, 2, 3, 5, 2 / 5, False, True),
-        (mar, 2, 0, 0, 2, 1, 3, 6, 2 / 6, False, True),
-        (apr, 1, 0, 0, 1, 3, 1, 7, 1 / 7, False, False),
+        (dec, 1, 0, 0, 1, None, None, None, 7, 1 / 7, True, True),
+        (jan, 1, 1, 0, 0, 0, 3, 0, 6, 1 / 6, True, True),
+        (feb, 2, 1, 0, 1, 2, 2, 1, 8, 2 / 8, False, True),
+        (mar, 2, 0, 0, 2, 1, 2, 0, 8, 2 / 8, False, True),
+        (apr, 1, 0, 0, 1, 3, 0, 0, 8, 1 / 8, False, False),
     ]
 
 
@@ -148,8 +161,9 @@ def test_monthly_renewals(retention_warehouse: Path) -> None:
     """Due dates (every recorded expiry) by month, up to April (as_of's month):
 
     Dec: D 12-20 churned (u).
-    Jan: A 01-25, E 01-20, G 02-01 00:00:00 (its paid use ends with January: sql/intermediate
-         /month_spine.sql; won back: a later version has a later expiry) renewed (m).
+    Jan: A 01-25, E 01-20 renewed (m); G 02-01 00:00:00 (its paid use ends with January:
+         sql/intermediate/month_spine.sql) churned (m): it lapsed there (its `expired` event);
+         its comeback on 02-22 is a win-back, not a renewal of this due date.
     Feb: A 02-25, F 02-10, H 02-20 renewed (m); E 02-20 churned (m); B 02-15 renewed (y); M
          02-25 churned (u); N 02-28 undecided (u: removed before a renewal was seen).
     Mar: A 03-25, G 03-22 renewed (m); I 03-10, J 03-25 churned (u).
@@ -169,8 +183,8 @@ def test_monthly_renewals(retention_warehouse: Path) -> None:
         (dec, "monthly", 0, 0, 0, 0, None, t, t),
         (dec, "unknown", 1, 0, 1, 0, None, t, t),
         (dec, "yearly", 0, 0, 0, 0, None, t, t),
-        (jan, "all", 3, 3, 0, 0, None, t, t),
-        (jan, "monthly", 3, 3, 0, 0, None, t, t),
+        (jan, "all", 3, 2, 1, 0, None, t, t),
+        (jan, "monthly", 3, 2, 1, 0, None, t, t),
         (jan, "unknown", 0, 0, 0, 0, None, t, t),
         (jan, "yearly", 0, 0, 0, 0, None, t, t),
         (feb, "all", 7, 4, 2, 1, 4 / 6, f, t),
@@ -189,15 +203,19 @@ def test_monthly_renewals(retention_warehouse: Path) -> None:
 
 
 def test_cohort_retention(retention_warehouse: Path) -> None:
-    """Cohorts: backfill (1-7, S1's month January), 2026-02 (H M N, first seen S2), 2026-03
-    (I J K, S3), 2026-04 (L, S4). Measured at each month's end (the next month's start, see the
-    module docstring), or at as_of for April:
+    """Cohorts, by the month each subscription started (module docstring; its `new` event's
+    month): backfill (1-7, S1's month January), 2026-01 (H M N, started 01-20, 01-25, 01-28,
+    first seen S2), 2026-02 (I J, 02-10, 02-25, first seen S3), 2026-03 (K L, 03-03, 03-25);
+    none in April. Measured at each month's end (the next month's start, see the module
+    docstring), or at as_of for April:
 
-    backfill: end Jan A B C E F (G expired 02-01 exactly, D long gone) 5; end Feb A B C F G
-      (E expired 02-20; G back) 5; end Mar A B C F G 5; as_of A B C F G 5.
-    2026-02: end Feb H (M 02-25, N 02-28 ran out) 1; end Mar H 1; as_of H (canceled, to 04-20) 1.
-    2026-03: end Mar K (to 04-03) 1; as_of none (K expired 04-03) 0.
-    2026-04: as_of L 1.
+    backfill: end Jan A B C E F (G lapsed 02-01 exactly, D long gone) 5; end Feb A B C F G
+      (E expired 02-20; G back from 02-22) 5; end Mar A B C F G 5; as_of A B C F G 5.
+    2026-01: end Jan H M N 3 (all three started in January); end Feb H (M 02-25, N 02-28 ran
+      out) 1; end Mar H 1; as_of H (canceled, to 04-20) 1.
+    2026-02: end Feb I (to 03-10) J (to 03-25) 2; end Mar none 0; as_of 0.
+    2026-03: end Mar K (to 04-03) L 2; as_of L (K expired 04-03) 1.
+    Each month end sums to the next month's base: 5 + 3 = 8, 5 + 1 + 2 = 8, 5 + 1 + 0 + 2 = 8.
     """
     got = rows(
         retention_warehouse,
@@ -211,18 +229,23 @@ def test_cohort_retention(retention_warehouse: Path) -> None:
         ("backfill", jan, t, 1, feb, feb_end, 7, 5, 5 / 7, t),
         ("backfill", jan, t, 2, mar, mar_end, 7, 5, 5 / 7, t),
         ("backfill", jan, t, 3, apr, apr_end, 7, 5, 5 / 7, f),
-        ("2026-02", feb, f, 0, feb, feb_end, 3, 1, 1 / 3, t),
-        ("2026-02", feb, f, 1, mar, mar_end, 3, 1, 1 / 3, t),
-        ("2026-02", feb, f, 2, apr, apr_end, 3, 1, 1 / 3, f),
-        ("2026-03", mar, f, 0, mar, mar_end, 3, 1, 1 / 3, t),
-        ("2026-03", mar, f, 1, apr, apr_end, 3, 0, 0.0, f),
-        ("2026-04", apr, f, 0, apr, apr_end, 1, 1, 1.0, f),
+        ("2026-01", jan, f, 0, jan, d("2026-02-01"), 3, 3, 1.0, t),
+        ("2026-01", jan, f, 1, feb, feb_end, 3, 1, 1 / 3, t),
+        ("2026-01", jan, f, 2, mar, mar_end, 3, 1, 1 / 3, t),
+        ("2026-01", jan, f, 3, apr, apr_end, 3, 1, 1 / 3, f),
+        ("2026-02", feb, f, 0, feb, feb_end, 2, 2, 1.0, t),
+        ("2026-02", feb, f, 1, mar, mar_end, 2, 0, 0.0, t),
+        ("2026-02", feb, f, 2, apr, apr_end, 2, 0, 0.0, f),
+        ("2026-03", mar, f, 0, mar, mar_end, 2, 2, 1.0, t),
+        ("2026-03", mar, f, 1, apr, apr_end, 2, 1, 1 / 2, f),
     ]
 
 
 def test_subscription_lifetimes(retention_warehouse: Path) -> None:
-    """Lifetimes run from first seen to the expiry (churned), or to as_of (censored), or for N,
-    no longer listed, to the sweep that missed it (S3). Backfill (1-7): no lifetime. H 02-05 ->
+    """Lifetimes run from first seen to the first expiry (churned), or to as_of (censored), or
+    for N, no longer listed, to the sweep that missed it (S3). Backfill (1-7): no lifetime; G's
+    lapse at 02-01 is its churn (the same churn as monthly_churn's), its win-back does not undo
+    it. H 02-05 ->
     04-12 = 66 days; M 02-05 -> 02-25 = 20; N 02-05 -> 03-20 = 43; I first seen 03-20 already
     expired 03-10: 0; J 03-20 -> 03-25 = 5; K 03-20 -> 04-03 = 14; L first seen at as_of: 0.
     """
@@ -239,7 +262,7 @@ def test_subscription_lifetimes(retention_warehouse: Path) -> None:
         (4, 301, S1, t, d("2025-12-20"), t, f, f, d("2025-12-20"), None),
         (5, 302, S1, t, d("2026-02-20"), t, f, f, d("2026-02-20"), None),
         (6, 302, S1, t, None, f, t, f, S4, None),
-        (7, 303, S1, t, None, f, t, f, S4, None),
+        (7, 303, S1, t, d("2026-02-01"), t, f, f, d("2026-02-01"), None),
         (8, 301, S2, f, None, f, t, f, S4, 66),
         (9, 302, S2, f, d("2026-02-25"), t, f, f, d("2026-02-25"), 20),
         (10, 301, S2, f, None, f, t, t, S3, 43),
@@ -294,8 +317,8 @@ def test_reactivations(retention_warehouse: Path) -> None:
 
 def test_churn_by_platform(retention_warehouse: Path) -> None:
     """twitch: 301's A D H N J; youtube: 302's B E F M I L; unknown: 303's C G K (no account).
-    Bases of the module docstring split by platform; churn D twitch (Dec), E M youtube (Feb),
-    I youtube and J twitch (Mar), K unknown (Apr)."""
+    Bases of the module docstring split by platform; churn D twitch (Dec), G unknown (Jan, its
+    lapse), E M youtube (Feb), I youtube and J twitch (Mar), K unknown (Apr)."""
     got = rows(
         retention_warehouse,
         "select month, platform, subscribers_at_start, churned, churn_rate, is_estimate, "
@@ -306,26 +329,27 @@ def test_churn_by_platform(retention_warehouse: Path) -> None:
         (dec, "unknown", 2, 0, 0.0, t, t),  # C G
         (dec, "youtube", 3, 0, 0.0, t, t),  # B E F
         (jan, "twitch", 1, 0, 0.0, t, t),  # A
-        (jan, "unknown", 2, 0, 0.0, t, t),  # C G
+        (jan, "unknown", 2, 1, 1 / 2, t, t),  # C G
         (jan, "youtube", 3, 0, 0.0, t, t),  # B E F
-        (feb, "twitch", 1, 0, 0.0, f, t),  # A
+        (feb, "twitch", 3, 0, 0.0, f, t),  # A H N
         (feb, "unknown", 1, 0, 0.0, f, t),  # C
-        (feb, "youtube", 3, 2, 2 / 3, f, t),  # B E F
-        (mar, "twitch", 2, 1, 1 / 2, f, t),  # A H
+        (feb, "youtube", 4, 2, 2 / 4, f, t),  # B E F M
+        (mar, "twitch", 3, 1, 1 / 3, f, t),  # A H J
         (mar, "unknown", 2, 0, 0.0, f, t),  # C G
-        (mar, "youtube", 2, 1, 1 / 2, f, t),  # B F
+        (mar, "youtube", 3, 1, 1 / 3, f, t),  # B F I
         (apr, "twitch", 2, 0, 0.0, f, f),  # A H
         (apr, "unknown", 3, 1, 1 / 3, f, f),  # C G K
-        (apr, "youtube", 2, 0, 0.0, f, f),  # B F
+        (apr, "youtube", 3, 0, 0.0, f, f),  # B F L
     ]
 
 
 def test_report_figures(retention_warehouse: Path) -> None:
     """The whole row. Usable at as_of: A B C F G L active, H canceled. Expiring by 05-12: H
     04-20 (churning), G 04-22, A 04-25, L 04-25, F 05-10; none within 7 days. Last 30 days
-    (03-13, 04-12]: new I J K (S3) and L (S4); canceled M (S3), H J K (S4); churned J 03-25,
-    K 04-03. March, the last full month: 4 came due, 2 renewed; twitch and youtube both churned
-    1 of 2, the tie goes to the first by name."""
+    (03-13, 04-12]: new L (started 03-25; I J K started 02-10, 02-25, 03-03, before the window);
+    canceled M (S3), H J K (S4); churned J 03-25, K 04-03. March, the last full month: I and J
+    churned of 8 at its start; 4 came due, 2 renewed; twitch and youtube both churned 1 of 3,
+    the tie goes to the first by name."""
     names = [
         "as_of",
         "usable_subscribers",
@@ -359,8 +383,8 @@ def test_report_figures(retention_warehouse: Path) -> None:
         "usable_canceled": 1,
         "last_full_month": mar,
         "last_full_month_churned": 2,
-        "last_full_month_subscribers_at_start": 6,
-        "last_full_month_churn_rate": 2 / 6,
+        "last_full_month_subscribers_at_start": 8,
+        "last_full_month_churn_rate": 2 / 8,
         "last_full_month_is_estimate": False,
         "expiring_7d": 0,
         "expiring_7d_renewing": 0,
@@ -368,7 +392,7 @@ def test_report_figures(retention_warehouse: Path) -> None:
         "expiring_30d": 5,
         "expiring_30d_renewing": 4,
         "expiring_30d_churning": 1,
-        "new_30d": 4,
+        "new_30d": 1,
         "canceled_30d": 4,
         "churned_30d": 2,
         "last_full_month_came_due": 4,
@@ -376,7 +400,7 @@ def test_report_figures(retention_warehouse: Path) -> None:
         "last_full_month_renewal_rate": 0.5,
         "median_lifetime_days": 20,
         "top_churn_platform": "twitch",
-        "top_churn_platform_churn_rate": 0.5,
+        "top_churn_platform_churn_rate": 1 / 3,
     }
 
 
