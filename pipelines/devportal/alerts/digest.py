@@ -19,6 +19,8 @@ def headline(target: Target, where: str) -> str:
     figures = report.collect(target)
     f: dict[str, Any] = figures.values()
     parts = []
+    if not f.get("subscriptions_read") and f.get("has_verified_sweep"):
+        parts.append("no subscriptions yet (the API lists none)")
     if f.get("mrr") is not None:
         parts.append(f"MRR {numbers.money(f['mrr'], figures.currency)}")
     parts.append(f"{numbers.count(f['usable_subscribers'] or 0)} usable subscribers")

@@ -34,10 +34,14 @@ def _basis(figures: Mapping[str, Any]) -> str:
             _plural(unverified, "unverified sweep") if unverified else "",
         ]
         later = " and ".join(part for part in since if part)
+        empty = (
+            "" if figures["subscriptions_read"] else ": no subscriptions yet, the API lists none"
+        )
         return (
             "Based on the full subscription list read and verified at "
             f"{figures['last_verified_sweep_at']:%Y-%m-%d %H:%M:%S}"
             + (f" (+{later} since)" if later else "")
+            + empty
         )
     read = figures["subscriptions_read"] or 0
     why = (
