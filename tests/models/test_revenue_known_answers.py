@@ -250,14 +250,15 @@ def forecast_by_hand() -> list[tuple[Any, ...]]:
     """The forecast from its inputs, as the model's header defines it.
 
     Renewal rates (monthly_renewals, months after the first sync, decided due dates pooled):
-    monthly: A 02-25, D 02-28 (won back: a later expiry), A 03-25, F 03-10 renewed, E 02-15
-    churned: 4 / 5; yearly: B 02-15, C 02-20, I 02-08 and 03-08 renewed: 4 / 4; all: 8 / 9,
-    which 'unknown' takes. Usable at as_of: A, D, F (monthly 2.0, due 04-25, 04-25, 05-10),
+    monthly: A 02-25, A 03-25, F 03-10 renewed, E 02-15 and D 02-28 churned (D lapsed there:
+    its `expired` event, the same churn as its churned MRR on 02-28; its comeback on 03-25 is a
+    win-back, not a renewal of that due date): 3 / 5; yearly: B 02-15, C 02-20, I 02-08 and
+    03-08 renewed: 4 / 4; all: 7 / 9, which 'unknown' takes. Usable at as_of: A, D, F (monthly 2.0, due 04-25, 04-25, 05-10),
     G (unknown 2.2, due 04-25), and B, C, I (yearly 2.25, due in 2027: never within 90 days).
     Due dates within 30 days (to 05-12): one each; 60 (to 06-11): two each (A, D 04-25 and
     05-25, F 05-10 and 06-10); 90 (to 07-11): three each.
     """
-    rates = {"monthly": 4 / 5, "yearly": 4 / 4, "unknown": 8 / 9}
+    rates = {"monthly": 3 / 5, "yearly": 4 / 4, "unknown": 7 / 9}
     due = [(2.0, "monthly"), (2.0, "monthly"), (2.0, "monthly"), (2.2, "unknown")]
     not_due = 3 * 2.25
     mrr_now = not_due + 3 * 2.0 + 2.2
@@ -302,16 +303,31 @@ def test_revenue_forecast(revenue_warehouse: Path) -> None:
 
 def test_lifetime_value_and_the_report_figures(revenue_warehouse: Path) -> None:
     """ARPU now 14.95 / 6 users. Monthly churn after the first sync, complete months: February
-    churned E of 6 at its start (A B C D E I), March none of 4 (A B C I; D's expiry was undone
-    by its win-back and it was not usable on 03-01): 1 / 10. The survival curve follows F
-    (38 days, censored) and G (0, censored): it never falls, so the churn rate is used.
+    churned E (02-15) and D (its lapse on 02-28: churn at the expiry though it was won back in
+    March, as mrr_movements' churned MRR) of 6 at its start (A B C D E I), March none of 5 (A B
+    C I and F, usable from its estimated start 02-10; D lapsed, not usable on 03-01): 2 / 11.
+    The survival curve follows F (38 days, censored) and G (0, censored): it never falls, so
+    the churn rate is used.
     March is the last full month; MRR on 03-31 was 14.95: March's movements are G new 2.2, D
     won back 2.0, I's expansion 0.25 and the price cut -1.5."""
     assert rows(
         revenue_warehouse,
         "select arpu, churn_rate, churn_months, survival_area_days, survival_last_day, "
         "survival_min, ltv_method, lifetime_months, ltv, needs from analytics.lifetime_value",
-    ) == [(14.95 / 6, 0.1, 2, 38.0, 38, 1.0, "churn_rate", 1 / 0.1, (14.95 / 6) / 0.1, None)]
+    ) == [
+        (
+            14.95 / 6,
+            pytest.approx(2 / 11),
+            2,
+            38.0,
+            38,
+            1.0,
+            "churn_rate",
+            pytest.approx(11 / 2),
+            pytest.approx((14.95 / 6) / (2 / 11)),
+            None,
+        )
+    ]
     names = [
         "currency",
         "revenue_basis",
@@ -335,7 +351,7 @@ def test_lifetime_value_and_the_report_figures(revenue_warehouse: Path) -> None:
         "arr": 12 * 14.95,
         "arpu": 14.95 / 6,
         "mrr_month_before": 14.95,
-        "ltv": (14.95 / 6) / 0.1,
+        "ltv": pytest.approx((14.95 / 6) / (2 / 11)),
         "ltv_method": "churn_rate",
         "last_full_month_mrr_new": 2.2,
         "last_full_month_mrr_churned": 0.0,
