@@ -162,3 +162,45 @@ def first_line(err: BaseException) -> str:
     inner = causes(err)[-1]
     text = str(inner).strip().splitlines()
     return (text[0][:300] if text else "") or type(inner).__name__
+
+
+class Stopped(DevportalError):
+    """The run was ended by a signal: SIGTERM (a scheduler, a CI timeout, systemd), SIGHUP (a
+    closed terminal). A failure like any other: recorded, posted, one line; the exit code is
+    128 + the signal's number, as a shell reports a program that signal ended (143, 129).
+
+    `received` is the first such signal this process got (None: none): once set, what is still
+    running winds down without waiting for requests in flight (`client.paging`)."""
+
+    received: int | None = None
+
+    def __init__(self, signum: int, message: str | None = None) -> None:
+        self.signum = signum
+        self.name = signal_name(signum)
+        super().__init__(message or f"stopped by {self.name}", exit_code=128 + signum)
+
+    def during(self, what: str) -> Stopped:
+        """The same stop, saying what it stopped and what it left (`what`)."""
+        return Stopped(self.signum, f"stopped by {self.name} {what}")
+
+
+def signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def stop_signal(err: BaseException) -> int | None:
+    """The signal that stopped the run ERR ended: a `Stopped` among its causes, or dlt's
+    `SignalReceivedException` (dlt holds SIGINT and SIGTERM back while it normalizes and loads,
+    then raises that); None when no signal did."""
+    for cause in causes(err):
+        if isinstance(cause, Stopped):
+            return cause.signum
+        code = getattr(cause, "signal_code", None)
+        if type(cause).__name__ == "SignalReceivedException" and isinstance(code, int):
+            return code
+    return None

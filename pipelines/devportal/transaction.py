@@ -11,6 +11,11 @@ DuckDB, starts the draft this run writes. `Run.load` extracts and normalizes the
 package and loads it whole (`pipeline.load_whole`); a failed extract or normalize leaves
 nothing behind (`pipeline.discard_unfinished`) and ends in one line naming the step. What the
 run leaves in dlt's folder is pruned when it ends (`pruning`): the folder does not grow per run.
+
+A signal that stops the run (`errors.Stopped`: SIGTERM, SIGHUP; or dlt's own, which holds
+SIGTERM back while it normalizes and loads) unwinds it like any failure: nothing read is
+loaded, a load is put back (and its package set aside), the spooled reads are removed and the
+lock freed; its one line says at which step it stopped and what the run left.
 """
 
 from __future__ import annotations
@@ -21,7 +26,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from devportal.errors import DevportalError, causes, devportal_cause, first_line
+from devportal.errors import (
+    DevportalError,
+    Stopped,
+    causes,
+    devportal_cause,
+    first_line,
+    stop_signal,
+)
 from devportal.packages import Settled, discard_unfinished, finish_pending, load_whole
 from devportal.pipeline import begin_writing, open_pipeline
 from devportal.pruning import clear_spools, prune_loaded
@@ -39,6 +51,7 @@ class Run:
     pipeline: Any
     target: Target
     settled: Settled  # what a killed run left, loaded or set aside first
+    loaded: bool = False  # this run's package has loaded (a stop after it changes nothing)
 
     def load(
         self,
@@ -71,7 +84,17 @@ class Run:
             return None
         load_id = str(load_ids[0])
         then = (lambda: after_load(load_id)) if after_load is not None else None
-        load_whole(self.pipeline, self.target, then)
+        try:
+            load_whole(self.pipeline, self.target, then)
+        except DevportalError as err:
+            signum = stop_signal(err)
+            if signum is None:
+                raise
+            Stopped.received = Stopped.received or signum  # dlt's: the run is ending
+            # the load's own line says what it left (put back, the package kept aside)
+            left = str(err).split("; ", 1)[-1] if "; " in str(err) else str(err)
+            raise Stopped(signum).during(f"while loading: {left}") from err
+        self.loaded = True
         return load_id
 
     def _failure(
@@ -80,6 +103,13 @@ class Run:
         what: str,
         refusal: Callable[[BaseException], DevportalError | None] | None,
     ) -> DevportalError:
+        signum = stop_signal(err)
+        if signum is not None:
+            Stopped.received = Stopped.received or signum
+            step = (
+                "reading the API" if getattr(err, "step", "extract") == "extract" else "normalizing"
+            )
+            return Stopped(signum).during(f"while {step}: nothing was loaded")
         for cause in causes(err):
             refused = refusal(cause) if refusal is not None else None
             if refused is not None:
@@ -111,7 +141,13 @@ def writing(target: Target, progress: Any = None) -> Iterator[Run]:
                 settled = finish_pending(pipeline, target)
                 clear_spools(pipeline)  # a killed run's
                 begin_writing(target)
-                yield Run(pipeline, target, settled)
+                run = Run(pipeline, target, settled)
+                try:
+                    yield run
+                except Stopped as err:
+                    if not run.loaded and _bare(err):
+                        raise err.during("before loading: nothing was loaded") from err
+                    raise
                 prune_loaded(pipeline)
             finally:
                 clear_spools(pipeline)  # this run's, whatever its end: the next may be a day away
@@ -120,3 +156,8 @@ def writing(target: Target, progress: Any = None) -> Iterator[Run]:
             f"cannot use warehouse {target.warehouse}: {err.strerror or err}; "
             "pass --warehouse a writable file path"
         ) from err
+
+
+def _bare(err: Stopped) -> bool:
+    """ERR says only which signal stopped the run (as the signal handler raised it)."""
+    return str(err) == str(Stopped(err.signum))

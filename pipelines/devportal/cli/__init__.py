@@ -7,6 +7,12 @@ its handler, which parses nothing more, calls the feature, prints, and returns t
 sandbox server) are imported by the handlers only, so `devportal --help` stays fast. Expected
 failures (`DevportalError`) print one line, without a traceback unless `--debug`.
 
+Signals that end a run (SIGTERM from a scheduler, systemd or a CI timeout; SIGHUP from a closed
+terminal) are failures like any other: `Stopped`, raised where the run is, unwinds it (the lock
+freed, spooled reads removed, a load put back), is recorded and posted as any failure is
+(`alerts.events.watched`), prints one line and exits 128 + the signal's number. Ctrl-C stays
+"devportal: interrupted", 130.
+
 Last line of defence for secrets: the one-line error, the traceback (`--debug`, or a bug's) and
 every log record (devportal's, dlt's, any library's) pass through `errors.scrub`, which takes out the access token, any
 `Bearer <credential>` and terminal control sequences, whatever text quoted them.
@@ -19,6 +25,7 @@ import atexit
 import contextlib
 import logging
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -40,7 +47,7 @@ from devportal.cli import (
     status,
     sync,
 )
-from devportal.errors import DevportalError, scrub
+from devportal.errors import DevportalError, Stopped, scrub
 
 # the order of `devportal --help`
 COMMANDS = (sync, status, digest, demo, models, packages, report, manifest, migrate, init, sandbox)
@@ -67,6 +74,8 @@ def _one_line_dlt_records(record: logging.LogRecord) -> bool:
     message = record.getMessage()
     if "Traceback (most recent call last)" in message:
         return False  # a job dlt retries: if it fails for good, devportal's one line says why
+    if message.startswith("Exiting runner due to signal"):
+        return False  # a stopped run's one line says so (`Stopped`)
     record.msg = message.split("\n")[0]
     record.args, record.exc_info, record.exc_text = None, None, None
     return True
@@ -147,7 +156,11 @@ def _dlt_to_current_stderr() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; its exit code. A reader that stops reading stdout (`devportal report |
     head -1`) ends the command quietly with 141, as the shell reports a program SIGPIPE ended
-    (`cat`, `grep`): no traceback, and `set -o pipefail` sees what it would of any of them."""
+    (`cat`, `grep`): no traceback, and `set -o pipefail` sees what it would of any of them.
+    As its own program, SIGTERM and SIGHUP end the run as a failure (`Stopped`)."""
+    own = argv is None
+    if own:
+        _catch_stop_signals()
     try:
         try:
             code = _main(argv)
@@ -158,20 +171,80 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
-    if argv is None:  # its own program: nothing of it is needed once its work is done
-        _exit_now(code)
+    except Stopped as err:  # before the command ran, or after it ended
+        print(f"devportal: error: {err}", file=sys.stderr)
+        code = err.exit_code
+    code = _stopped_code(code)
+    if own:  # its own program: nothing of it is needed once its work is done
+        # stopped (a signal, Ctrl-C): requests still in flight are not waited for
+        _exit_now(code, force=Stopped.received is not None or code == EXIT_INTERRUPTED)
     return code
 
 
-def _exit_now(code: int) -> None:
+# the signals that end a run as a failure (where the platform has them)
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+
+
+def _catch_stop_signals() -> None:
+    """SIGTERM and SIGHUP raise `Stopped` in the main thread, wherever the run is. A signal
+    the process was started ignoring stays ignored (`nohup` ignores SIGHUP)."""
+    Stopped.received = None
+    for name in STOP_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
+            signal.signal(number, _on_stop_signal)
+
+
+def _on_stop_signal(signum: int, frame: Any) -> None:
+    """The first stop signal ends the run (`Stopped`); any later one is ignored while it winds
+    down (its record written, its lock freed): `timeout` sends SIGTERM to the process and to
+    its group, twice in a row, and SIGKILL is there for a run that must end at once."""
+    if Stopped.received is not None:
+        return
+    Stopped.received = signum
+    if _deferred_to_dlt(signum):
+        return
+    raise Stopped(signum)
+
+
+def _deferred_to_dlt(signum: int) -> bool:
+    """While dlt normalizes or loads it holds SIGINT and SIGTERM back (its own handlers: the
+    step stops at its next safe point and raises `SignalReceivedException`). A SIGHUP then
+    joins that, rather than raising inside a load job dlt runs on this thread (dlt would take
+    it for the job's failure and wait on). Whether dlt holds them: its handler is in place."""
+    held = sys.modules.get("dlt.common.runtime.signals")
+    receiver = getattr(held, "_signal_receiver", None)
+    if receiver is None or signal.getsignal(signal.SIGTERM) is not receiver:
+        return False
+    try:
+        held.set_received_signal(signum)  # type: ignore[union-attr]
+        held.wake_all()  # type: ignore[union-attr]
+    except AttributeError:  # another dlt: raise as anywhere else
+        return False
+    return True
+
+
+def _stopped_code(code: int) -> int:
+    """CODE, or the stop signal's when one arrived and the run's end did not say so (a step
+    that caught the `Stopped` as any error and went on): one line more, its exit code."""
+    signum = Stopped.received
+    if signum is None or code == 128 + signum:
+        return code
+    print(f"devportal: error: {Stopped(signum)}", file=sys.stderr)
+    return 128 + signum
+
+
+def _exit_now(code: int, force: bool = False) -> None:
     """End the process with CODE at once, as Python would but without tearing down its heap:
     after a sync that is a few hundred thousand objects (frames, arrays, dlt's modules), whose
     release took about a quarter of a second of every run for nothing. What exit must still do
     is done first: stdout and stderr flushed, the `atexit` callbacks (logging's flush, dlt's,
     temporary files' finalizers). While a thread that is not a daemon still runs (work Python
-    would wait for), the normal exit."""
+    would wait for), the normal exit, unless FORCE (a run a signal stopped: requests still in
+    flight are not waited for)."""
     main_thread = threading.main_thread()
-    if any(t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()):
+    alive = (t for t in threading.enumerate() if t is not main_thread and t.is_alive())
+    if not force and any(not t.daemon for t in alive):
         return
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
@@ -183,6 +256,8 @@ def _exit_now(code: int) -> None:
 
 # 128 + SIGPIPE: what a shell reports for a program its reader left (`yes | head -1`)
 EXIT_BROKEN_PIPE = 141
+# 128 + SIGINT: Ctrl-C
+EXIT_INTERRUPTED = 130
 
 
 def _silence_stdout() -> None:
@@ -216,9 +291,13 @@ def _main(argv: Sequence[str] | None) -> int:
             _print_traceback(err)
         print(f"devportal: error: {scrub(str(err))}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as err:
+        if getattr(err, "signal_code", signal.SIGINT) != signal.SIGINT:  # dlt held it back
+            stopped = Stopped(err.signal_code)  # type: ignore[attr-defined]
+            print(f"devportal: error: {stopped}", file=sys.stderr)
+            return stopped.exit_code
         print("devportal: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except Exception as err:  # a bug: its traceback as Python prints it, but scrubbed
         if not args.own_process:
             raise  # a caller's process (a test, a notebook) sees the bug itself

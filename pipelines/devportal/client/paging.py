@@ -7,6 +7,7 @@ on a thread of its own."""
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -16,6 +17,7 @@ from typing import Any, cast
 from devportal.client.body import MIB
 from devportal.client.pages import Page, PageGuard, page_parser, refused, row_keys
 from devportal.concurrency import Concurrency
+from devportal.errors import Stopped
 
 # What `ApiClient.get_json` returns instead of `(body, headers)`: `check(body, headers)`.
 Check = Callable[[Any, Mapping[str, str]], Any]
@@ -128,23 +130,29 @@ class Paging:
         items are started ahead of the one being yielded, and none while the pages done ahead
         of it hold AHEAD_BYTES, so memory stays flat whatever size the pages are."""
         limit = self.concurrency
-        with ThreadPoolExecutor(max_workers=limit.max, thread_name_prefix="devportal-get") as pool:
-            pending: deque[tuple[Any, Future[Any]]] = deque()
-            it = iter(items)
-            try:
-                while True:
-                    while len(pending) < 2 * limit.slots and _held(pending) < AHEAD_BYTES:
-                        item = next(it, _END)
-                        if item is _END:
-                            break
-                        pending.append((item, pool.submit(fn, item)))
-                    if not pending:
-                        return
-                    head, fut = pending.popleft()
-                    yield head, fut.result()
-            finally:
-                for _, fut in pending:
-                    fut.cancel()
+        pool = ThreadPoolExecutor(max_workers=limit.max, thread_name_prefix="devportal-get")
+        pending: deque[tuple[Any, Future[Any]]] = deque()
+        it = iter(items)
+        try:
+            while True:
+                while len(pending) < 2 * limit.slots and _held(pending) < AHEAD_BYTES:
+                    item = next(it, _END)
+                    if item is _END:
+                        break
+                    pending.append((item, pool.submit(fn, item)))
+                if not pending:
+                    return
+                head, fut = pending.popleft()
+                yield head, fut.result()
+        finally:
+            for _, fut in pending:
+                fut.cancel()
+            # requests in flight finish (each bounded by its deadline) before the error goes
+            # on, unless the process is being stopped (a signal, Ctrl-C): it ends without them
+            ending = Stopped.received is not None or isinstance(
+                sys.exc_info()[1], KeyboardInterrupt
+            )
+            pool.shutdown(wait=not ending, cancel_futures=True)
 
 
 def _held(pending: deque[tuple[Any, Future[Any]]]) -> int:
