@@ -27,8 +27,13 @@ S1 2026-11-01 00:00:00 (the first sync, at a month's start), S2 11-16 00:00, S3 
 Usable at a month's start (its first instant; = the month before's end):
     10-01 (before S1, estimated from S1's list: expiry after it): A B C E F H I = 7
     11-01 (S1): A B C E F H = 6 (I's expiry is 11-01 itself: not after it)
-    12-01 (only at +1 s, where December is open): A C E F G = 5 (B ran out at 12-01; D was
-          first seen after it)
+    12-01 (only at +1 s, where December is open): A C E F G D = 6 (B ran out at 12-01; D,
+          first seen after it, counts from its start, as in daily_subscribers)
+
+Starts (docs/analytics.md "Starts between syncs"): G, first seen at S2, started at its expiry
+12-05 minus a month (its period unknown) = 11-05, within (S1, S2]; D, first seen at S3, at
+12-20 minus a month = 11-20, within (S2, S3] at every boundary: both are November's `new` and
+November's cohort, whenever S3 saw D.
 """
 
 from __future__ import annotations
@@ -163,8 +168,9 @@ def test_month_spine_and_as_of(story: tuple[str, OnEngine]) -> None:
 
 def test_monthly_churn(story: tuple[str, OnEngine]) -> None:
     """Churn: I (10-01 ... 11-01 00:00:00: October's, backfill), H (11-10), B (12-01 00:00:00:
-    November's, once as_of reaches it). New: G at S2, D at S3 (November's unless S3 is after
-    midnight). Cancellations: E at S3. Bases: the module docstring."""
+    November's, once as_of reaches it). New, at their starts: G 11-05, D 11-20 (November's even
+    when S3, which saw D, is after midnight: D is then in December's base, 6). Cancellations: E
+    at S3. Bases: the module docstring."""
     name, engine = story
     got = _rows(
         engine,
@@ -175,7 +181,7 @@ def test_monthly_churn(story: tuple[str, OnEngine]) -> None:
     expected = {
         "second_before": [october, (nov, 1, 1, 2, 6, 1 / 6, f, f)],
         "exactly_midnight": [october, (nov, 2, 1, 2, 6, 2 / 6, f, t)],
-        "second_after": [october, (nov, 2, 0, 1, 6, 2 / 6, f, t), (dec, 0, 1, 1, 5, 0.0, f, f)],
+        "second_after": [october, (nov, 2, 0, 2, 6, 2 / 6, f, t), (dec, 0, 1, 0, 6, 0.0, f, f)],
     }
     assert got == _same(expected[name])
     # churned in a month: in its base (B in November's, not December's)
@@ -185,12 +191,12 @@ def test_monthly_churn(story: tuple[str, OnEngine]) -> None:
 
 
 def test_cohort_retention(story: tuple[str, OnEngine]) -> None:
-    """Cohorts: backfill (1-7, S1's month November: S1 opens it), 2026-11 (G, and D when S3 is
-    at or before midnight: seen at November's end), 2026-12 (D, first seen after midnight).
+    """Cohorts: backfill (1-7, S1's month November: S1 opens it), 2026-11 (G and D, by their
+    starts 11-05 and 11-20: the module docstring; also when S3 saw D after midnight).
 
     End of November (12-01 00:00:00, or as_of at 23:59:59): backfill A C E F, and B while as_of
-    is before its expiry (23:59:59: measured at as_of); 2026-11 G D (G only at +1 s). December
-    (+1 s, at as_of): backfill A C E F; 2026-11 G; 2026-12 D."""
+    is before its expiry (23:59:59: measured at as_of); 2026-11 G D. December (+1 s, at as_of):
+    backfill A C E F; 2026-11 G D. November's end sums to December's base: 4 + 2 = 6."""
     name, engine = story
     boundary = BOUNDARIES[name]
     got = _rows(
@@ -211,9 +217,8 @@ def test_cohort_retention(story: tuple[str, OnEngine]) -> None:
         "second_after": [
             ("backfill", nov, 0, nov, MIDNIGHT, 7, 4, 4 / 7, t),
             ("backfill", nov, 1, dec, boundary, 7, 4, 4 / 7, f),
-            ("2026-11", nov, 0, nov, MIDNIGHT, 1, 1, 1.0, t),
-            ("2026-11", nov, 1, dec, boundary, 1, 1, 1.0, f),
-            ("2026-12", dec, 0, dec, boundary, 1, 1, 1.0, f),
+            ("2026-11", nov, 0, nov, MIDNIGHT, 2, 2, 1.0, t),
+            ("2026-11", nov, 1, dec, boundary, 2, 2, 1.0, f),
         ],
     }
     assert got == _same(expected[name])
