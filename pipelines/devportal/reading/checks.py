@@ -240,7 +240,7 @@ def read_until_it_adds_up(
     failures: list[Failure] = []
     report.reread_because = []
     for attempt in range(1, attempts + 1):
-        report.attempts, report.note = attempt, None
+        report.attempts, report.note, report.dropped = attempt, None, 0
         pages = client.iter_pages(report.endpoint, report.params, first if attempt == 1 else None)
         pages_log = PageLog(row_id)
 
