@@ -18,5 +18,8 @@ RESOURCES = ("subscriptions", "user_settings", "user_accounts")
 # the resources the API gives no time filter: a window run reads them whole, and only when due
 UNTIMED = ("user_settings", "user_accounts")
 
+# the statuses the spec shows (section 3): every other status is the API's own
+SPEC_STATUSES = ("active", "canceled")
+
 # The API's date-time text (`expires_at`, the `start`/`end` filters): naive UTC, no `T`, no zone.
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"

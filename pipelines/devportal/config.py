@@ -27,6 +27,7 @@ from dlt.common.typing import TSecretStrValue
 from dlt.destinations.impl.postgres.configuration import PostgresCredentials
 
 from devportal import config_sources
+from devportal.api import SPEC_STATUSES
 from devportal.client.settings import HttpSettings, check_base_url
 from devportal.errors import ConfigError, register_secret
 
@@ -158,7 +159,7 @@ def history_ignore(cfg: DevportalConfig) -> tuple[str, ...]:
 # -- [analytics]: how the models read the data (issue 20 adds the price book here) ---------------
 
 ANALYTICS_SECTIONS = ("analytics",)
-STATUS_TREATMENTS = ("active", "canceled")
+STATUS_TREATMENTS = SPEC_STATUSES  # each treated as itself; status_map maps the others
 # the [analytics] keys that take a number (the price book's)
 ANALYTICS_NUMBERS = ("price_monthly", "price_yearly", "price_unknown", "revenue_share")
 

@@ -32,11 +32,13 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from devportal.config import AnalyticsConfig
 from devportal.errors import ConfigError
 from devportal.iso4217 import CURRENCIES
+
+if TYPE_CHECKING:  # dlt's configuration is not imported to read a price book's rows
+    from devportal.config import AnalyticsConfig
 
 PERIODS = ("monthly", "yearly", "unknown")
 # months one payment of a period buys: 'unknown' is counted as monthly (as price_unknown is)

@@ -11,6 +11,9 @@ block); `DEVPORTAL_SPEEDUPS=off` turns them all off and the warehouse comes out 
 
 from __future__ import annotations
 
+import os
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +86,58 @@ def test_without_the_speedups_the_warehouse_is_the_same(
     fast_rows, plain_rows = analytics(fast), analytics(plain)
     assert len(fast_rows) > 20 and fast_rows["subscriptions_current"]
     assert fast_rows == plain_rows
+
+
+def test_the_fresh_process_builds_with_the_syncs_settings_without_loading_dlt(
+    sandbox_factory: Any, tmp_path: Path
+) -> None:
+    """The sync hands the settings it resolved (prices, status treatments: the seeds; whether a
+    churn alert is configured) to the models' process it execs (`cli.speedups`), which then
+    builds without importing dlt at all: the same seeds as a build that resolves them itself."""
+    import json
+    import subprocess
+    import sys
+
+    from devportal.models.seeds import HANDED_OVER, decode_seeds, encode_seeds, price_seeds
+
+    settings = {
+        "ANALYTICS__CURRENCY": "EUR",
+        "ANALYTICS__PRICE_MONTHLY": "4.99",
+        "ANALYTICS__PRICE_YEARLY": "49.99",
+        "ANALYTICS__STATUS_MAP": json.dumps({"past_due": "canceled"}),
+    }
+    sb = sandbox_factory(subscriptions=200, users=20, seed=42)
+    warehouse = tmp_path / "wh.duckdb"
+    env = {"SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token, **settings}
+    done = run_devportal(
+        "--debug", "sync", "--base-url", sb.base_url, "--warehouse", str(warehouse), env=env
+    )
+    assert done.code == 0, done.err
+    assert "models: building them in a fresh process: exec" in done.err
+    seeds_sql = (
+        "select (select list(s order by s) from (select status || '=' || treated_as as s from "
+        "analytics.status_map)), (select list(p order by p) from (select period || ' ' || "
+        "amount || ' ' || mrr_amount as p from analytics.prices))"
+    )
+    handed = query(warehouse, seeds_sql)
+    assert handed[0][0] == ["active=active", "canceled=canceled", "past_due=canceled"]
+    assert len(handed[0][1]) == 3  # monthly, yearly, unknown (as monthly)
+    resolved = run_devportal("models", "--warehouse", str(warehouse), env=settings)
+    assert resolved.code == 0, resolved.err
+    assert query(warehouse, seeds_sql) == handed
+
+    # the handed-over seeds read back exactly (dates and decimals included)
+    from devportal.prices import Price, PriceBook
+
+    book = PriceBook("EUR", Decimal("0.7"), (Price("monthly", Decimal("4.99"), date(2026, 1, 1), None),), "t")
+    seeds = price_seeds(book)
+    assert decode_seeds(encode_seeds(seeds)) == seeds
+    # the process given them imports no dlt module
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "devportal", "models", "--after-sync",
+         "--warehouse", str(warehouse)],
+        env={**os.environ, HANDED_OVER: encode_seeds(seeds), "DEVPORTAL_CHURN_ALERTS": "off"},
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    imported = [line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()]
+    assert "duckdb" in imported and not [m for m in imported if m.split(".")[0] == "dlt"]

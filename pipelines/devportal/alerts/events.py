@@ -10,6 +10,7 @@ it reports on.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,9 +107,24 @@ def failed(command: str, target: Target, err: BaseException) -> None:
         log.warning("could not record or post the failure: %s", first_line(problem))
 
 
+# Set by a sync for the `devportal models` it execs in its place (`cli.speedups`) when no churn
+# alert is configured: that process then need not load dlt's configuration to find out.
+CHURN_ALERTS = "DEVPORTAL_CHURN_ALERTS"
+
+
+def churn_alerts_configured() -> bool:
+    """Whether a churn alert can be posted: a webhook and a churn rule set."""
+    found = configured()
+    return found is not None and (
+        found.cfg.churn_rate_above is not None or found.cfg.churn_spike_factor is not None
+    )
+
+
 def check_churn(target: Target) -> None:
     """After the models are built: post once per month when the last full month's churn is
     above `churn_rate_above` or `churn_spike_factor` x the three months before. Never raises."""
+    if os.environ.pop(CHURN_ALERTS, None) == "off":  # the sync that started us found none
+        return
     try:
         found = configured()
         if found is None:

@@ -96,11 +96,31 @@ def models_in_a_fresh_process(args: argparse.Namespace, target: Target) -> None:
         _exec_models(args, target)
 
 
+def _hand_over_settings() -> None:
+    """What the models' process would resolve through dlt's configuration (about 0.3 s to
+    import), resolved here where it is loaded already, and handed over in its environment: the
+    seeds (`models.seeds.HANDED_OVER`: prices, status treatments) and whether a churn alert
+    can be due at all (`alerts.events.CHURN_ALERTS`). Nothing secret: a webhook's URL stays
+    for the models' process to resolve itself when an alert is configured. A setting that
+    cannot be read is left for that process to refuse in its own words."""
+    from devportal.alerts.events import CHURN_ALERTS, churn_alerts_configured
+    from devportal.errors import ConfigError
+    from devportal.models.seeds import HANDED_OVER, encode_seeds, seeds_from_settings
+
+    try:
+        os.environ[HANDED_OVER] = encode_seeds(seeds_from_settings())
+    except ConfigError:
+        os.environ.pop(HANDED_OVER, None)
+    if not churn_alerts_configured():
+        os.environ[CHURN_ALERTS] = "off"
+
+
 def _exec_models(args: argparse.Namespace, target: Target) -> NoReturn:
     argv = [sys.executable, "-m", "devportal", *(["--debug"] if args.debug else [])]
     argv += ["models", "--after-sync", *options.verbosity_flags(args)]
     argv += ["--warehouse", str(target.warehouse)]
     argv += [] if target.is_file else ["--destination", target.name]
+    _hand_over_settings()
     logging.getLogger("devportal.cli").debug("models: building them in a fresh process: exec")
     sys.stdout.flush()
     sys.stderr.flush()
