@@ -1,7 +1,9 @@
 -- subscription_spells: when each live subscription was usable, as the syncs revealed it: one
 -- definition of a subscription's use for every daily series (daily_subscribers, mrr_spells and
--- so mrr_changes, mrr_daily, mrr_movements) and of a win-back for every mart that counts one
--- (subscription_events, reactivations, mrr_changes).
+-- so mrr_changes, mrr_daily, mrr_movements), the monthly bases (month_start_subscribers) and
+-- cohorts (cohort_retention), of its start (subscription_events' `new`) and of a lapse and
+-- win-back for every mart that counts one (subscription_events' `expired` and `reactivated`,
+-- and so monthly_churn, monthly_renewals, churn_by_platform, reactivations; mrr_changes).
 --
 -- Grain: one row per live subscription version that vouches for some use, (subscription_id,
 -- version_number): the stretch [spell_start, spell_end) it was usable, consecutive versions'
