@@ -104,9 +104,11 @@ def test_a_settings_list_that_never_adds_up_fails_in_one_line_loading_nothing(
     assert result.code == 1, result.err  # IntegrityError
     assert moving.reads == 2
     line = result.err.strip().splitlines()[-1]
+    # the same row twice in both reads: named with its pages, a defect another run won't fix
     expected = (
-        "devportal: error: the user settings list kept changing or did not add up in 2 reads "
-        "(1 ids appeared twice while paging)"
+        "devportal: error: the user settings list lists a row twice in every read (2 reads, "
+        "the same way each time): user 1001 came on pages 1 and 2; a defect on the API's side "
+        "which another run will not fix"
     )
     assert line.startswith(expected), result.err
     assert "Traceback" not in result.err
