@@ -65,7 +65,8 @@ def test_banner_then_serves_then_stops_cleanly(
     match = re.search(r"http://127\.0\.0\.1:(\d+)", banner[0])
     assert match, banner
     base = match.group(0)
-    assert banner[1] == "export DEVPORTAL_TOKEN=cli-token-123"
+    # the variable `devportal sync` reads the token from, so the banner's lines work as pasted
+    assert banner[1] == "export SOURCES__DEVPORTAL__ACCESS_TOKEN=cli-token-123"
     assert "curl" in banner[2] and "cli-token-123" not in banner[2]  # the token is printed once
 
     headers = {"Authorization": "Bearer cli-token-123"}
@@ -142,3 +143,18 @@ def test_help_documents_the_window_assumption() -> None:
     assert "--server-ms" in out.out and "--latency-ms" in out.out
     assert "overlap" in out.out and "single-worker" in out.out
     assert "--rate-limit" in out.out and "/__sandbox/rate-limit" in out.out
+
+
+def test_signups_option_reaches_the_sandbox() -> None:
+    """`--signups-per-s R`: a busy app's list, growing while it is read (the sandbox's rate,
+    shown in the banner and its state)."""
+    with _started("--subscriptions", "50", "--users", "10", "--signups-per-s", "4") as started:
+        proc, banner = started
+        assert "4 signups/s while read" in banner[0]
+        match = re.search(r"http://127\.0\.0\.1:\d+", banner[0])
+        assert match, banner
+        headers = {"Authorization": "Bearer cli-token-123"}
+        state = requests.get(match.group(0) + "/__sandbox/state", headers=headers, timeout=10)
+        assert state.json()["signups_per_s"] == 4.0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0

@@ -145,6 +145,14 @@ def _add_load_options(p: argparse.ArgumentParser) -> None:
         help="bucket size of --rate-limit: requests allowed at once (default max(1, R))",
     )
     p.add_argument(
+        "--signups-per-s",
+        type=float,
+        default=0.0,
+        metavar="R",
+        help="a busy app: R new subscriptions a second join the end of the live list while it "
+        "is read (between pages; default 0)",
+    )
+    p.add_argument(
         "--server-ms",
         type=float,
         default=0.0,
@@ -174,8 +182,10 @@ def run(args: argparse.Namespace) -> int:
     url = sandbox.base_url
     lines = (
         f"devportal sandbox serving {url} ({banner})",
-        f"export DEVPORTAL_TOKEN={sandbox.token}",
-        f'curl -s -H "Authorization: Bearer $DEVPORTAL_TOKEN" "{url}{SUBSCRIPTIONS_PATH}?page=1"',
+        f"export SOURCES__DEVPORTAL__ACCESS_TOKEN={sandbox.token}",
+        'curl -s -H "Authorization: Bearer $SOURCES__DEVPORTAL__ACCESS_TOKEN" '
+        f'"{url}{SUBSCRIPTIONS_PATH}?page=1"',
+        f"devportal sync --base-url {url}  # reads the token exported above",
         "Ctrl-C stops; control endpoints under /__sandbox/ (see --help)",
     )
     print("\n".join(lines), flush=True)
@@ -223,6 +233,7 @@ def _sandbox(args: argparse.Namespace) -> tuple[Any, str]:
             verbose=args.verbose,
             rate_limit=rate_limit,
             server_ms=args.server_ms,
+            signups_per_s=args.signups_per_s,
         )
     except ValueError as err:
         raise ConfigError(f"sandbox: {err}; see `devportal sandbox --help`") from err
@@ -232,6 +243,8 @@ def _sandbox(args: argparse.Namespace) -> tuple[Any, str]:
         notes += f", rate limit {limit.per_second:g}/s burst {limit.capacity:g}"
     if sandbox.server_ms > 0:
         notes += f", server {sandbox.server_ms:g} ms serial"
+    if args.signups_per_s > 0:
+        notes += f", {args.signups_per_s:g} signups/s while read"
     return sandbox, (
         f"{args.subscriptions} subscriptions, {users} users, seed {args.seed}, "
         f"clock {sandbox.world.now:%Y-%m-%d %H:%M:%S}{notes}"
