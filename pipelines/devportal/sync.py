@@ -31,8 +31,8 @@ from dlt.common.schema.exceptions import DataValidationError
 
 from devportal import config as settings
 from devportal import shape
-from devportal.api import UNTIMED
-from devportal.client import RESOURCES, USER_SETTINGS_PATH, ApiClient, adopt
+from devportal.api import SUBSCRIPTIONS_PATH, UNTIMED, USER_SETTINGS_PATH
+from devportal.client import RESOURCES, ApiClient, adopt
 from devportal.errors import DevportalError
 from devportal.holdings import DatasetReader
 from devportal.progress import Progress
@@ -164,8 +164,23 @@ class SyncResult:
                 if not_due
                 else ""
             )
+            + self._grown()
         )
 
+    def _grown(self) -> str:
+        """The lists that grew while they were read (a busy API: verified all the same, the
+        rows added at their end read too; `sync_runs.sweeps[*].added`)."""
+        grown = [
+            f"{_LIST_NAMES.get(str(r.get('endpoint')), r.get('endpoint'))} grew by {r['added']} "
+            f"while read (from {r.get('total_at_start')})"
+            for r in self.record.sweeps
+            if r.get("added")
+        ]
+        return f"; {', '.join(grown)}" if grown else ""
+
+
+# the lists a sweep reads, by their path (`sync_runs.sweeps[*].endpoint`)
+_LIST_NAMES = {SUBSCRIPTIONS_PATH: "the subscription list", USER_SETTINGS_PATH: "the settings list"}
 
 # what a window run did not read of the lists the API gives no time filter, and the setting
 _NOT_DUE = {

@@ -111,6 +111,8 @@ def test_a_full_sweep_of_a_list_growing_while_it_is_read_succeeds_at_50_ms(
         assert sweep["total_at_start"] >= at_start
         assert sweep["added"] == sweep["total"] - sweep["total_at_start"] > 0
         assert sweep["rows"] == sweep["unique_ids"] == sweep["total"]
+        said = f"the subscription list grew by {sweep['added']} while read"
+        assert said in result.summary(), result.summary()
         # the list as it was when its last page was read: the first `total` rows of it
         truth = [{**r, "is_test": False} for r in sb.truth()]
         keys = ("id", "service_id", "status", "expires_at", "is_test")
