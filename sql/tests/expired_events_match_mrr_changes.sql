@@ -7,7 +7,9 @@
 --   use up to it (a subscription_spells stretch reaches the expiry: not one the API stopped
 --   listing before it, nor one first seen already past it and never usable) is a 'churned'
 --   MRR change of that subscription at that instant; and every 'churned' MRR change after the
---   first sync that ends a canceled version's use at its own `expires_at` is such an event. So
+--   first sync at the `expires_at` of a canceled version (one no later version carried on,
+--   active or other, with that same expiry: a save whose renewal no sync has seen yet) is such
+--   an event, the sync that saw the cancellation before the expiry or after it. So
 --   a month's churned subscriptions are the same in monthly_churn and in mrr_movements, a lapse
 --   later won back included (the other 'churned' changes: a subscription no longer listed, or
 --   an active one whose renewal no sync has seen yet at as_of, are not lapses).
@@ -36,16 +38,21 @@ lapse_changes as (
     where changes.movement = 'churned'
         and changes.changed_at > clock.first_sync_at
         and exists (
+            -- a canceled version expiring then, not saved with that expiry by a later one
             select 1
-            from analytics.subscription_spells as spells
-            inner join analytics.subscription_versions as versions
-                on versions.id = spells.subscription_id
-                and versions.version_number = spells.version_number
-                and not versions.is_test
-            where spells.subscription_id = changes.subscription_id
-                and spells.spell_end = changes.changed_at
-                and spells.status = 'canceled'
-                and versions.expires_at = changes.changed_at
+            from analytics.subscription_versions as canceled
+            where canceled.id = changes.subscription_id
+                and not canceled.is_test
+                and canceled.status = 'canceled'
+                and canceled.expires_at = changes.changed_at
+                and not exists (
+                    select 1 from analytics.subscription_versions as later
+                    where later.id = canceled.id
+                        and not later.is_test
+                        and later.version_number > canceled.version_number
+                        and later.expires_at = canceled.expires_at
+                        and later.status <> 'canceled'
+                )
         )
 ),
 churned_changes as (

@@ -146,3 +146,106 @@ def test_the_reconciliations_fail_when_two_marts_disagree(
         assert con.execute(tests["mrr_movements_reactivated_match_win_backs"]).fetchall()
     finally:
         con.close()
+
+
+def test_the_lapse_is_one_churn_in_every_mart(story: OnEngine) -> None:
+    """A lapse is churned at its expiry and won back at its comeback, in every mart that counts
+    one (docs/analytics.md "Win-backs"), as mrr_movements counts its MRR.
+
+    L lapsed at 05-06 12:00 and came back 05-14 12:00: May's churn (its `expired` event, its due
+    date 05-06 12:00 churned, not renewed) and May's win-back. V's late save is no churn and its
+    due date 05-16 renewed. N4 (canceled, expires 06-13 12:00) is June's churn. May's base is
+    the first sync's list with an expiry after 05-01 (A L V B = 4, an estimate: May began
+    before S1); June's (06-01 00:00:00) A (renewed, seen at S4) L (back) V B N1 N2 N3 N4 = 8,
+    daily_subscribers' 05-31. New, at their starts: N1 05-06, N2 05-08, N3 05-09, N4 05-13 (all
+    12:00, all May's). Cancellations seen: L and V at S2 (N4 was first seen already canceled: no
+    cancellation event). So the report reads "churned 1" beside churned MRR 10.00 (one
+    subscription's) and "won back 1" beside reactivated MRR 10.00."""
+    assert rows(
+        story,
+        "select subscription_id, event_at, seen_at, event_month from analytics.subscription_events "
+        "where event_type = 'expired' order by event_at",
+    ) == [(L, LAPSE, S2, d("2026-05-01")), (8, d("2026-06-13 12:00:00"), S3, d("2026-06-01"))]
+    assert rows(
+        story,
+        "select month, churned, won_back, new, cancellations, subscribers_at_start, churn_rate "
+        "from analytics.monthly_churn order by month",
+    ) == [(date(2026, 5, 1), 1, 1, 4, 2, 4, 1 / 4), (date(2026, 6, 1), 1, 0, 0, 0, 8, 1 / 8)]
+    assert rows(
+        story,
+        "select month, came_due, renewed, churned, undecided from analytics.monthly_renewals "
+        "where period = 'all' order by month",
+    ) == [
+        # L 05-06 12:00 churned; V 05-16 (saved) and A 05-20 renewed
+        (date(2026, 5, 1), 3, 2, 1, 0),
+        # N1 06-06, N2 06-08, L 06-14 renewed; N4 06-13 12:00 churned; V 06-16, A 06-20 not due
+        (date(2026, 6, 1), 6, 3, 1, 2),
+    ]
+    assert rows(
+        story,
+        "select month, sum(churned) from analytics.churn_by_platform group by month order by 1",
+    ) == [(date(2026, 5, 1), 1), (date(2026, 6, 1), 1)]
+    assert rows(
+        story,
+        "select churned_at, is_churned from analytics.subscription_lifetimes "
+        f"where subscription_id = {L}",
+    ) == [(LAPSE, True)]
+    assert rows(
+        story, "select usable from analytics.daily_subscribers where day = '2026-05-31'"
+    ) == [(8,)]
+    assert rows(
+        story,
+        "select last_full_month, last_full_month_churned, last_full_month_mrr_churned, "
+        "last_full_month_mrr_reactivated from analytics.report_figures",
+    ) == [(date(2026, 5, 1), 1, 10.0, 10.0)]
+
+
+def test_the_churn_reconciliations_fail_when_two_marts_disagree(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The churn and start reconciliations pass on the story and fail, naming the month or the
+    subscription, when a mart counts a lapse, a start or a base another way: the old rule (a
+    lapse later won back is no churn), a `new` dated at the sync that saw it, a base counted
+    from that sync. On DuckDB (the build ran them on PostgreSQL too: check=True)."""
+    story = cadence_story_on(request, "duckdb", tmp_path_factory)
+    names = {
+        "expired_events_match_mrr_changes",
+        "new_events_match_mrr_changes",
+        "month_start_subscribers_match_daily_subscribers",
+        "monthly_churn_matches_subscription_events",
+    }
+    tests = {t.name: t.sql for t in models.reconciliations() if t.name in names}
+    assert set(tests) == names
+    copy = tmp_path / "copy.duckdb"
+    shutil.copy(story.warehouse, copy)
+    con = duckdb.connect(str(copy))
+    try:
+        for name, sql in tests.items():
+            assert con.execute(sql).fetchall() == [], name
+        # the old rule: L's lapse "undone" by its win-back, in the events and monthly_churn
+        con.execute(
+            f"delete from analytics.subscription_events "
+            f"where subscription_id = {L} and event_type = 'expired'"
+        )
+        assert con.execute(tests["expired_events_match_mrr_changes"]).fetchall() == [
+            (L, LAPSE, date(2026, 5, 1), "churned MRR, no expired event")
+        ]
+        assert con.execute(tests["monthly_churn_matches_subscription_events"]).fetchall()
+        # N1 new at the sync that saw it (S2), not at its start
+        con.execute(
+            "update analytics.subscription_events set event_at = seen_at "
+            "where subscription_id = 5 and event_type = 'new'"
+        )
+        assert sorted(
+            con.execute(
+                f"select subscription_id, problem from ({tests['new_events_match_mrr_changes']})"
+            ).fetchall()
+        ) == [(5, "new MRR, no new event"), (5, "new event, no new MRR")]
+        # June's base without N4, as if counted from a sync that had not seen it yet
+        con.execute(
+            "delete from analytics.month_start_subscribers "
+            "where subscription_id = 8 and month_start = timestamp '2026-06-01'"
+        )
+        assert con.execute(tests["month_start_subscribers_match_daily_subscribers"]).fetchall()
+    finally:
+        con.close()
