@@ -106,9 +106,8 @@ class Run:
         signum = stop_signal(err)
         if signum is not None:
             Stopped.received = Stopped.received or signum
-            step = (
-                "reading the API" if getattr(err, "step", "extract") == "extract" else "normalizing"
-            )
+            extract = getattr(err, "step", "extract") == "extract"
+            step = "reading" if extract else "preparing the load"
             return Stopped(signum).during(f"while {step}: nothing was loaded")
         for cause in causes(err):
             refused = refusal(cause) if refusal is not None else None
@@ -146,7 +145,7 @@ def writing(target: Target, progress: Any = None) -> Iterator[Run]:
                     yield run
                 except Stopped as err:
                     if not run.loaded and _bare(err):
-                        raise err.during("before loading: nothing was loaded") from err
+                        raise err.during("while reading: nothing was loaded") from err
                     raise
                 prune_loaded(pipeline)
             finally:
