@@ -121,6 +121,15 @@ class WarehouseBusy(DevportalError):
     exit_code = 3
 
 
+class HeldByAnotherProgram(DevportalError):
+    """A program other than devportal (a `duckdb` shell, a GUI, a notebook's read-write
+    connection) holds the warehouse file open for writing: every run fails until someone
+    closes it, so unlike exit 3 (another devportal run, which does the work) it is a failure
+    to be told of: recorded, alerted, and mailed by the README's cron line."""
+
+    exit_code = 4
+
+
 class NotFound(ApiError):
     """404: the resource does not exist (callers decide whether that is a failure)."""
 

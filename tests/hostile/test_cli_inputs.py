@@ -228,12 +228,16 @@ def held_warehouse(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("command", WAREHOUSE_COMMANDS)
-def test_lock_conflict_says_busy(devportal: Cli, held_warehouse: Path, command: str) -> None:
+def test_a_program_holding_it_for_writing_is_named(
+    devportal: Cli, held_warehouse: Path, command: str
+) -> None:
+    """Another program (not devportal: a `duckdb` shell, a GUI) has the file open for writing:
+    exit 4, a failure someone must fix, not exit 3 (another devportal run, harmless)."""
     result = devportal(command, "--warehouse", str(held_warehouse))
     err = assert_one_line_error(result)
-    assert "busy" in err and str(held_warehouse) in err
+    assert "open for writing" in err and "not a devportal run" in err and str(held_warehouse) in err
     assert "not a DuckDB database" not in err
-    assert result.code == 3  # WarehouseBusy, like a sync holding the warehouse lock
+    assert result.code == 4
 
 
 # -- manifests with values of any JSON type ----------------------------------------------------

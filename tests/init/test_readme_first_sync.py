@@ -1,8 +1,9 @@
 """The README's first real sync and its cron lines, run as written: `devportal init`, base_url
 and the token set in the written files, `devportal sync`, then each cron line by `/bin/sh` in
 cron's bare environment (no terminal). A run that succeeds adds one line to the log and prints
-nothing (cron mails nothing), so does a run that finds the warehouse busy (exit 3); a run that
-fails prints the end of the log, its one-line error last (cron mails it)."""
+nothing (cron mails nothing), so does a run that finds another devportal run holding the
+warehouse (exit 3); a run that fails, one that finds another program writing the warehouse
+(exit 4) included, prints the end of the log, its one-line error last (cron mails it)."""
 
 from __future__ import annotations
 
@@ -88,13 +89,23 @@ def test_the_readme_first_sync_and_cron_lines(tmp_path: Path, sandbox_factory: A
         assert len(lines) == n, f"run {n} logged {len(lines) - n + 1} lines:\n" + "\n".join(lines)
         assert lines[-1].startswith("sync ok"), lines[-1]
 
-    # another program holds the warehouse (exit 3): harmless, nothing mailed
-    with held_open_for_writing(folder / "warehouse" / "warehouse.duckdb"):
+    # another devportal run holds the warehouse (exit 3): harmless, nothing mailed
+    from devportal.warehouse import warehouse_lock
+
+    with warehouse_lock(folder / "warehouse" / "warehouse.duckdb"):
         for command in readme_cron_commands():
             result = as_cron(command, folder)
             assert (result.out, result.err) == ("", ""), f"cron would mail: {result.out}"
             # logged; not mailed: the exit was 3 (any other non-zero runs `tail`)
             assert log.read_text("utf-8").splitlines()[-1].startswith("devportal: error: ")
+
+    # another program holds it open for writing (a duckdb shell): every run fails until it is
+    # closed, so cron mails it (exit 4)
+    with held_open_for_writing(folder / "warehouse" / "warehouse.duckdb"):
+        for command in readme_cron_commands():
+            result = as_cron(command, folder)
+            mailed = result.out.splitlines()
+            assert mailed and "not a devportal run" in mailed[-1], result.out
 
     # a failure: the token no longer valid; cron mails the end of the log, the error last
     secrets = folder / ".dlt" / "secrets.toml"

@@ -186,3 +186,25 @@ def test_a_run_that_finds_the_warehouse_busy_is_no_failure(
     said = json.loads(result.out)
     assert (result.code, said["state"], said["last_failure"]) == (0, "fresh", None)
     assert hook.posts == []
+
+
+def test_another_program_writing_the_warehouse_is_a_failure_recorded_and_posted(
+    api: HostileApi, devportal: Cli, hook: Receiver, tmp_path: Path
+) -> None:
+    """A `duckdb` shell or a GUI holding the warehouse open for writing stops every run until
+    someone closes it: exit 4, recorded for `status` and posted, unlike another devportal run
+    (exit 3, above)."""
+    from tests.helpers import held_open_for_writing
+
+    api.subscriptions = [subscription(i) for i in range(1, 4)]
+    warehouse = tmp_path / "wh" / "warehouse.duckdb"
+    argv = ["sync", "--base-url", api.base_url, "--warehouse", str(warehouse), "--no-models"]
+    assert devportal(*argv, env=token_env(api)).code == 0
+    with held_open_for_writing(warehouse) as holder:
+        refused = devportal(*argv, env=token_env(api))
+    assert refused.code == 4, refused.err
+    result = devportal("status", "--warehouse", str(warehouse), "--format", "json")
+    said = json.loads(result.out)
+    assert said["state"] == "failed" and result.code != 0, said
+    assert "not a devportal run" in said["last_failure"]["cause"], said
+    assert len(hook.posts) == 1 and f"pid {holder.pid}" in json.dumps(hook.posts[0])

@@ -213,9 +213,11 @@ def test_a_program_writing_the_warehouse_stops_every_writer_in_one_line(
             ["manifest", "load", str(DEMO_APP), "--warehouse", str(warehouse)],
         ):
             result = devportal(*argv, env=token_env(api))
-            assert result.code == 3, (argv[0], result.err)
+            # another program, not another devportal run: exit 4, a failure to be told of
+            assert result.code == 4, (argv[0], result.err)
             line = one_line_error(result)
             assert "open for writing" in line and f"pid {writer.pid}" in line, line
+            assert "not a devportal run" in line, line
             assert no_draft_left(warehouse)
             assert writer.poll() is None  # it held the file all along
     assert dump(warehouse) == before

@@ -242,7 +242,7 @@ def test_a_warehouse_held_open_for_writing_elsewhere_stops_the_sync_before_it_re
     sandbox_factory: Any, warehouse: Path
 ) -> None:
     """A sync writes a copy of the warehouse and a copy of a file being written is not
-    consistent: a program holding it open for writing stops the sync (exit 3, one line naming
+    consistent: a program holding it open for writing stops the sync (exit 4, one line naming
     it) before any request. What the warehouse holds also decides the mass-close guard and the
     history clock: a sync must never go on as if it held nothing (half the list removed here
     would otherwise close half the history). Readers do not stop it
@@ -254,7 +254,7 @@ def test_a_warehouse_held_open_for_writing_elsewhere_stops_the_sync_before_it_re
     with held_open_for_writing(warehouse) as holder:
         before = sb.stats["api_requests"]
         refused = finished(start_sync(sb, warehouse))
-        assert refused.code == 3
+        assert refused.code == 4  # another program, not a devportal run: a failure to tell
         err = refused.err
         assert err.count("\n") == 1 and "open for writing" in err, err
         assert f"pid {holder.pid}" in err, err

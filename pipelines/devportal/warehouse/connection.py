@@ -10,7 +10,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import DevportalError, WarehouseBusy, causes, first_line
+from devportal.errors import (
+    DevportalError,
+    HeldByAnotherProgram,
+    WarehouseBusy,
+    causes,
+    first_line,
+)
 from devportal.warehouse.paths import damaged_error, not_duckdb_error, require_warehouse, shown
 
 # Connections devportal opens never fetch or load extensions behind the user's back: a SQLite
@@ -68,6 +74,13 @@ def open_error(path: Path, err: BaseException) -> DevportalError:
     if _LOCK_CONFLICT.search(text):
         holder = _LOCK_HOLDER.search(first)
         who = f"pid {holder['pid']}, {holder['program']}" if holder else "another process"
+        if holder is not None and not _is_devportal(int(holder["pid"])):
+            # devportal's writers never open the warehouse file itself for writing
+            return HeldByAnotherProgram(
+                f"warehouse {where} is open for writing in {who}, not a devportal run: close "
+                "that program's connection (readers may stay: open it with read_only=True); "
+                "every run fails until then (exit 4)"
+            )
         return WarehouseBusy(
             f"warehouse {where} is busy: {who} has it open for writing; "
             "wait for it to finish or stop it"
@@ -146,6 +159,16 @@ _DAMAGE_AT_QUERY = re.compile(
     r"could not read enough bytes|corrupt|checksum|invalid block|read past the end",
     re.IGNORECASE,
 )
+
+
+def _is_devportal(pid: int) -> bool:
+    """Whether process PID runs devportal (its command line names it); True when this system
+    cannot tell, which keeps the harmless exit 3."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return True
+    return any(b"devportal" in part for part in argv)
 
 
 def damage_in(err: BaseException) -> BaseException | None:

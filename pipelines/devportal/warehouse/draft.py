@@ -12,7 +12,12 @@ import threading
 from pathlib import Path
 
 from devportal import filelock
-from devportal.errors import ConfigError, DevportalError, WarehouseBusy, first_line
+from devportal.errors import (
+    ConfigError,
+    DevportalError,
+    HeldByAnotherProgram,
+    first_line,
+)
 from devportal.filelock import writer_of
 from devportal.warehouse.connection import damage_in, open_duckdb, quote_ident
 from devportal.warehouse.paths import RAW_SCHEMA, damaged_error, pipelines_dir, shown, unwritable
@@ -34,11 +39,14 @@ def _process(pid: int) -> str:
     return f"pid {pid}, {program}"
 
 
-def written_elsewhere(path: Path, pid: int | None) -> WarehouseBusy:
-    return WarehouseBusy(
-        f"warehouse {shown(path)} is open for writing in {_process(pid or 0)}; devportal "
-        "writes a copy of it and a copy of a file being written is not consistent: close that "
-        "connection (readers may stay: open it with read_only=True) and run again"
+def written_elsewhere(path: Path, pid: int | None) -> HeldByAnotherProgram:
+    """Another program has the warehouse file open for writing (devportal's own writers
+    never do: they write a draft, under the warehouse lock)."""
+    return HeldByAnotherProgram(
+        f"warehouse {shown(path)} is open for writing in {_process(pid or 0)}, not a devportal "
+        "run; devportal writes a copy of it and a copy of a file being written is not "
+        "consistent: close that program's connection (readers may stay: open it with "
+        "read_only=True); every run fails until then (exit 4)"
     )
 
 
