@@ -1,24 +1,23 @@
--- cohort_retention: the heat map of each cohort (the month its subscriptions were first seen)
--- by month since: the share of it still usable at that month's end; and, apart from it, the
--- subscriptions already there at the first sync (`is_backfill`), by calendar month.
+-- cohort_retention: the heat map of each cohort (the month its subscriptions started, as the
+-- syncs revealed it: analytics.cohort_retention) by month since: the share of it still usable
+-- at that month's end; and, apart from it, the subscriptions already there at the first sync
+-- (`is_backfill`), by calendar month.
 -- Reads analytics.cohort_retention, one row per (cohort, month_offset). The first sync's
 -- cohort holds every subscription it listed, expired ones too, which started at unknown times
 -- before it: its month 0 is no retention. Its rows are measured here on its `base` instead:
 -- those usable at the first sync (`first_sync_at`), and `usable` those of them still usable at
--- the month's end (the same test as the model's: the version valid then vouches for use
--- beyond it). Other cohorts' `base` is their size. The rate is cast to double precision:
+-- the month's end (the same test as the model's: within one of its subscription_spells, so
+-- not during a lapse). Other cohorts' `base` is their size. The rate is cast to double precision:
 -- PostgreSQL's numeric would come back as Decimal, an exact 1 of it as int, and a column of
 -- ints and floats is not DuckDB's float column.
 with already_there as (
     select current_subscriptions.id
     from analytics.subscriptions_current as current_subscriptions
     cross join analytics.as_of as clock
-    inner join analytics.subscription_versions as versions
-        on versions.id = current_subscriptions.id
-        and not versions.is_test
-        and versions.valid_from <= clock.first_sync_at
-        and (versions.valid_to is null or versions.valid_to > clock.first_sync_at)
-        and versions.usable_until > clock.first_sync_at
+    inner join analytics.subscription_spells as spells
+        on spells.subscription_id = current_subscriptions.id
+        and spells.spell_start <= clock.first_sync_at
+        and spells.spell_end > clock.first_sync_at
     where
         not current_subscriptions.is_test
         and current_subscriptions.first_seen_at <= clock.first_sync_at
@@ -28,12 +27,10 @@ still_there as (
     select retention.month_offset, count(*) as usable
     from analytics.cohort_retention as retention
     cross join already_there
-    inner join analytics.subscription_versions as versions
-        on versions.id = already_there.id
-        and not versions.is_test
-        and versions.valid_from <= retention.measured_at
-        and (versions.valid_to is null or versions.valid_to > retention.measured_at)
-        and versions.usable_until > retention.measured_at
+    inner join analytics.subscription_spells as spells
+        on spells.subscription_id = already_there.id
+        and spells.spell_start <= retention.measured_at
+        and spells.spell_end > retention.measured_at
     where retention.is_backfill
     group by retention.month_offset
 ),

@@ -29,7 +29,9 @@
 --   after a first sync alone). One window for all three figures below: a new subscription
 --   and a cancellation are only seen between two syncs, so an expiry read from `expires_at`
 --   before the first sync is left out too (never a short count beside a long one).
--- `new_30d`, `canceled_30d`: `new` / `canceled` events of subscription_events in that window,
+-- `new_30d`, `canceled_30d`: `new` / `canceled` events of subscription_events in that window
+--   (a `new` at its estimated first paid instant, always after the first sync, as monthly_churn
+--   and mrr_movements count it; a cancellation at the sync that saw it),
 --   backfill of the first sync excluded (`is_initial_load`); `churned_30d`: the `expired`
 --   events of the same window (as `churned` in monthly_churn).
 -- `last_full_month_came_due`, `_renewed`, `_renewal_rate`: monthly_renewals of period 'all'
