@@ -25,7 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, CliResult, finished, run_devportal, start_devportal, subscription
+from tests.helpers import (
+    REPO,
+    CliResult,
+    OnEngine,
+    finished,
+    run_devportal,
+    start_devportal,
+    subscription,
+)
 from tests.hostile.conftest import token_env
 from tests.hostile.server import SETTINGS, SUBSCRIPTIONS, Gate, HostileApi, held_at
 from tests.operations.receiver import Receiver, receiving
@@ -117,7 +125,9 @@ def stopped(result: CliResult, signum: int) -> str:
     return lines[0].removeprefix("devportal: error: ")
 
 
-def assert_recorded(api: HostileApi, warehouse: Path, hook: Receiver, signum: int, cause: str):
+def assert_recorded(
+    api: HostileApi, warehouse: Path, hook: Receiver, signum: int, cause: str
+) -> None:
     """The failure is on record (`status` fails, naming it), posted, and the lock is free."""
     dlt_folder = warehouse.parent / f".{warehouse.stem}.dlt"
     recorded = json.loads((dlt_folder / "devportal.last_failure.json").read_text())
@@ -193,8 +203,8 @@ def hold_pipes(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def start_held(
-    step: str, ready: Path, release: Path, argv: list[str], env: dict
-) -> subprocess.Popen:
+    step: str, ready: Path, release: Path, argv: list[str], env: dict[str, str | None]
+) -> subprocess.Popen[str]:
     merged = {**os.environ, **env}
     return subprocess.Popen(
         [sys.executable, "-c", HOLD_IN, step, str(ready), str(release), *argv],
@@ -236,26 +246,38 @@ def signal_and_release(proc: subprocess.Popen[str], release: Path, signum: int) 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["TERM", "HUP"])
 def test_a_signal_while_loading_puts_the_load_back_and_is_recorded(
-    signum: int, world: HostileApi, hook: Receiver, tmp_path: Path
+    signum: int, engine: OnEngine, world: HostileApi, hook: Receiver, tmp_path: Path
 ) -> None:
-    warehouse = tmp_path / "wh" / "warehouse.duckdb"
-    first_sync(world, warehouse, hook)
+    """On both engines: the DuckDB copy is dropped, the PostgreSQL snapshot put back and its
+    advisory lock released (the next sync runs)."""
+    warehouse = engine.warehouse
+    env = {**environment(world, hook), **engine.env}
+    args = ["sync", "--base-url", world.base_url, *engine.argv(), "--no-models"]
+    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    assert run_devportal(*args, env=env).code == 0
     world.subscriptions = [subscription(i, status="expired") for i in range(1, ROWS + 1)]
     ready, release = hold_pipes(tmp_path)
-    proc = start_held(
-        "load", ready, release, argv(world, warehouse, "--no-models"), environment(world, hook)
-    )
+    proc = start_held("load", ready, release, args, env)
     wait_ready(proc, ready, "load")
     cause = stopped(signal_and_release(proc, release, signum), signum)
     assert "while loading" in cause and "as it was before the run" in cause
-    import duckdb
-
-    with duckdb.connect(str(warehouse), read_only=True) as con:
-        statuses = con.execute(
-            "select distinct status from devportal.subscriptions where _dlt_valid_to is null"
-        ).fetchall()
+    statuses = engine.query(
+        "select distinct status from devportal.subscriptions where _dlt_valid_to is null"
+    )
     assert statuses == [("active",)]  # the stopped run's rows never landed
-    assert_recorded(world, warehouse, hook, signum, cause)
+    dlt_folder = warehouse.parent / f".{warehouse.stem}.dlt"
+    recorded = json.loads(next(dlt_folder.glob("*.last_failure.json")).read_text())
+    assert recorded["exit_code"] == 128 + signum and recorded["cause"] == cause
+    hook.wait_for(1)
+    assert any(cause in text for text in hook.texts())
+    status = run_devportal("status", *engine.argv(), "--format", "json", env=env)
+    assert json.loads(status.out)["state"] == "failed", status.out + status.err
+    assert not [p for p in dlt_folder.glob("*/spool/**/*") if p.is_file()]
+    again = run_devportal(*args, env=env)
+    assert again.code == 0, again.err  # both locks freed
+    assert engine.query(
+        "select distinct status from devportal.subscriptions where _dlt_valid_to is null"
+    ) == [("expired",)]
 
 
 @pytest.mark.parametrize("command", ["sync", "models"])
