@@ -140,6 +140,12 @@ def _sync(args: argparse.Namespace, target: Target, early: Any) -> Any:
     from devportal.client import RESOURCES
     from devportal.sync import sync
 
+    if not args.no_models and target.engine is not None:
+        # the settings the models read, checked before anything is loaded: a misspelt price
+        # key must not be found after the data loaded (one line, exit 2, nothing written)
+        from devportal.models import seeds_from_settings
+
+        seeds_from_settings()
     resources = args.resources or list(RESOURCES)
     passed = options.passed(args, PASSED)
     shown = options.progress(args)

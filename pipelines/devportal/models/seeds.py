@@ -30,6 +30,7 @@ from typing import Any
 
 from devportal import prices
 from devportal.api import SPEC_STATUSES as SPEC_STATUSES
+from devportal.errors import ConfigError
 
 STATUS_MAP = "status_map"
 # what `[analytics] status_map` may treat a status as (`config.STATUS_TREATMENTS`): the spec's
@@ -118,10 +119,15 @@ def seeds_from_settings() -> list[Seed]:
     handed = os.environ.pop(HANDED_OVER, None)
     if handed:
         return decode_seeds(handed)
-    from devportal.config import resolve_analytics
+    from devportal.config import resolve_analytics, unknown_keys
 
     analytics = resolve_analytics()
-    return [status_map_seed(analytics.status_map), *price_seeds(prices.price_book(analytics))]
+    try:
+        book = prices.price_book(analytics)
+    except ConfigError as err:  # often a misspelt key: name it beside what it left unset
+        typos = [line for line in unknown_keys() if "[analytics]" in line or "ANALYTICS__" in line]
+        raise ConfigError("; ".join([str(err), *typos])) from err
+    return [status_map_seed(analytics.status_map), *price_seeds(book)]
 
 
 def _tagged(value: Any) -> Any:
