@@ -159,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     (`cat`, `grep`): no traceback, and `set -o pipefail` sees what it would of any of them.
     As its own program, SIGTERM and SIGHUP end the run as a failure (`Stopped`)."""
     own = argv is None
+    Stopped.received = None  # this run's (main may run more than once in a process)
     if own:
         _catch_stop_signals()
     try:
@@ -188,7 +189,6 @@ STOP_SIGNALS = ("SIGTERM", "SIGHUP")
 def _catch_stop_signals() -> None:
     """SIGTERM and SIGHUP raise `Stopped` in the main thread, wherever the run is. A signal
     the process was started ignoring stays ignored (`nohup` ignores SIGHUP)."""
-    Stopped.received = None
     for name in STOP_SIGNALS:
         number = getattr(signal, name, None)
         if number is not None and signal.getsignal(number) is not signal.SIG_IGN:
