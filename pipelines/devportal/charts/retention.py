@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 def cohort_label(cohort: str, month: date, is_backfill: bool, size: int) -> str:
     """A cohort's row label: its month (for the subscriptions already there at the first sync,
     words saying so and that sync's month) and its size. The heat map labels only the cohorts
-    first seen after the first sync so; it names the first sync's subscriptions on a strip of
+    started after the first sync so; it names the first sync's subscriptions on a strip of
     their own."""
     name = f"already subscribed at the first sync ({month:%Y-%m})" if is_backfill else str(cohort)
     return f"{name} (n={numbers.count(size)})"
@@ -71,7 +71,8 @@ def _grid(rows: pd.DataFrame) -> tuple[Any, Any, list[Any]]:
 
 
 def cohort_retention(cohorts: pd.DataFrame) -> Figure:
-    """Heat map: one row per cohort (by month first seen after the first sync), one column per
+    """Heat map: one row per cohort (by the month it started, after the first sync: its `new`
+    event, dated at its start as the syncs revealed it), one column per
     month since; each cell the share of the cohort still usable, as a colour and a percent.
     The subscriptions already there at the first sync started at unknown times before it: a
     strip of their own above it, by calendar month, each cell the share of those usable at the
@@ -122,8 +123,8 @@ def cohort_retention(cohorts: pd.DataFrame) -> Figure:
         offsets = shares.shape[1]
         step = max(1, offsets // 12)
         bottom.set_xticks(range(0, offsets, step))
-        bottom.set_xlabel("months since the month first seen (* month not over yet)")
-        bottom.set_title("First seen after the first sync, by month", fontsize=9)
+        bottom.set_xlabel("months since the month started (* month not over yet)")
+        bottom.set_title("Started after the first sync, by month", fontsize=9)
     fig.suptitle(COHORT_RETENTION.title, fontsize="large")
     assert image is not None  # a row of either kind: the chart needs a month end
     bar = fig.colorbar(image, ax=axes, fraction=0.04, pad=0.02)
@@ -233,7 +234,7 @@ def _needs_followed(frame: pd.DataFrame) -> str | None:
 
 COHORT_RETENTION = Chart(
     "cohort_retention",
-    "Cohort retention: share still usable, by month since first seen",
+    "Cohort retention: share still usable, by month since the month started",
     "cohort_retention.sql",
     cohort_retention,
     on_page=True,
