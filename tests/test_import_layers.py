@@ -142,7 +142,7 @@ def test_the_layers_import_downwards() -> None:
     assert graph["devportal.client.settings"] <= {"devportal.errors", "devportal.api"}
     assert graph["devportal.config_sources"] == set()  # where dlt reads settings: asks dlt only
     config = {"devportal.errors", "devportal.client.settings", "devportal.config_sources"}
-    assert graph["devportal.config"] <= config | {"devportal.alerts.settings"}
+    assert graph["devportal.config"] <= config | {"devportal.alerts.settings", "devportal.api"}
     assert graph["devportal.target"] <= {"devportal.errors"}  # one decision of where, base layer
     allowed = {"devportal.errors", "devportal.duckdb_destination"} | warehouse
     allowed |= {"devportal.config", "devportal.target"}
