@@ -325,13 +325,32 @@ def known_keys() -> dict[tuple[str, ...], set[str]]:
     }
 
 
+def _misspelt_sections(known: dict[tuple[str, ...], set[str]]) -> list[str]:
+    """A section written in a settings file whose name is close to one devportal owns but is
+    not it (`[source.devportal]`, `[analytic]`): dlt reads nothing from it, and what is missing
+    then ("no base_url") would not say why."""
+    names = {".".join(section): section for section in known}
+    owned = set(names) | {section[0] for section in known}
+    lines = []
+    for path, section in config_sources.sections():
+        name = ".".join(section)
+        if name in owned:
+            continue
+        close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.8)
+        if close:
+            lines.append(
+                f"unknown section [{name}] in {path} is ignored: did you mean [{close[0]}]?"
+            )
+    return lines
+
+
 def unknown_keys() -> list[str]:
     """One line for each key written under a section devportal owns that no setting reads:
     in a TOML file dlt reads (the project's `.dlt/` or the global one; config or secrets) or
     in the environment (`SOURCES__DEVPORTAL__<KEY>`, `ANALYTICS__<KEY>`, `ALERTS__<KEY>`).
     The closest known key is named; a value is never shown."""
     known = known_keys()
-    lines = []
+    lines = _misspelt_sections(known)
     for section, keys in known.items():
         name = f"[{'.'.join(section)}]"
         for path, table in config_sources.written(section):

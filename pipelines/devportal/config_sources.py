@@ -106,6 +106,25 @@ def written(section: tuple[str, ...]) -> list[tuple[Path, dict[str, Any]]]:
     return tables
 
 
+def sections() -> list[tuple[Path, tuple[str, ...]]]:
+    """Every table of one or two levels (`("sources", "devportal")`, `("analytics",)`) in each
+    TOML file dlt read, with the file: where a misspelt section shows."""
+    found: list[tuple[Path, tuple[str, ...]]] = []
+    for provider in _toml_providers():
+        for location in provider.present_locations:
+            path = Path(os.path.abspath(location))
+            try:
+                doc: Any = tomllib.loads(path.read_text("utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            for name, table in doc.items():
+                if not isinstance(table, dict):
+                    continue
+                found.append((path, (name,)))
+                found.extend((path, (name, sub)) for sub, v in table.items() if isinstance(v, dict))
+    return found
+
+
 def environment(prefix: str) -> list[str]:
     """The names of the environment variables dlt would read under PREFIX (`SOURCES__DEVPORTAL__`):
     upper case, as dlt looks them up."""

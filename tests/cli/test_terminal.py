@@ -157,7 +157,7 @@ def test_a_warning_while_the_bar_is_drawn_stays_whole(api: Any, tmp_path: Path) 
     env = {"SOURCES__DEVPORTAL__ACCESS_TOKEN": api.token}
     done = run_on_terminal(*argv, env=env, cwd=tmp_path)
     assert done.code == 0, done.terminal
-    warnings = [line for line in done.screen_lines if " WARNING " in line]
+    warnings = [line for line in done.screen_lines if line.startswith("devportal: warning: ")]
     assert len(warnings) == 1 and warnings[0].endswith(
         "(only a list that adds up to its total may retire history)"
     ), warnings

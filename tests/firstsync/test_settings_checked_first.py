@@ -37,3 +37,27 @@ def test_a_misspelt_price_key_stops_the_sync_before_it_loads(
     done = in_folder("sync")
     assert done.code == 0, done.err
     assert done.out.startswith("sync ok") and (project / "warehouse" / "warehouse.duckdb").exists()
+
+
+def test_a_misspelt_section_is_named_beside_what_it_left_unset(
+    project: Path, in_folder: Callable[..., CliResult]
+) -> None:
+    """`[source.devportal]` (one letter short): dlt reads nothing from it; the run says so in
+    devportal's own words, the section it probably meant, before "no base_url"."""
+    write_settings(project, '[source.devportal]\nbase_url = "http://127.0.0.1:9"\n')
+    result = in_folder("sync")
+    assert result.code == 2, result.err
+    warning, error = result.err.splitlines()
+    config = project / ".dlt" / "config.toml"
+    assert warning == (
+        f"devportal: warning: unknown section [source.devportal] in {config} is ignored: did you "
+        "mean [sources.devportal]?"
+    )
+    assert error.startswith("devportal: error: no base_url"), error
+    # dlt's own sections are not ours to judge
+    write_settings(
+        project,
+        '[sources.devportal]\nbase_url = "http://127.0.0.1:9"\n[runtime]\nlog_level = "WARNING"\n'
+        "[destination.postgres]\nx = 1\n[normalize]\nworkers = 1\n",
+    )
+    assert "unknown section" not in in_folder("status").err

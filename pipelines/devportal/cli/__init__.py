@@ -118,15 +118,37 @@ class _CurrentStderr(logging.StreamHandler):
         pass  # always the current sys.stderr
 
 
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class _Said(logging.Formatter):
+    """devportal's own warnings and errors in the words of its other messages, `devportal:
+    warning: ...` (what cron mails reads alike, whichever part said it); other records, and
+    every record under --debug, with their time, level and logger."""
+
+    def __init__(self, *, debug: bool) -> None:
+        super().__init__(_LOG_FORMAT)
+        self.debug = debug
+
+    def format(self, record: logging.LogRecord) -> str:
+        own = record.name == "devportal" or record.name.startswith("devportal.")
+        if own and record.levelno >= logging.WARNING and not self.debug:
+            return f"devportal: {record.levelname.lower()}: {record.getMessage()}"
+        return super().format(record)
+
+
 def _configure_logging(args: argparse.Namespace) -> None:
     """Records to stderr: warnings and errors always (--quiet included: what a scheduler mails
     is what needs a look); devportal's info records too with --verbose; everything with
     --debug."""
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        format=_LOG_FORMAT,
         handlers=[_CurrentStderr()],
     )
+    for handler in logging.getLogger().handlers:  # set on every call, as the levels below
+        if isinstance(handler, _CurrentStderr):
+            handler.setFormatter(_Said(debug=args.debug))
     verbose = options.verbosity(args) >= options.VERBOSE and not args.debug
     # set on every call: main may run more than once in a process (tests, a notebook)
     logging.getLogger("devportal").setLevel(logging.INFO if verbose else logging.NOTSET)
