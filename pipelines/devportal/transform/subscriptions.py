@@ -58,13 +58,43 @@ SUBSCRIPTIONS_COLUMNS: dict[str, dict[str, Any]] = {
 }
 
 
+# Unix epoch numbers read as expiries: 9 to 11 digits are seconds (1973-03-03 to 5138), 12 to 14
+# milliseconds (the same span). Shorter numbers (0, a day count, `20270101`) and longer ones say
+# nothing certain about a date: unreadable, never guessed.
+EPOCH_SECONDS = (10**8, 10**11)
+EPOCH_MILLISECONDS = (10**11, 10**14)
+
+
+def parse_epoch(value: Any) -> datetime | None:
+    """An expiry sent as a Unix epoch number: an integer (JSON number, integral float, or a
+    string of digits) of seconds or milliseconds since 1970-01-01 UTC (`EPOCH_SECONDS`,
+    `EPOCH_MILLISECONDS`), as naive UTC; None for anything else."""
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    number = to_int(value)
+    if number is None:
+        return None
+    if EPOCH_SECONDS[0] <= number < EPOCH_SECONDS[1]:
+        seconds = float(number)
+    elif EPOCH_MILLISECONDS[0] <= number < EPOCH_MILLISECONDS[1]:
+        seconds = number / 1000
+    else:
+        return None
+    parsed = datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
+    return parsed if parsed.year <= 9999 else None
+
+
 def parse_timestamp(value: Any) -> datetime | None:
     """Second-chance parse of a value the vectorised spec-format parse refused.
 
     Only real calendar times: `2024-02-30`, `2023-02-29` or second 60 are refused (NULL, raw text
     kept, counted), never moved to a neighbouring day or minute. Accepts the spec format with
-    unpadded fields and ISO 8601 (a zone is converted to UTC).
+    unpadded fields, ISO 8601 (a zone is converted to UTC) and a Unix epoch number of seconds
+    or milliseconds (`parse_epoch`, UTC).
     """
+    epoch = parse_epoch(value)
+    if epoch is not None:
+        return epoch
     if not isinstance(value, str) or not value.strip() or value.startswith("0000"):
         return None
     text = value.strip()
@@ -219,7 +249,10 @@ def _expiries(batch: _Batch) -> tuple[pa.Array, pa.Array | None]:
     """`expires_at` as TIMESTAMP and, where it could not be read, the raw text beside it.
 
     The spec format first (vectorised), a strict second chance per value (`parse_timestamp`),
-    else NULL with the raw value kept and flagged.
+    else NULL with the raw value kept and flagged. An epoch number read as a date keeps its
+    raw text too (the timestamp is devportal's reading of it). No value sent (null or no key)
+    leaves `expires_at_raw` NULL: a lifetime plan to the models (stg_subscriptions
+    `expiry_kind`); an empty string keeps '' there, unreadable like any other text.
     """
     raw, text = batch.text("expires_at", str)
     expires = pc.strptime(text, format=TIMESTAMP_FORMAT, unit="us", error_is_null=True)
@@ -239,6 +272,8 @@ def _expiries(batch: _Batch) -> tuple[pa.Array, pa.Array | None]:
             continue
         parsed[i] = parse_timestamp(raw[i])
         if parsed[i] is not None:
+            if not isinstance(raw[i], str) or raw[i].strip().isdigit():  # an epoch number
+                raw_kept[i] = raw_text(raw[i])[:200]
             continue
         raw_kept[i] = None if raw[i] is None else raw_text(raw[i])[:200]
         problem = "missing_expires_at" if raw[i] in (None, "") else "invalid_expires_at"
