@@ -4,6 +4,7 @@ which findings (severity, JSON pointer, rule) must come out, no more and no fewe
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from devportal.manifest import validate_path
-from tests.manifest.manifest_helpers import Bundle, remove_at, set_at, write_png
+from tests.manifest.manifest_helpers import FIXTURES, Bundle, remove_at, set_at, write_png
 
 Expected = tuple[str, str, str]  # (severity, pointer, rule)
 
@@ -515,3 +516,38 @@ def test_findings_sorted_errors_first_in_document_order(complete: Bundle, tmp_pa
         "/colour",
         "/permissions/0",
     ]
+
+
+def test_a_near_miss_names_what_was_probably_meant(tmp_path: Path) -> None:
+    """A platform in another case, a property one letter short, a permission cut short: each
+    finding names the value probably meant; a version that is no string is shown as sent in
+    the report's heading, not as none (issue 35)."""
+    import json as _json
+
+    from devportal.manifest.output import _title
+
+    bundle = tmp_path / "app"
+    shutil.copytree(FIXTURES / "complete", bundle, symlinks=True)
+    manifest = bundle / "manifest.json"
+    document = _json.loads(manifest.read_text(encoding="utf-8"))
+    document["supportedPlatform"] = ["Youtube", *document.pop("supportedPlatforms")[1:]]
+    document["permissions"] = ["slobs.streamin"]
+    document["version"] = 2
+    manifest.write_text(_json.dumps(document), encoding="utf-8")
+    report = validate_path(bundle)
+    said = {f.pointer: f.message for f in report.findings}
+    assert "is it meant to be it?" in said["/supportedPlatforms"]
+    assert "'supportedPlatform' is written" in said["/supportedPlatforms"]
+    assert "(did you mean 'supportedPlatforms'?)" in said["/supportedPlatform"]
+    assert "(did you mean 'slobs.streaming'?)" in said["/permissions/0"]
+    assert _title(report).endswith("(version 2, not a string)")
+
+    document["supportedPlatforms"] = document.pop("supportedPlatform")
+    manifest.write_text(_json.dumps(document), encoding="utf-8")
+    said = {f.pointer: f.message for f in validate_path(bundle).findings}
+    assert "(did you mean 'youtube'?)" in said["/supportedPlatforms/0"]
+    # nothing close: no guess
+    document["supportedPlatforms"] = ["myspace"]
+    manifest.write_text(_json.dumps(document), encoding="utf-8")
+    said = {f.pointer: f.message for f in validate_path(bundle).findings}
+    assert "did you mean" not in said["/supportedPlatforms/0"]

@@ -228,7 +228,8 @@ def test_github_annotations_carry_file_line_and_column(
         ("error", "app/manifest.json", 3, 3, "manifest schema.minLength",
          "/version: must not be empty"),
         ("warning", "app/manifest.json", 14, 51, "manifest unknown-property",
-         "/pages/0/persistant: unknown property 'persistant' is ignored by the desktop client; "
+         "/pages/0/persistant: unknown property 'persistant' is ignored by the desktop client "
+         "(did you mean 'persistent'?); "
          "known properties here: allowPopout, file, persistent, popOutSize, slot"),
         # missing at the top level: the document's own line
         ("warning", "app/manifest.json", 1, 1, "manifest client-requires-property",

@@ -56,7 +56,13 @@ def load_and_report(path: str | Path, target: Target, *, as_json: bool = False) 
 
 def _title(report: ManifestReport) -> str:
     name = report.name if report.name is not None else "(no name)"
-    version = report.version if report.version is not None else "(no version)"
+    sent = report.document.get("version") if isinstance(report.document, dict) else None
+    if report.version is not None:
+        version = report.version
+    elif sent is not None:  # a version that is not text: shown as sent, not as none
+        version = f"(version {sent!r}, not a string)"
+    else:
+        version = "(no version)"
     return f"{name} {version}"
 
 

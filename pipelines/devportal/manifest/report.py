@@ -9,6 +9,7 @@ in a message) and `json_type` / `TYPE_NAMES` (how a message names a JSON type).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,25 @@ class ManifestReport:
     def as_list(self) -> list[dict[str, str]]:
         """The `--json` output: one `{severity, pointer, rule, message}` per finding."""
         return [f.to_dict() for f in self.findings]
+
+
+def closest(value: Any, known: Iterable[Any]) -> str | None:
+    """The known value closest to VALUE (another case, a letter missing or swapped), or None
+    when none is close."""
+    if not isinstance(value, str):
+        return None
+    names = [k for k in known if isinstance(k, str) and not k.startswith("$") and k != value]
+    by_case = {name.lower(): name for name in names}
+    if value.lower() in by_case:
+        return by_case[value.lower()]
+    close = difflib.get_close_matches(value, names, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def did_you_mean(value: Any, known: Iterable[Any]) -> str:
+    """` (did you mean 'x'?)` for the known value `closest` to VALUE, or "" when none is."""
+    close = closest(value, known)
+    return f" (did you mean {close!r}?)" if close is not None else ""
 
 
 def count(findings: Sequence[Finding], severity: Severity) -> int:

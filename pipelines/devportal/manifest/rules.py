@@ -23,7 +23,15 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 from devportal.manifest import bundle as bundle_paths
 from devportal.manifest import facts
 from devportal.manifest.images import image_size
-from devportal.manifest.report import ERROR, WARNING, Finding, Severity, pointer, quoted
+from devportal.manifest.report import (
+    ERROR,
+    WARNING,
+    Finding,
+    Severity,
+    did_you_mean,
+    pointer,
+    quoted,
+)
 
 _PERMISSION_FORM = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+$")
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
@@ -134,8 +142,8 @@ def known_values(document: dict[str, Any]) -> Iterator[Finding]:
                     WARNING,
                     pointer([key, index, name]),
                     rule,
-                    f"{noun} {value!r} is not known to the desktop client; "
-                    f"known {name}s: {_known(known)}",
+                    f"{noun} {value!r} is not known to the desktop client"
+                    f"{did_you_mean(value, known)}; known {name}s: {_known(known)}",
                 )
     for index, permission in _strings(document, "permissions"):
         # A malformed name is already a schema error; only well-formed unknown names warn here.
@@ -144,7 +152,8 @@ def known_values(document: dict[str, Any]) -> Iterator[Finding]:
                 WARNING,
                 pointer(["permissions", index]),
                 "unknown-permission",
-                f"permission {permission!r} is not known to the desktop client; "
+                f"permission {permission!r} is not known to the desktop client"
+                f"{did_you_mean(permission, facts.KNOWN_PERMISSIONS)}; "
                 f"known permissions: {_known(facts.KNOWN_PERMISSIONS)}",
             )
 

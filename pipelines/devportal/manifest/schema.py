@@ -23,6 +23,8 @@ from devportal.manifest.report import (
     WARNING,
     Finding,
     Severity,
+    closest,
+    did_you_mean,
     json_type,
     pointer,
     quoted,
@@ -108,8 +110,17 @@ def _missing_properties(
         missing,
         ERROR,
         "schema.required",
-        lambda name: f"required property {name!r} is missing",
+        lambda name: (
+            f"required property {name!r} is missing"
+            + _written_as(name, [key for key in present if key not in required])
+        ),
     )
+
+
+def _written_as(name: str, others: list[Any]) -> str:
+    """` ('x' is written: is it meant to be it?)` for a property close to the missing NAME."""
+    close = closest(name, others)
+    return f" ({close!r} is written: is it meant to be it?)" if close is not None else ""
 
 
 def _unknown_properties(
@@ -124,8 +135,8 @@ def _unknown_properties(
         WARNING,
         "unknown-property",
         lambda name: (
-            f"unknown property {name!r} is ignored by the desktop client; "
-            f"known properties here: {listed}"
+            f"unknown property {name!r} is ignored by the desktop client"
+            f"{did_you_mean(name, known)}; known properties here: {listed}"
         ),
     )
 
@@ -163,7 +174,7 @@ def _message(keyword: str, value: Any, instance: Any) -> str | None:
         return f"lists {', '.join(repeats)} more than once; list each value once"
     if keyword == "enum":
         allowed = ", ".join(str(v) for v in value)
-        return f"{_describe(instance)} is not allowed; allowed values: {allowed}"
+        return f"{_describe(instance)} is not allowed{did_you_mean(instance, value)}; allowed values: {allowed}"
     if keyword == "pattern":
         wanted_form = _PATTERN_NAMES.get(value, f"a string matching {value}")
         return f"{_describe(instance)} is not {wanted_form}"
