@@ -5,6 +5,14 @@ off: the stored schemas (`_dlt_version`: every table's columns and types, the SC
 re-addressed to the target's pipeline (`devportal` writes the DuckDB file, `devportal_postgres`
 PostgreSQL: `Target.pipeline_name`). `_dlt_loads` is copied as it is: every `_dlt_load_id`
 keeps the load it names.
+
+The stored schemas are carried less what the source's syncs chose for their own destination:
+the tables' `file_format` hints (`resources.formats_for`: JSON lines on DuckDB, CSV for the
+subscriptions on PostgreSQL). Each is a format the other engine does not load (PostgreSQL
+loads no JSON lines, devportal's DuckDB loader no CSV), so dlt on the target warned at every
+sync that it ignores them (issue 35); the target's syncs choose their own
+(`without_source_choices`). dlt's own hint on its state table (`preferred`: the destination's
+preferred format, wherever it is) is kept.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 from dlt.common.schema import Schema
+from dlt.common.schema.utils import bump_version_if_modified
 from dlt.common.versioned_state import compress_state, decompress_state
 from dlt.pipeline.state_sync import generate_pipeline_state_version_hash
 
@@ -52,6 +61,41 @@ def stored_schemas(end: End, dataset: str, where: str) -> list[Schema]:
             "dlt, so its tables' types and history hints are unknown; nothing was copied"
         )
     return schemas
+
+
+# the one `file_format` hint that names no engine's format: dlt's, on its state table
+DESTINATIONS_OWN = "preferred"
+
+
+def without_source_choices(stored: dict[str, Any]) -> bool:
+    """Drop from the stored schema STORED (a dict, as in `_dlt_version.schema`) each table's
+    `file_format` hint but dlt's own `preferred`, bumping its version and hash as dlt does when
+    a schema changes; whether anything was dropped."""
+    dropped = False
+    for table in (stored.get("tables") or {}).values():
+        if table.get("file_format") not in (None, DESTINATIONS_OWN):
+            del table["file_format"]
+            dropped = True
+    if dropped:
+        stored.setdefault("previous_hashes", [])
+        bump_version_if_modified(stored)  # type: ignore[arg-type]
+    return dropped
+
+
+def versions_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """BATCH of `_dlt_version` rows, each stored schema `without_source_choices` (its version
+    and hash columns following the schema's)."""
+    rows = batch.to_pylist()
+    for row in rows:
+        text = row.get("schema")
+        if not isinstance(text, str):
+            continue
+        stored = json.loads(text)
+        if without_source_choices(stored):
+            row["schema"] = json.dumps(stored)
+            row["version"] = stored["version"]
+            row["version_hash"] = stored["version_hash"]
+    return pa.RecordBatch.from_pylist(rows, schema=batch.schema)
 
 
 @dataclass(frozen=True)

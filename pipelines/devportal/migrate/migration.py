@@ -14,7 +14,13 @@ from dlt.common.schema import Schema
 
 from devportal.engines import postgres_connection
 from devportal.errors import ConfigError, DevportalError, IntegrityError, first_line
-from devportal.migrate.bookkeeping import STATE_TABLE, Readdress, stored_schemas
+from devportal.migrate.bookkeeping import (
+    STATE_TABLE,
+    VERSION_TABLE,
+    Readdress,
+    stored_schemas,
+    versions_batch,
+)
 from devportal.migrate.ends import Column, DuckDbEnd, End, PostgresEnd
 from devportal.migrate.fingerprint import Fingerprint
 from devportal.migrate.stage import COMPANIONS, Stage, stage_for
@@ -33,6 +39,8 @@ from devportal.warehouse import (
 # the snapshot a sync takes on PostgreSQL before a load (`packages.SchemaSnapshot`): while it
 # exists, a load was cut short and the dataset may hold part of it
 SNAPSHOT_SCHEMA = COMPANIONS[1]
+# what `_dlt_version`'s line says was changed on the way (`bookkeeping.versions_batch`)
+VERSIONS_NOTE = "file formats left to the target"
 
 
 @dataclass
@@ -286,6 +294,8 @@ def _copy(
     for batch in src.batches(RAW_SCHEMA, name, columns):
         if name == STATE_TABLE:
             batch = readdress.batch(batch)
+        elif name == VERSION_TABLE:  # less the source's choice of file formats
+            batch = versions_batch(batch)
         sent.add(batch, json_columns)
         stage.end.append(stage.dataset, name, batch)
     got = Fingerprint()
@@ -297,7 +307,11 @@ def _copy(
         target_rows=stage.end.count(stage.dataset, name),
         sent=sent,
         got=got,
-        note=readdress.note if name == STATE_TABLE else "",
+        note=readdress.note
+        if name == STATE_TABLE
+        else VERSIONS_NOTE
+        if name == VERSION_TABLE
+        else "",
     )
 
 
