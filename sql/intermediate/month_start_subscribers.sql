@@ -11,7 +11,8 @@
 --   (sql/tests/month_start_subscribers_match_daily_subscribers).
 -- Months starting before the first sync (`is_estimate` true) are estimated: the API gives no
 --   creation date, so these are the subscriptions the first sync listed whose `expires_at` (as
---   then listed) was after the month start, as if every one of them already existed then. An
+--   then listed) was after the month start, or that had none (a lifetime plan:
+--   subscription_versions.use_ends_at), as if every one of them already existed then. An
 --   upper bound, so a churn rate on it is a lower bound.
 --
 -- @test unique(month_start, subscription_id)
@@ -42,7 +43,7 @@ estimated as (
         on not live_versions.is_test
         and live_versions.version_number = 1
         and live_versions.valid_from <= clock.first_sync_at
-        and live_versions.expires_at > spine.month_start
+        and live_versions.use_ends_at > spine.month_start
     where spine.month_start < clock.first_sync_at
 ),
 

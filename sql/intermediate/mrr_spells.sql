@@ -10,7 +10,13 @@
 -- where the billing segment changes (billing_segments: a time t is in the segment with
 -- segment_start <= t < segment_end) and where the price of its period changes
 -- (price_timeline), so each row has one `period` and one `mrr_amount`.
--- `period`: the segment's (billing_segments.period); `segment_end`: that segment's expiry.
+-- The use after a subscription's last recorded expiry (all of it, with none) is a lifetime
+-- plan's (no expiry sent: subscription_versions.use_ends_at; only such a version reaches past
+-- it): one row of `period` 'lifetime' that pays no recurring price, `mrr_amount` 0 (NULL
+-- without prices, like every amount then). It counts as a subscriber, as daily_subscribers
+-- counts it, and adds nothing to MRR (a one-off purchase is no recurring revenue).
+-- `period`: the segment's (billing_segments.period), or 'lifetime'; `segment_end`: that
+--   segment's expiry (NULL for 'lifetime').
 -- `mrr_amount`: the monthly-normalised price after the revenue share of that period then
 --   (price_timeline.mrr_amount; yearly / 12), decimal(18, 6); NULL where no price is set.
 -- `price_valid_from`: the price row's `valid_from` (NULL for the flat keys or no price).
@@ -21,6 +27,7 @@
 --
 -- @test unique(subscription_id, spell_start)
 -- @test not_null(subscription_id, spell_start, spell_end, period)
+-- @test accepted_values(period: monthly, yearly, unknown, lifetime)
 
 with usable_spells as (
     select
@@ -71,6 +78,36 @@ priced as (
         and (timeline.ends_at is null or timeline.ends_at > segmented.segment_used_from)
 ),
 
+lifetime as (
+    -- the use past the last recorded expiry, or all of it without one: a lifetime plan's
+    select
+        usable_spells.subscription_id,
+        usable_spells.service_id,
+        greatest(usable_spells.used_from, last_segments.segment_end) as spell_start,
+        usable_spells.used_until as spell_end,
+        'lifetime' as period,
+        cast(null as timestamp) as segment_end,
+        case when book.has_prices then cast(0 as decimal(18, 6)) end as mrr_amount,
+        cast(null as date) as price_valid_from,
+        usable_spells.used_from,
+        usable_spells.estimated_to,
+        usable_spells.use_start_kind
+    from usable_spells
+    cross join analytics.price_book as book
+    left join analytics.billing_segments as last_segments
+        on last_segments.subscription_id = usable_spells.subscription_id
+        and last_segments.is_last
+    where
+        last_segments.segment_end is null
+        or usable_spells.used_until > last_segments.segment_end
+),
+
+all_spells as (
+    select * from priced
+    union all
+    select * from lifetime
+),
+
 final as (
     select
         subscription_id,
@@ -85,7 +122,7 @@ final as (
         case
             when spell_start < estimated_to then least(spell_end, estimated_to)
         end as estimated_until
-    from priced
+    from all_spells
     where spell_start < spell_end
 )
 

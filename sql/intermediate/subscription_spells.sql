@@ -41,7 +41,9 @@
 --     monthly (`expires_at` minus a month) when that is not after `latest_start`, else as if
 --     yearly (minus a year);
 --   'bound': the figure above fell outside the bounds, moved to the nearest one;
---   'seen': no expiry or no earlier sync to estimate from: started when seen.
+--   'seen': no expiry or no earlier sync to estimate from: started when seen (a lifetime plan,
+--     which has no expiry: subscription_versions.use_ends_at, usable until replaced or removed;
+--     it comes back after a lapse as a win-back like any other).
 -- `estimated_until`: the end of the part of the stretch that rests on an estimated start,
 --   least(`spell_end`, `seen_at`), when `spell_start` < `seen_at` (else NULL): no sync had
 --   seen the subscription (or its comeback) yet. daily_subscribers.estimated_usable and
@@ -91,6 +93,7 @@ start_candidates as (
         versions.version_number,
         versions.valid_from,
         versions.expires_at,
+        versions.use_ends_at,
         versions.previous_expires_at,
         case when versions.version_number = 1 then 'new' else 'win_back' end as start_kind
     from analytics.subscription_versions as versions
@@ -171,7 +174,7 @@ starts as (
         or (
             (previous_expires_at <= previous_sync_at or computed_start > previous_expires_at)
             and started_at > previous_expires_at
-            and expires_at > started_at
+            and use_ends_at > started_at
         )
 ),
 

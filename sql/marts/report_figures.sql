@@ -17,6 +17,16 @@
 --   figure). `usable_other` and the `_other` figures below are always here; the report shows
 --   them (with its list `other_statuses`, from subscriptions_current) only when a live
 --   subscription read has a status beyond active and canceled.
+-- `usable_no_expiry`: of `usable_subscribers`, the lifetime plans (`expiry_kind` 'lifetime': the
+--   API sent no expiry, null or no key): usable while listed, whatever their status, until a
+--   later version gives an expiry or a sweep no longer lists them; never expiring soon, never
+--   churn (only a removal ends them), no MRR (mrr_spells' period 'lifetime', 0).
+-- `subscriptions_listed`: live subscriptions the latest sweep still listed (`subscriptions_read`
+--   less the removed), = `usable_subscribers` + `listed_expired` (their `expires_at` passed) +
+--   `expiry_unreadable` (what was sent is no date: a MySQL zero date, an empty string, text;
+--   the raw text in subscriptions_current.expires_at_raw): listed, not counted as usable, not
+--   churn (sql/tests/report_figures_listed_add_up). The report shows `usable_no_expiry` and
+--   `expiry_unreadable` only when one of them is not 0; the others are JSON's always.
 -- `last_full_month*`: the latest complete month of monthly_churn (`is_complete`): `month`,
 --   `churned`, `subscribers_at_start`, `churn_rate` and `is_estimate` (its base is an estimate,
 --   the month began before the first sync); all NULL while no month is complete yet.
@@ -66,6 +76,7 @@
 -- @test unique(as_of)
 -- @test not_null(usable_subscribers, usable_active, usable_canceled, usable_other)
 -- @test not_null(subscriptions_read)
+-- @test not_null(subscriptions_listed, listed_expired, usable_no_expiry, expiry_unreadable)
 -- @test not_null(has_verified_sweep, window_syncs_since_verified_sweep)
 -- @test not_null(unverified_sweeps_since_verified_sweep)
 -- @test not_null(expiring_7d, expiring_7d_renewing, expiring_7d_churning, expiring_7d_other)
@@ -80,6 +91,14 @@ with usable as (
         count(*) filter (
             where is_usable and (status_sent is null or status_sent not in ('active', 'canceled'))
         ) as usable_other,
+        count(*) filter (where is_usable and expiry_kind = 'lifetime') as usable_no_expiry,
+        count(*) filter (where not is_removed) as subscriptions_listed,
+        count(*) filter (
+            where not is_removed and not is_usable and expiry_kind = 'date'
+        ) as listed_expired,
+        count(*) filter (
+            where not is_removed and expiry_kind = 'unreadable'
+        ) as expiry_unreadable,
         count(*) as subscriptions_read
     from analytics.subscriptions_current
     where not is_test
@@ -228,6 +247,10 @@ final as (
         usable.usable_active,
         usable.usable_canceled,
         usable.usable_other,
+        usable.usable_no_expiry,
+        usable.subscriptions_listed,
+        usable.listed_expired,
+        usable.expiry_unreadable,
         last_full_month.last_full_month,
         last_full_month.last_full_month_churned,
         last_full_month.last_full_month_subscribers_at_start,

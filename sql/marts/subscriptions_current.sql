@@ -10,19 +10,25 @@
 --   of versions treated as canceled); NULL unless the status is canceled. The cancellation
 --   itself happened between that sync and the one before.
 -- `is_removed`: a full sweep no longer listed the id; `removed_at` is that sweep's time.
--- `is_usable`: listed, and `expires_at` > as_of (canceled subscriptions stay usable until then).
+-- `is_usable`: listed, and `expires_at` > as_of (canceled subscriptions stay usable until then);
+--   a lifetime plan (`expiry_kind` 'lifetime': no expiry sent) while listed; never one whose
+--   expiry is unreadable (`expiry_kind` 'unreadable': listed, not usable, not churn; the report
+--   counts these on a line of their own, `expiry_unreadable`).
+-- `expiry_kind`: the latest version's (stg_subscriptions: 'date', 'lifetime', 'unreadable').
 -- `days_left`: whole days of use left, rounded up (so 1 means "within a day"); 0 when not usable,
---   NULL when `expires_at` is unknown (unparsable, see `expires_at_raw`, `dq_flags`).
+--   NULL when `expires_at` is unknown (a lifetime plan, or unreadable: see `expires_at_raw`,
+--   `dq_flags`).
 --
 -- @test unique(id, is_test)
 -- @test not_null(id, first_seen_at, is_usable, is_test, is_removed)
 -- @test not_null(status)
 -- @test accepted_values(status: active, canceled, other)
+-- @test accepted_values(expiry_kind: date, lifetime, unreadable)
 
 with latest_versions as (
     select
         versions.*,
-        coalesce(versions.is_current and versions.expires_at > clock.as_of, false) as is_usable,
+        coalesce(versions.is_current and versions.use_ends_at > clock.as_of, false) as is_usable,
         date_diff('second', clock.as_of, versions.expires_at) as seconds_left
     from analytics.subscription_versions as versions
     cross join analytics.as_of as clock
@@ -67,6 +73,7 @@ final as (
         latest_versions.valid_from as last_changed_at,
         version_summaries.version_count,
         latest_versions.expires_at_raw,
+        latest_versions.expiry_kind,
         latest_versions.dq_flags
     from latest_versions
     inner join version_summaries using (id, is_test)

@@ -245,6 +245,9 @@ EXPECTED_FIGURES = {
     "window_syncs_since_verified_sweep": 0,
     "unverified_sweeps_since_verified_sweep": 0,
     "subscriptions_read": 12,  # ids 1 to 12, removed 10 included
+    # listed now: 11 (10 removed) = 7 usable + 4 whose expiry passed; none without an expiry
+    "subscriptions_listed": 11,
+    "listed_expired": 4,
     "usable_subscribers": 7,
     "usable_active": 6,
     "usable_canceled": 1,

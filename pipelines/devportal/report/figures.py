@@ -5,7 +5,9 @@ data gives the same output on either engine, and grouped and labelled as printed
 
 The figures are the one row of `analytics.report_figures` (sql/marts/report_figures.sql, whose
 header defines each one), all live subscriptions, relative to `analytics.as_of`; and
-`other_statuses`, the statuses beyond the spec's two, the one figure that is a list. `data_basis`
+`other_statuses`, the statuses beyond the spec's two, the one figure that is a list. The
+subscriptions listed without a readable expiry are lines of their own (`usable_no_expiry`, lifetime
+plans counted as usable; `expiry_unreadable`, not), so nothing listed vanishes. `data_basis`
 says what the subscription figures rest on: a verified sweep and the partial reads since, or
 that no verified sweep ever read the list (the report is then partial).
 """
@@ -188,6 +190,8 @@ As of
     window_syncs_since_verified_sweep count window syncs since
     unverified_sweeps_since_verified_sweep count unverified sweeps since
     subscriptions_read count live subscriptions read so far
+    subscriptions_listed count live subscriptions listed now
+    listed_expired count listed, expiry passed
 Revenue
     currency code currency (ISO 4217)
     revenue_basis code gross, or net of the platform's share
@@ -212,6 +216,8 @@ Usable subscribers
     usable_canceled count canceled, usable until expiry
     usable_other count other
     other_statuses statuses other, by status
+    usable_no_expiry count of them, no expiry sent (lifetime plan: usable until changed or removed)
+    expiry_unreadable count expiry unreadable (listed, not counted as usable)
 Last full month: {month}
     last_full_month month month
     last_full_month_churned count churned
@@ -272,6 +278,9 @@ _KINDS = {key: kind for _, metrics in _LAYOUT for key, _, kind in metrics}
 _OTHER_KEYS = frozenset(
     {"usable_other", "other_statuses", "expiring_7d_other", "expiring_30d_other"}
 )
+# the figures of subscriptions without a readable expiry: shown only when a live subscription
+# listed has none (no expiry sent: a lifetime plan; or one that is no date)
+_EXPIRY_KEYS = frozenset({"usable_no_expiry", "expiry_unreadable"})
 # the figures the report writes itself, not columns of analytics.report_figures
 _DERIVED = frozenset({"forecast_30d_mrr_scope"})
 # the money figures, whose columns a build of the models before the price book does not have
@@ -445,6 +454,8 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
         _MONEY_KEYS,
     )
     hidden = frozenset() if figures["other_statuses"] else _OTHER_KEYS
+    if not any(figures[key] for key in _EXPIRY_KEYS):
+        hidden |= _EXPIRY_KEYS
     month = figures["last_full_month"]
     month_label = f"{month:%Y-%m}" if month is not None else "none yet"
     if figures["last_full_month_is_estimate"]:
