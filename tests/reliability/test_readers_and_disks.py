@@ -619,3 +619,38 @@ def test_the_load_fits_a_tight_memory_cap_and_one_that_cannot_fit_is_one_line(
         assert "Out of Memory" not in line
         assert "the warehouse is as it was" in line.lower()
         assert dump(warehouse) == before
+
+
+def test_a_disk_without_room_for_the_copy_is_refused_before_loading(
+    devportal: Cli, tmpfs: Callable[..., Path]
+) -> None:
+    """Every DuckDB writer changes a copy of the warehouse: with less free room than that copy,
+    `sync`, `models` and `manifest load` refuse before they start, in one line with the room
+    needed, the room free and where; nothing is loaded, and with room again the sync runs."""
+    disk = tmpfs("32m")
+    warehouse = disk / "wh" / "warehouse.duckdb"
+    with HostileApi() as api:
+        api.subscriptions = [subscription(i) for i in range(1, 200)]
+        synced(api, devportal, warehouse)
+        before = dump(warehouse)
+        size = warehouse.stat().st_size
+        filler = fill(disk, leave=size // 2)
+        api.subscriptions = [subscription(i, status="canceled") for i in range(1, 200)]
+        for argv in (
+            sync_argv(api, warehouse),
+            ["models", "--warehouse", str(warehouse)],
+            ["manifest", "load", str(DEMO_APP), "--warehouse", str(warehouse)],
+        ):
+            result = devportal(*argv, env=token_env(api))
+            assert result.code == 1, (argv[0], result.err)
+            line = one_line_error(result)
+            assert "not enough free disk space for the copy of warehouse" in line, line
+            assert f"it needs {size / 10**6:,.1f} MB" in line or "it needs " in line, line
+            assert " MB are free on the device of " in line and str(disk) in line, line
+            assert "nothing was written" in line
+            assert dump(warehouse) == before
+            assert no_draft_left(warehouse)
+        filler.unlink()
+        result = devportal(*sync_argv(api, warehouse), env=token_env(api))
+        assert result.code == 0, result.err
+        assert query(warehouse, f"{CURRENT} AND status = 'canceled'") == [(199,)]

@@ -146,6 +146,10 @@ def _sync(args: argparse.Namespace, target: Target, early: Any) -> Any:
         from devportal.models import seeds_from_settings
 
         seeds_from_settings()
+    if target.is_file:  # room for the copy the load writes, known before the API is read
+        from devportal.warehouse.draft import check_room
+
+        check_room(target.warehouse)
     resources = args.resources or list(RESOURCES)
     passed = options.passed(args, PASSED)
     shown = options.progress(args)

@@ -132,6 +132,44 @@ def _remove_tree(folder: Path) -> None:
     shutil.rmtree(trash, ignore_errors=True)
 
 
+# what a copy needs beyond its bytes: the folder's entries and the few small files beside it
+ROOM_MARGIN = 64 << 10
+
+
+def room_needed(warehouse: Path) -> int:
+    """The bytes a writer's copy of WAREHOUSE takes (the file and a write-ahead log a killed
+    writer left beside it), with `ROOM_MARGIN`; 0 while there is no warehouse yet."""
+    sizes = [p.stat().st_size for p in (warehouse, _wal(warehouse)) if p.exists()]
+    return sum(sizes) + ROOM_MARGIN if sizes else 0
+
+
+def check_room(warehouse: str | Path) -> None:
+    """Refuse, before a writer starts, when the disk under the folder beside WAREHOUSE has no
+    room for its copy (every DuckDB writer changes a copy and publishes it with one rename):
+    one line with the room needed, the room free and where. The load or build itself needs
+    more; a disk that fills while it runs is the one line of `unwritable`."""
+    path = Path(warehouse).resolve()
+    needed = room_needed(path)
+    if not needed:
+        return
+    folder = next((p for p in (pipelines_dir(path), path.parent) if p.exists()), path.parent)
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # the copy itself says what is wrong with the folder
+    if free < needed:
+        raise DevportalError(
+            f"not enough free disk space for the copy of warehouse {shown(path)} that every "
+            f"writer changes: it needs {_mb(needed)}, {_mb(free)} are free on the device of "
+            f"{shown(folder)}; free disk space there (or move the warehouse to a larger disk) "
+            "and run again: nothing was written"
+        )
+
+
+def _mb(size: int) -> str:
+    return f"{size / 10**6:,.1f} MB"
+
+
 class Draft:
     """The copy of the DuckDB warehouse a writer changes, published over it with one rename.
 
@@ -175,6 +213,7 @@ class Draft:
         _remove_tree(self.partial)
         _remove_tree(self.folder)
         _guard(self.warehouse)
+        check_room(self.warehouse)
         copy = self.partial / self.path.name
         try:
             self.partial.mkdir(parents=True)
