@@ -136,20 +136,24 @@ def test_a_failing_webhook_is_one_warning_and_the_run_keeps_its_own_result(
     assert HOOK_PATH not in result.err  # the URL's path is the webhook's secret
 
 
-def test_bad_alert_settings_never_fail_a_run(refusing_api: HostileApi, tmp_path: Path) -> None:
+def test_a_bad_alert_setting_stops_the_sync_before_its_first_request(
+    refusing_api: HostileApi, tmp_path: Path
+) -> None:
+    """Every setting a sync will use is checked before the first request (issue 35), [alerts]
+    included: one line naming the key, exit 2, nothing read or loaded, nothing posted."""
+    warehouse = tmp_path / "wh" / "warehouse.duckdb"
     result = sync_process(
         refusing_api,
-        tmp_path / "wh" / "warehouse.duckdb",
+        warehouse,
         ALERTS__WEBHOOK_URL="https://hooks.example.com/services/T0/B0/secret-part",
         ALERTS__CHURN_RATE_ABOVE="5",
     )
-    lines = result.err.strip().splitlines()
-    assert result.code == 1 and len(lines) == 2, result.err
-    assert lines[0].endswith(
-        "alerts are off: configuration [alerts] churn_rate_above = 5.0 is a share between 0 "
-        "and 1 (0.05 is 5%): fix it in .dlt/config.toml or ALERTS__CHURN_RATE_ABOVE"
+    assert result.code == 2, result.err
+    assert result.err == (
+        "devportal: error: configuration [alerts] churn_rate_above = 5.0 is a share between 0 "
+        "and 1 (0.05 is 5%): fix it in .dlt/config.toml or ALERTS__CHURN_RATE_ABOVE\n"
     )
-    assert lines[1].startswith("devportal: error: ") and "422" in lines[1]
+    assert not warehouse.exists()
 
 
 def test_a_webhook_url_in_config_toml_is_refused_as_a_secret(tmp_path: Path) -> None:

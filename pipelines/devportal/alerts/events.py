@@ -96,13 +96,17 @@ def failed(command: str, target: Target, err: BaseException) -> None:
     one that hangs holding it shows as stale data."""
     if isinstance(err, WarehouseBusy):
         return
+    from devportal.alerts.settings import AlertsConfigError
+
+    posting = not isinstance(err, AlertsConfigError)  # the alerts' own settings are the fault
     try:
         if isinstance(err, DevportalError):
             code, cause = err.exit_code, str(err)
         else:
             code, cause = 1, f"unexpected error ({type(err).__name__}): {first_line(err)}"
         failure = runlog.record_failure(target, command, code, cause)
-        send(f"devportal {command} failed ({_on(target)}): {failure.cause}")
+        if posting:
+            send(f"devportal {command} failed ({_on(target)}): {failure.cause}")
     except Exception as problem:  # a cleanup's: the run's own error is what the user must see
         log.warning("could not record or post the failure: %s", first_line(problem))
 

@@ -42,6 +42,11 @@ class AlertsConfig(BaseConfiguration):
     timeout_s: float = 10.0
 
 
+class AlertsConfigError(ConfigError):
+    """An `[alerts]` setting that cannot be used: one line naming the key (never the URL). A
+    command refuses it before its first request (`devportal sync`); nothing can be posted."""
+
+
 def resolve_alerts() -> AlertsConfig:
     """`[alerts]` from env/secrets/config; a bad value is one line naming the key (never the
     webhook's URL), and the URLs alerts post to are registered as secrets."""
@@ -55,14 +60,14 @@ def resolve_alerts() -> AlertsConfig:
         cfg = resolve_configuration(AlertsConfig(), sections=SECTIONS)
     except ValueNotSecretException:
         # the URL is a credential: dlt refuses it in config.toml, which is often committed
-        raise ConfigError(
+        raise AlertsConfigError(
             "[alerts] webhook_url is a secret (whoever has the URL may post): move it from "
             ".dlt/config.toml to .dlt/secrets.toml, or set ALERTS__WEBHOOK_URL"
         ) from None
     except ConfigValueCannotBeCoercedException as err:
         # from None: the cause quotes the value, which may be the webhook's URL
         shown = "the value given" if err.field_name == "webhook_url" else repr(err.field_value)
-        raise ConfigError(
+        raise AlertsConfigError(
             f"configuration [alerts] {err.field_name} = {shown} is not a number: fix it in "
             f".dlt/config.toml or ALERTS__{err.field_name.upper()}"
         ) from None
@@ -76,7 +81,7 @@ def check(cfg: AlertsConfig) -> None:
     """The ranges that make sense; one line naming the key otherwise."""
 
     def bad(key: str, value: Any, why: str) -> ConfigError:
-        return ConfigError(
+        return AlertsConfigError(
             f"configuration [alerts] {key} = {value!r} {why}: fix it in .dlt/config.toml or "
             f"ALERTS__{key.upper()}"
         )
@@ -92,7 +97,7 @@ def check(cfg: AlertsConfig) -> None:
     if factor is not None and factor <= 0:
         raise bad("churn_spike_factor", factor, "must be above 0 (2.0: twice the average)")
     if cfg.webhook_url and not _is_http(str(cfg.webhook_url)):
-        raise ConfigError(
+        raise AlertsConfigError(
             "configuration [alerts] webhook_url is not an http(s) URL: set the incoming "
             "webhook's URL in .dlt/secrets.toml [alerts] or ALERTS__WEBHOOK_URL"
         )

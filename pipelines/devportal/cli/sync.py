@@ -146,6 +146,10 @@ def _sync(args: argparse.Namespace, target: Target, early: Any) -> Any:
         from devportal.models import seeds_from_settings
 
         seeds_from_settings()
+    # [alerts] too: a bad one stops the sync here, not at the first alert it would post
+    from devportal.alerts.settings import resolve_alerts
+
+    resolve_alerts()
     if target.is_file:  # room for the copy the load writes, known before the API is read
         from devportal.warehouse.draft import check_room
 
