@@ -252,7 +252,7 @@ def _expiries(batch: _Batch) -> tuple[pa.Array, pa.Array | None]:
     else NULL with the raw value kept and flagged. An epoch number read as a date keeps its
     raw text too (the timestamp is devportal's reading of it). No value sent (null or no key)
     leaves `expires_at_raw` NULL: a lifetime plan to the models (stg_subscriptions
-    `expiry_kind`); an empty string keeps '' there, unreadable like any other text.
+    `expiry_kind`); an empty string is kept as `""` there, unreadable like any other text.
     """
     raw, text = batch.text("expires_at", str)
     expires = pc.strptime(text, format=TIMESTAMP_FORMAT, unit="us", error_is_null=True)
@@ -275,7 +275,9 @@ def _expiries(batch: _Batch) -> tuple[pa.Array, pa.Array | None]:
             if not isinstance(raw[i], str) or raw[i].strip().isdigit():  # an epoch number
                 raw_kept[i] = raw_text(raw[i])[:200]
             continue
-        raw_kept[i] = None if raw[i] is None else raw_text(raw[i])[:200]
+        # an empty string kept as its JSON text `""`: PostgreSQL's COPY loads '' as NULL, which
+        # says "nothing sent" (a lifetime plan to the models), not "sent something unreadable"
+        raw_kept[i] = None if raw[i] is None else raw_text(raw[i])[:200] or '""'
         problem = "missing_expires_at" if raw[i] in (None, "") else "invalid_expires_at"
         batch.flag(i, "expires_at", problem, raw[i])
     return pa.array(parsed, type=pa.timestamp("us")), pa.array(raw_kept, type=pa.string())
