@@ -117,9 +117,10 @@ def test_every_expiry_shape_is_read_or_counted(
     assert usable + unreadable + figures["listed_expired"] == listed  # nothing vanishes
     # the usable line adds up, the canceled lifetime plan (10) among the canceled
     assert (figures["usable_active"], figures["usable_canceled"]) == (usable - 1, 1)
-    assert figures["usable_active"] + figures["usable_canceled"] + figures.get(
-        "usable_other", 0
-    ) == usable  # no other status: its line is not shown
+    assert (
+        figures["usable_active"] + figures["usable_canceled"] + figures.get("usable_other", 0)
+        == usable
+    )  # no other status: its line is not shown
     assert figures["expiring_30d"] == 0  # a lifetime plan never expires soon
     ((last_day,),) = engine.query(
         "SELECT usable FROM analytics.daily_subscribers ORDER BY day DESC LIMIT 1"
