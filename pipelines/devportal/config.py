@@ -52,8 +52,26 @@ class LoadConfig(BaseConfiguration, LoadSettings):
     """`LoadSettings` as dlt resolves them, from the same section."""
 
 
+@dataclass
+class HomeSettings:
+    """Where the warehouse lives, a field of `[sources.devportal]` defined once here (not named
+    `destination`: dlt would fall back to the root table `[destination]` of the credentials):
+    `duckdb`
+    (the DuckDB file at --warehouse) or a dlt destination's name (`postgres`: the database of
+    DESTINATION__POSTGRES__CREDENTIALS), used by every command given neither --destination
+    nor --warehouse (`home_destination`)."""
+
+    warehouse_destination: str = "duckdb"
+
+
 @configspec
-class DevportalConfig(BaseConfiguration, HttpSettings, LoadSettings):
+class HomeConfig(BaseConfiguration, HomeSettings):
+    """`HomeSettings` as dlt resolves them, on their own: a command reading the warehouse
+    must not fail on an unrelated HTTP setting."""
+
+
+@configspec
+class DevportalConfig(BaseConfiguration, HttpSettings, LoadSettings, HomeSettings):
     """`[sources.devportal]`; the token in secrets.toml or the environment.
 
     The HTTP settings (`base_url`, the token, workers, timeouts, retries, the body cap) are
@@ -261,6 +279,28 @@ def resolve_load() -> LoadConfig:
         return resolve_configuration(LoadConfig(), sections=SECTIONS)
     except ConfigValueCannotBeCoercedException as err:
         raise ConfigError(bad_value(err.field_name, err.field_value, err.hint)) from err
+
+
+def home_destination() -> str | None:
+    """The configured warehouse (`[sources.devportal] warehouse_destination`, or
+    SOURCES__DEVPORTAL__WAREHOUSE_DESTINATION): None for the DuckDB file, else the dlt destination's name
+    (lower case). A value that is no name is one line naming the key."""
+    from dlt.common.configuration.exceptions import ConfigValueCannotBeCoercedException
+    from dlt.common.configuration.resolve import resolve_configuration
+
+    warn_unknown_keys()
+    try:
+        value = resolve_configuration(HomeConfig(), sections=SECTIONS).warehouse_destination
+    except ConfigValueCannotBeCoercedException as err:
+        raise ConfigError(bad_value(err.field_name, err.field_value, err.hint)) from err
+    name = str(value or "").strip().lower()
+    if not name.replace("_", "").isalnum():
+        raise ConfigError(
+            f"configuration warehouse_destination = {value!r} is no destination's name: write "
+            'warehouse_destination = "postgres" (or "duckdb", the file at --warehouse) under '
+            "[sources.devportal] in .dlt/config.toml, or SOURCES__DEVPORTAL__WAREHOUSE_DESTINATION"
+        )
+    return None if name == "duckdb" else name
 
 
 def check_workers(cfg: DevportalConfig) -> None:

@@ -10,7 +10,8 @@ Where each fact comes from, each from one place:
 - the last failure and the models' build time: the files `devportal.runlog` keeps beside the
   warehouse (a failed run leaves nothing in `sync_runs`);
 - the packages set aside: `devportal.packages` (what `devportal packages` lists);
-- what the models were built from: `analytics.as_of` (the server clock of the sync they rest on).
+- what the models were built from: `analytics.as_of` (the server clock of the sync they rest on);
+- a DuckDB file `devportal migrate` moved elsewhere: its mark (`devportal.moved`), said first.
 
 A failure is current when nothing succeeded after it: a failed `sync` is over once a later
 load has committed (`_dlt_loads.inserted_at`, the loading machine's clock); a failed `models`
@@ -25,13 +26,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from devportal import engines, runlog
+from devportal.moved import Moved, moved
 from devportal.packages import set_aside_packages, set_aside_reason
 from devportal.runlog import Failure
 from devportal.target import Target
 from devportal.warehouse import ANALYTICS_SCHEMA, RAW_SCHEMA, locate_warehouse
 
 # the states, worst first where several hold (`Status.state`)
-STATES = ("no sync", "failed", "stale", "fresh")
+STATES = ("moved", "no sync", "failed", "stale", "fresh")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Status:
     models_built_at: datetime | None = None
     models_as_of: datetime | None = None  # analytics.as_of: the sync the models rest on
     found: bool = True  # False: no DuckDB warehouse file there (yet)
+    moved: Moved | None = None  # the DuckDB file was moved elsewhere by `devportal migrate`
 
     @property
     def age(self) -> timedelta | None:
@@ -88,6 +91,8 @@ class Status:
 
     @property
     def state(self) -> str:
+        if self.moved is not None:
+            return "moved"
         if self.last_sync is None:
             return "no sync"
         if self.failed:
@@ -96,8 +101,8 @@ class Status:
 
     @property
     def exit_code(self) -> int:
-        """0 fresh; 1 stale, failed or no sync yet (as dbt's `source freshness` exits 1 on a
-        source past its `error_after`)."""
+        """0 fresh; 1 stale, failed, moved or no sync yet (as dbt's `source freshness` exits 1
+        on a source past its `error_after`)."""
         return 0 if self.state == "fresh" else 1
 
     @property
@@ -122,7 +127,8 @@ class Status:
     def problems(self) -> list[str]:
         """What makes the status non-fresh, one clause each."""
         stale = self.staleness()
-        said = [stale] if stale else []
+        said = [self.moved.line()] if self.moved is not None else []
+        said += [stale] if stale else []
         if self.failed and self.failure is not None:
             said.append(f"the last {self.failure.command} failed: {self.failure.cause}")
         return said
@@ -167,6 +173,8 @@ def collect(target: Target, max_age_hours: float) -> Status:
     if target.is_file and locate_warehouse(target.warehouse) is None:
         status.found = False
         return status
+    if target.is_file:
+        status.moved = moved(target.warehouse)
     with engines.connect(target, read_only=True) as engine:
         _read(engine, status)
     return status
@@ -262,6 +270,13 @@ def as_json(status: Status) -> dict[str, Any]:
             "current": status.failed,
         },
         "set_aside": [{"load_id": load_id, "reason": why} for load_id, why in status.set_aside],
+        "moved": None
+        if status.moved is None
+        else {
+            "to": status.moved.destination,
+            "where": status.moved.where,
+            "at": moment(status.moved.at),
+        },
         "models": {
             "built_at": moment(status.models_built_at),
             "as_of": moment(status.models_as_of),

@@ -10,6 +10,11 @@ The decisions it owns, each written once here:
 - which engine runs the SQL models and the report: `duckdb`, `postgres`, or none;
 - which dlt pipeline (state, packages) it has: `devportal`, or `devportal_<destination>`.
 
+Which destination a command uses when it is given neither `--destination` nor `--warehouse` is
+a setting, `warehouse_destination` under `[sources.devportal]`
+(`SOURCES__DEVPORTAL__WAREHOUSE_DESTINATION`), read
+by `config.home_destination`; `home_setting` words it for the messages that name it.
+
 The CLI makes one per command (`cli.options.target`) and hands it down; every function below
 takes that `Target`. The Python entry points (`sync.sync`, `models.build`, `report.collect`,
 `engines.connect`, `manifest.load_manifest`, ...) also take the DuckDB warehouse file's path in
@@ -92,6 +97,20 @@ class Target:
         """`devportal` for the warehouse file, `devportal_<name>` for another destination: each
         has its own state and packages, so syncing two from one folder never mixes them."""
         return PIPELINE_NAME if self.is_file else f"{PIPELINE_NAME}_{self.name}"
+
+
+# the setting naming the warehouse every command uses (`config.home_destination` reads it)
+HOME_KEY = "warehouse_destination"
+HOME_ENV = "SOURCES__DEVPORTAL__WAREHOUSE_DESTINATION"
+
+
+def home_setting(name: str) -> str:
+    """The setting that makes the destination NAME (`postgres`, `duckdb`) the warehouse of every
+    command, as a message names it."""
+    return (
+        f'{HOME_KEY} = "{name}" under [sources.devportal] in .dlt/config.toml (or '
+        f"{HOME_ENV}={name})"
+    )
 
 
 # what the Python entry points take: a Target, or the DuckDB warehouse file's path

@@ -60,13 +60,20 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from devportal.config import home_destination
     from devportal.migrate import migrate
 
-    target = options.target(args)
+    home = home_destination()  # a bad setting stops the command before anything is copied
+    # the target: as `devportal sync` names it, the configured warehouse included (a DuckDB
+    # file marked moved may be migrated into again); when the source is that warehouse, the
+    # DuckDB file at --warehouse
+    target = options.target(args, moved_ok=True)
     if args.from_warehouse is not None:
         source = Target.of(args.from_warehouse)
     else:
         source = Target.of(target.warehouse, args.from_destination)
+        if args.destination is None and source.name == target.name:
+            target = Target.of(args.warehouse)
     migration = migrate(source, target, replace=args.replace)
     # the check's figures are the result: each table's rows on both ends and its fingerprint
     for line in migration.table_lines():
@@ -74,4 +81,5 @@ def run(args: argparse.Namespace) -> int:
     options.say(args, migration.summary())
     if not args.no_models:
         options.build_models(args, target, after_sync=False)
+    options.say(args, migration.home_line(home))
     return 0

@@ -42,8 +42,18 @@ def add_warehouse(
     help: str = "DuckDB file (default %(default)s)",
     **kwargs: Any,
 ) -> None:
-    """`--warehouse PATH`: the DuckDB file the command works on."""
+    """`--warehouse PATH`: the DuckDB file the command works on (given: `warehouse_given`)."""
+    kwargs.setdefault("action", _Given)
     parser.add_argument("--warehouse", default=default, help=help, **kwargs)
+
+
+class _Given(argparse.Action):
+    """Stores the option's value and notes that it was given (`warehouse_given`): an explicit
+    --warehouse names the DuckDB file, over the configured warehouse (`target`)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.warehouse_given = True
 
 
 def add_destination(
@@ -52,14 +62,35 @@ def add_destination(
     help: str = "a dlt destination name (postgres, motherduck, ...) configured in .dlt/; "
     "default: DuckDB at --warehouse",
 ) -> None:
-    """`--destination NAME`: work somewhere else than the DuckDB warehouse."""
+    """`--destination NAME`: work somewhere else than the DuckDB warehouse; without it (and
+    without --warehouse), where the settings put the warehouse (`target`)."""
     parser.add_argument("--destination", help=help)
+    parser.set_defaults(configured_home=True)
 
 
-def target(args: argparse.Namespace) -> Target:
-    """The command's one `Target`, from `--warehouse` and `--destination` (a command without
-    `--destination` works on the DuckDB file); made once by the handler and handed down."""
-    return Target.of(args.warehouse, getattr(args, "destination", None))
+def target(args: argparse.Namespace, *, moved_ok: bool = False) -> Target:
+    """The command's one `Target`, made once by the handler and handed down: `--destination`
+    (`duckdb`: the file), else the DuckDB file at an explicit `--warehouse`, else the
+    configured warehouse (`[sources.devportal] warehouse_destination`, `config.home_destination`: with
+    `postgres`, --warehouse's default only places dlt's folder and the lock), else the DuckDB
+    file at --warehouse's default. A command without `--destination` (`add_destination`)
+    works on the DuckDB file.
+
+    A DuckDB file that `devportal migrate` moved elsewhere (`devportal.moved`) is refused in
+    one line saying where and the setting that makes that the home, rather than read as if
+    current; MOVED_OK (`status`, `migrate`) takes it as it is."""
+    destination = getattr(args, "destination", None)
+    explicit = destination is not None or getattr(args, "warehouse_given", False)
+    if not explicit and getattr(args, "configured_home", False):
+        from devportal.config import home_destination
+
+        destination = home_destination()
+    chosen = Target.of(args.warehouse, destination)
+    if chosen.is_file and not moved_ok:
+        from devportal.moved import refuse_moved
+
+        refuse_moved(chosen.warehouse)
+    return chosen
 
 
 def build_models(args: argparse.Namespace, target: Target, *, after_sync: bool = True) -> None:

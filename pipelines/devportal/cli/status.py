@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from devportal.status import as_json, as_lines, collect
 
     warn_unknown_keys()  # a misspelt key of [alerts] or [sources.devportal]: one warning
-    target = options.target(args)
+    target = options.target(args, moved_ok=True)  # status says it was moved
     max_age = args.max_age_hours
     if max_age is None:
         from devportal.alerts.settings import resolve_alerts

@@ -3,6 +3,7 @@ it table by table, publish it whole (see the package's docstring for why each st
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -12,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 from dlt.common.schema import Schema
 
+from devportal import moved
 from devportal.engines import postgres_connection
 from devportal.errors import ConfigError, DevportalError, IntegrityError, first_line
 from devportal.migrate.bookkeeping import (
@@ -26,7 +28,7 @@ from devportal.migrate.fingerprint import Fingerprint
 from devportal.migrate.stage import COMPANIONS, Stage, stage_for
 from devportal.pipeline import open_pipeline
 from devportal.runlock import postgres_lock
-from devportal.target import ENGINES, Target
+from devportal.target import ENGINES, Target, home_setting
 from devportal.warehouse import (
     DEFAULT_WAREHOUSE,
     RAW_SCHEMA,
@@ -35,6 +37,8 @@ from devportal.warehouse import (
     require_warehouse,
     warehouse_lock,
 )
+
+log = logging.getLogger("devportal.migrate")
 
 # the snapshot a sync takes on PostgreSQL before a load (`packages.SchemaSnapshot`): while it
 # exists, a load was cut short and the dataset may hold part of it
@@ -94,17 +98,42 @@ class Migration:
             if self.replaced
             else ""
         )
-        # the sync that finds the dlt folder rebuilt beside --warehouse
-        nxt = "devportal sync"
-        if self.target.is_postgres:
-            nxt += " --destination postgres"
-        if Path(self.target.warehouse).resolve() != Path(DEFAULT_WAREHOUSE).resolve():
-            nxt += f" --warehouse {self.target.warehouse}"
         return (
             f"migrate ok in {self.seconds:.1f}s: {describe(self.source)} -> "
             f"{describe(self.target)}, {len(self.tables)} tables, {self.rows:,} rows, each "
             "table the same on both ends (row count, and a fingerprint over every column of "
-            f"every row){replaced}; `{nxt}` continues the history"
+            f"every row){replaced}"
+        )
+
+    def home_line(self, home: str | None) -> str:
+        """The migration's last line: the setting that makes the target the warehouse of every
+        command (HOME: the destination configured now, None for the DuckDB file), and the sync
+        that continues the history there."""
+        target = self.target
+        default_file = Path(target.warehouse).resolve() == Path(DEFAULT_WAREHOUSE).resolve()
+        if not target.is_file:
+            if home == target.name:
+                return (
+                    f"{describe(target)} is the configured warehouse ({home_setting(home)}): "
+                    "`devportal sync` and every other command continue there"
+                )
+            left = (
+                f"; the DuckDB file {self.source.warehouse} is marked as moved"
+                if self.source.is_file
+                else ""
+            )
+            return (
+                f"to make {describe(target)} the warehouse of every command, set "
+                f"{home_setting(target.name)}{left}; until then `devportal sync --destination "
+                f"{target.name}` continues the history"
+            )
+        nxt = "devportal sync" + ("" if default_file else f" --warehouse {target.warehouse}")
+        if home is None:
+            return f"`{nxt}` continues the history"
+        return (
+            f"`{nxt}` continues the history; the configured warehouse is {home} "
+            f"({home_setting(home)}): set it to duckdb (or remove it) to make the DuckDB file "
+            "the warehouse of every command"
         )
 
 
@@ -166,8 +195,26 @@ def migrate(source: Target, target: Target, *, replace: bool = False) -> Migrati
             stage.discard()
             raise
         stage.after_publish()
+        _mark(source, target)
     migration.seconds = time.monotonic() - started
     return migration
+
+
+def _mark(source: Target, target: Target) -> None:
+    """After a publish: the DuckDB file the warehouse left is marked moved (`devportal.moved`),
+    so that a command reading it says so rather than show its figures as current; a DuckDB
+    file published into is current again."""
+    if target.is_file:
+        moved.clear(target.warehouse)
+    elif source.is_file:
+        try:
+            moved.mark_moved(source.warehouse, target, describe(target))
+        except OSError as err:  # the migration is done: say so, do not fail
+            log.warning(
+                "could not mark %s as moved (%s): commands reading it will not say so",
+                source.warehouse,
+                err.strerror or err,
+            )
 
 
 def _check_ends(source: Target, target: Target) -> None:
