@@ -87,22 +87,28 @@ def where_read() -> str:
     )
 
 
-def written(section: tuple[str, ...]) -> list[tuple[Path, dict[str, Any]]]:
-    """The table under SECTION (`("sources", "devportal")`) in each TOML file dlt read, with
-    the file; a file without it, or one that does not parse (dlt says so itself), is left out.
-    """
-    tables = []
+def _documents() -> Iterator[tuple[Path, dict[str, Any]]]:
+    """Each TOML file dlt read, parsed, with its path; one that does not parse is left out
+    (dlt says so itself)."""
     for provider in _toml_providers():
         for location in provider.present_locations:
             path = Path(os.path.abspath(location))
             try:
-                node: Any = tomllib.loads(path.read_text("utf-8"))
+                yield path, tomllib.loads(path.read_text("utf-8"))
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
                 continue
-            for key in section:
-                node = node.get(key) if isinstance(node, dict) else None
-            if isinstance(node, dict):
-                tables.append((path, node))
+
+
+def written(section: tuple[str, ...]) -> list[tuple[Path, dict[str, Any]]]:
+    """The table under SECTION (`("sources", "devportal")`) in each TOML file dlt read, with
+    the file; a file without it is left out."""
+    tables = []
+    for path, document in _documents():
+        node: Any = document
+        for key in section:
+            node = node.get(key) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            tables.append((path, node))
     return tables
 
 
@@ -110,16 +116,9 @@ def sections() -> list[tuple[Path, tuple[str, ...]]]:
     """Every table of one or two levels (`("sources", "devportal")`, `("analytics",)`) in each
     TOML file dlt read, with the file: where a misspelt section shows."""
     found: list[tuple[Path, tuple[str, ...]]] = []
-    for provider in _toml_providers():
-        for location in provider.present_locations:
-            path = Path(os.path.abspath(location))
-            try:
-                doc: Any = tomllib.loads(path.read_text("utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            for name, table in doc.items():
-                if not isinstance(table, dict):
-                    continue
+    for path, document in _documents():
+        for name, table in document.items():
+            if isinstance(table, dict):
                 found.append((path, (name,)))
                 found.extend((path, (name, sub)) for sub, v in table.items() if isinstance(v, dict))
     return found
