@@ -95,7 +95,8 @@ def test_a_target_holding_data_is_refused_unless_replace(two: Any, devportal: An
     assert "replaced what the target held" in replaced.out
     source = Dataset(duck)
     for table in source.tables():
-        if table != "_dlt_pipeline_state":
+        # dlt's state is re-addressed, its stored schemas carried less the file formats
+        if table not in ("_dlt_pipeline_state", "_dlt_version"):
             assert pg.rows(table) == source.rows(table), table
     # the models built on what was replaced are rebuilt on the copy, and their tests pass
     checked = devportal(
@@ -134,7 +135,8 @@ def test_a_migration_killed_midway_leaves_postgres_as_it_was(two: Any, devportal
     assert done.code == 0, done.err
     source = Dataset(duck)
     for table in source.tables():
-        if table != "_dlt_pipeline_state":
+        # dlt's state is re-addressed, its stored schemas carried less the file formats
+        if table not in ("_dlt_pipeline_state", "_dlt_version"):
             assert pg.rows(table) == source.rows(table), table
     schemas = {s for (s,) in pg._rows("select schema_name from information_schema.schemata")[1]}
     assert "devportal_migrating" not in schemas
