@@ -131,7 +131,7 @@ def test_every_expiry_shape_is_read_or_counted(
     table = _report(devportal, engine, "table")
     assert _line(table, "usable now").split()[-1] == str(usable)
     lifetime = _line(table, "of them, no expiry sent")
-    assert "lifetime plan: usable until changed or removed" in lifetime
+    assert "lifetime: usable while listed" in lifetime
     assert lifetime.split()[-1] == "3"
     assert _line(table, "expiry unreadable (listed, not counted as usable)").split()[-1] == str(
         unreadable
@@ -148,7 +148,7 @@ def test_every_expiry_shape_is_read_or_counted(
     assert html.code == 0, html.err
     text = page.read_text(encoding="utf-8")
     assert "expiry unreadable (listed, not counted as usable)" in text
-    assert "no expiry sent (lifetime plan: usable until changed or removed)" in text
+    assert "no expiry sent (lifetime: usable while listed)" in text
 
     # the lifetime plan 2 is no longer listed: its use ends there (removed, not churn); the
     # zero date 4 becomes a date: usable

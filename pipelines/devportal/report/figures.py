@@ -216,7 +216,7 @@ Usable subscribers
     usable_canceled count canceled, usable until expiry
     usable_other count other
     other_statuses statuses other, by status
-    usable_no_expiry count of them, no expiry sent (lifetime plan: usable until changed or removed)
+    usable_no_expiry count of them, no expiry sent (lifetime: usable while listed)
     expiry_unreadable count expiry unreadable (listed, not counted as usable)
 Last full month: {month}
     last_full_month month month
