@@ -49,16 +49,22 @@ def formats_for(pipeline: Any | None) -> Formats:
     tables then as dlt chooses (parquet). Where jsonl is not loadable, Arrow tables as csv
     (PostgreSQL: loaded with COPY, the fastest it has) and dicts as dlt chooses (`insert_values`:
     dlt's COPY reads an empty string as NULL, and settings and profiles hold empty strings that
-    must stay ''). No destination known yet: dlt's choice."""
+    must stay ''). No destination known yet: dlt's choice.
+
+    On DuckDB and PostgreSQL each is named, never left to a hint stored before: a schema
+    carried from the other engine by an older `devportal migrate` holds that engine's format
+    (jsonl on PostgreSQL, csv on DuckDB), which dlt would warn of at every sync; named here, the
+    next sync replaces it (issue 35)."""
     destination = getattr(pipeline, "destination", None)
     if destination is None:
         return Formats(rows=None, arrow=None)
     supported = destination.capabilities().supported_loader_file_formats
     if "jsonl" in supported:
-        return Formats(rows="jsonl", arrow=None)
+        return Formats(rows="jsonl", arrow="parquet" if "parquet" in supported else None)
     if "csv" in supported:
         # dicts stay `insert_values`: dlt's csv COPY loads an empty string as NULL
-        return Formats(rows=None, arrow="csv")
+        rows: TFileFormat | None = "insert_values" if "insert_values" in supported else None
+        return Formats(rows=rows, arrow="csv")
     return Formats(rows=None, arrow=None)
 
 

@@ -57,3 +57,41 @@ def test_a_sync_after_migrating_to_postgres_and_back_says_nothing(
     sb.advance(days=3)
     again = run_devportal(*sync_argv(sb, back), "--quiet", env=env)
     assert again.code == 0 and again.err == "", again.err
+
+
+# `devportal migrate` as it was before it left the file formats out
+OLD_MIGRATE = """
+import sys
+import devportal.migrate.bookkeeping as bookkeeping
+bookkeeping.without_source_choices = lambda stored: False
+from devportal.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_database_migrated_before_is_healed_by_its_next_sync(
+    sandbox_factory: Any, postgres: str, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    sb = sandbox_factory(subscriptions=80, users=20, seed=36)
+    env: dict[str, str | None] = {**token_env(sb), CREDENTIALS: postgres}
+    kept = tmp_path / "kept" / "warehouse.duckdb"
+    assert run_devportal(*sync_argv(sb, kept), "--quiet", env=env).code == 0
+    pg_dir = tmp_path / "pg" / "warehouse.duckdb"
+    argv = ["migrate", "--from-warehouse", str(kept), "--destination", "postgres"]
+    old = subprocess.run(
+        [sys.executable, "-c", OLD_MIGRATE, *argv, "--warehouse", str(pg_dir), "--no-models"],
+        cwd=REPO, capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert old.returncode == 0, old.stderr
+    assert _hints(Dataset(uri=postgres))  # DuckDB's jsonl carried over, as before the fix
+
+    for days in (2, 2):  # the first sync heals, the next one finds nothing to heal
+        sb.advance(days=days)
+        synced = run_devportal(*sync_argv(sb, pg_dir, postgres=True), "--quiet", env=env)
+        assert synced.code == 0 and synced.err == "", synced.err
+    assert set(_hints(Dataset(uri=postgres)).values()) <= {"insert_values", "csv"}
