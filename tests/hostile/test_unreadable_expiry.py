@@ -33,6 +33,11 @@ Devportal = Callable[..., CliResult]
 
 EPOCH = 1798761600  # 2027-01-01 00:00:00 UTC
 EPOCH_DATE = datetime(2027, 1, 1)
+PRICES = {
+    "ANALYTICS__PRICE_MONTHLY": "5",
+    "ANALYTICS__PRICE_YEARLY": "50",
+    "ANALYTICS__CURRENCY": "EUR",
+}
 
 
 def without_expiry(i: int, **changes: Any) -> dict[str, Any]:
@@ -69,8 +74,8 @@ def _sync(api: HostileApi, devportal: Devportal, engine: OnEngine) -> CliResult:
     return result
 
 
-def _report(devportal: Devportal, engine: OnEngine, fmt: str) -> str:
-    result = devportal("report", *engine.argv(), "--format", fmt, env=engine.env)
+def _report(devportal: Devportal, engine: OnEngine, fmt: str, **env: str) -> str:
+    result = devportal("report", *engine.argv(), "--format", fmt, env={**engine.env, **env})
     assert result.code == 0, result.err
     return result.out
 
@@ -162,6 +167,26 @@ def test_every_expiry_shape_is_read_or_counted(
     assert after["expiry_unreadable"] == unreadable - 1
     assert after["churned_30d"] == 0  # nor churns: a removal is no churn
     assert (after["usable_active"], after["usable_canceled"]) == (usable - 1, 1)
+
+    # with prices: a lifetime plan is a subscriber that adds 0 to MRR, every check passes
+    with _environ({**engine.env, **PRICES}):
+        models.build(engine.target, check=True)
+    lifetime_mrr = engine.query(
+        "SELECT subscription_id, mrr_amount FROM analytics.mrr_spells "
+        "WHERE period = 'lifetime' ORDER BY subscription_id"
+    )
+    # 2 while it was listed, 3 and 10 still
+    assert [(int(i), float(amount)) for i, amount in lifetime_mrr] == [
+        (2, 0.0),
+        (3, 0.0),
+        (10, 0.0),
+    ]
+    ((subscribers, mrr),) = engine.query(
+        "SELECT subscribers, mrr FROM analytics.mrr_daily ORDER BY day DESC LIMIT 1"
+    )
+    assert int(subscribers) == usable
+    priced = json.loads(_report(devportal, engine, "json", **PRICES))
+    assert priced["mrr"] is not None and float(priced["mrr"]) == float(mrr)
 
 
 def test_no_line_when_every_expiry_is_a_date(
