@@ -142,7 +142,7 @@ def test_a_warning_goes_to_stderr_also_when_quiet(api: HostileApi, tmp_path: Pat
         assert done.code == 0, done.err
         assert len(done.out.splitlines()) == lines_out
         [warning] = done.err.splitlines()
-        assert "WARNING" in warning and "no subscription is closed" in warning
+        assert warning.startswith("devportal: warning: ") and "no subscription is closed" in warning
     assert query(warehouse, "select count(distinct id) from devportal.subscriptions") == [(7,)]
 
 
