@@ -20,9 +20,12 @@ build once the models were built again or a later sync loaded.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from devportal import engines, runlog
@@ -30,7 +33,7 @@ from devportal.moved import Moved, moved
 from devportal.packages import set_aside_packages, set_aside_reason
 from devportal.runlog import Failure
 from devportal.target import Target
-from devportal.warehouse import ANALYTICS_SCHEMA, RAW_SCHEMA, locate_warehouse
+from devportal.warehouse import ANALYTICS_SCHEMA, RAW_SCHEMA, locate_warehouse, pipelines_dir
 
 # the states, worst first where several hold (`Status.state`)
 STATES = ("moved", "no sync", "failed", "stale", "fresh")
@@ -50,6 +53,42 @@ class LastSync:
 
 
 @dataclass
+class Disk:
+    """Bytes on disk: the warehouse file (with a write-ahead log), dlt's folder beside it (also
+    on PostgreSQL: packages, state, the run records), and the room free on its device."""
+
+    warehouse: int | None  # None on PostgreSQL: the server's own
+    folder: int
+    free: int | None
+
+    @classmethod
+    def of(cls, target: Target) -> Disk:
+        path = Path(target.warehouse).resolve()
+        files = [p for p in (path, path.with_name(path.name + ".wal")) if p.is_file()]
+        warehouse = sum(p.stat().st_size for p in files) if target.is_file else None
+        folder = pipelines_dir(path)
+        size = 0
+        for entry in folder.rglob("*") if folder.is_dir() else ():
+            with contextlib.suppress(OSError):  # a run may remove files as they are counted
+                if entry.is_file():
+                    size += entry.stat().st_size
+        where = next((p for p in (folder, path.parent) if p.exists()), None)
+        free = shutil.disk_usage(where).free if where is not None else None
+        return cls(warehouse, size, free)
+
+    def text(self) -> str:
+        parts = [] if self.warehouse is None else [f"warehouse {_mb(self.warehouse)}"]
+        parts.append(f"dlt's folder beside it {_mb(self.folder)}")
+        if self.free is not None:
+            parts.append(f"{_mb(self.free)} free (a writer's copy needs the warehouse's size)")
+        return ", ".join(parts)
+
+
+def _mb(size: int) -> str:
+    return f"{size / 10**6:,.1f} MB"
+
+
+@dataclass
 class Status:
     target: Target
     checked_at: datetime  # this machine's clock, UTC
@@ -62,6 +101,7 @@ class Status:
     models_as_of: datetime | None = None  # analytics.as_of: the sync the models rest on
     found: bool = True  # False: no DuckDB warehouse file there (yet)
     moved: Moved | None = None  # the DuckDB file was moved elsewhere by `devportal migrate`
+    disk: Disk | None = None  # what the warehouse and dlt's folder beside it take, free room
 
     @property
     def age(self) -> timedelta | None:
@@ -170,6 +210,7 @@ def collect(target: Target, max_age_hours: float) -> Status:
     status.failure = runlog.last_failure(target)
     status.models_built_at = runlog.models_built_at(target)
     status.set_aside = [(p.name, set_aside_reason(p)) for p in set_aside_packages(target.warehouse)]
+    status.disk = Disk.of(target)
     if target.is_file and locate_warehouse(target.warehouse) is None:
         status.found = False
         return status
@@ -270,6 +311,13 @@ def as_json(status: Status) -> dict[str, Any]:
             "current": status.failed,
         },
         "set_aside": [{"load_id": load_id, "reason": why} for load_id, why in status.set_aside],
+        "disk": None
+        if status.disk is None
+        else {
+            "warehouse_bytes": status.disk.warehouse,
+            "dlt_folder_bytes": status.disk.folder,
+            "free_bytes": status.disk.free,
+        },
         "moved": None
         if status.moved is None
         else {
@@ -330,6 +378,8 @@ def as_lines(status: Status) -> list[tuple[str, str]]:
     else:
         lines.append(("set aside", "none"))
     lines.append(("models", _models_text(status, when)))
+    if status.disk is not None:
+        lines.append(("disk", status.disk.text()))
     return lines
 
 

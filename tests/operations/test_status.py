@@ -180,3 +180,25 @@ def test_a_load_set_aside_on_postgres_is_a_failure_and_listed(
     assert aside["load_id"] in said["last_failure"]["cause"]
     table = devportal("status", *engine.argv(), env=engine.env)
     assert f"1 package(s): {aside['load_id']} (see `devportal packages`)" in table.out
+
+
+def test_status_shows_what_the_warehouse_and_its_folder_take_on_disk(
+    sandbox_factory: Any, devportal: Cli, tmp_path: Path
+) -> None:
+    """The warehouse's size, dlt's folder beside it and the room free (a writer needs room for
+    a copy of the warehouse: issue 35), in the table and in JSON."""
+    from tests.helpers import sync_from
+
+    sb = sandbox_factory(subscriptions=120, users=12, seed=35)
+    warehouse = tmp_path / "wh" / "warehouse.duckdb"
+    sync_from(sb, warehouse)
+    result = devportal("status", "--warehouse", str(warehouse), "--format", "json")
+    disk = json.loads(result.out)["disk"]
+    assert disk["warehouse_bytes"] == warehouse.stat().st_size
+    folder = warehouse.parent / ".warehouse.dlt"
+    on_disk = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    assert disk["dlt_folder_bytes"] == on_disk > 0
+    assert disk["free_bytes"] > 0
+    table = devportal("status", "--warehouse", str(warehouse)).out
+    [line] = [row for row in table.splitlines() if row.startswith("disk")]
+    assert f"warehouse {warehouse.stat().st_size / 10**6:,.1f} MB" in line and " free " in line
