@@ -86,8 +86,12 @@ def clear(warehouse: str | Path) -> None:
 
 def moved(warehouse: str | Path) -> Moved | None:
     """Where the DuckDB file WAREHOUSE was moved, None when it was not (or is no longer the
-    file marked: a stale mark is dropped)."""
-    path = mark_path(warehouse)
+    file marked: a stale mark is dropped). A path that cannot be a warehouse at all (a symlink
+    loop, a name too long) is not moved: opening it says what is wrong with it."""
+    try:
+        path = mark_path(warehouse)
+    except (OSError, RuntimeError, ValueError):
+        return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -30,11 +30,13 @@ def global_folder() -> Path:
 
 
 def warnings_of(err: str) -> list[str]:
-    """The unknown-key warnings of a run's stderr, without the log prefix."""
+    """The unknown-key warnings of a run's stderr (`devportal: warning: ...`, devportal's one
+    form for every message), without that prefix."""
+    prefix = "devportal: warning: unknown "
     return [
-        line.split("devportal.config: ", 1)[1]
+        line.removeprefix("devportal: warning: ")
         for line in err.splitlines()
-        if "devportal.config: " in line
+        if line.startswith(prefix)
     ]
 
 
