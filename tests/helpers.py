@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -280,6 +281,14 @@ def _command(argv: tuple[str, ...], kill_in: tuple[str, int, Path] | None) -> li
     return [sys.executable, "-c", KILL_IN, phase, str(nth), str(marker), *argv]
 
 
+def default_signals() -> None:
+    """In a child before it runs: SIGHUP and SIGINT as a program started from a terminal gets
+    them, whatever this test run was started under (`nohup`, a background job of a script: both
+    ignore one of them, and an ignored signal stays ignored in every child)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_devportal(
     *argv: str,
     env: dict[str, str | None] | None = None,
@@ -297,6 +306,7 @@ def start_devportal(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,
     )
 
 

@@ -29,6 +29,7 @@ from tests.helpers import (
     REPO,
     CliResult,
     OnEngine,
+    default_signals,
     finished,
     run_devportal,
     start_devportal,
@@ -213,6 +214,7 @@ def start_held(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signals,
     )
 
 

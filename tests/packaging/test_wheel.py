@@ -56,7 +56,7 @@ def test_wheel_in_a_fresh_venv_runs_demo_models_and_manifest(tmp_path: Path) -> 
         devportal, "demo", "--subscriptions", "400", "--users", "40", "--syncs", "2",
         "--warehouse", "w/demo.duckdb", cwd=elsewhere, env=env,
     )  # fmt: skip
-    assert "models ok: 37 built" in demo and "manifest Stream Widgets 1.4.0 recorded" in demo
+    assert "models ok: 38 built" in demo and "manifest Stream Widgets 1.4.0 recorded" in demo
     models = run(
         devportal, "models", "--warehouse", "w/demo.duckdb", "--check", cwd=elsewhere, env=env
     )
