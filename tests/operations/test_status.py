@@ -102,6 +102,7 @@ def test_the_table_says_the_same(engine: OnEngine, sandbox_factory: Any, devport
         "last failure",
         "set aside",
         "models",
+        "disk",
     ], result.out
     assert result.out.startswith("status        fresh")
     assert "as of 2026-11-01 00:00:00 (server clock), sweep" in result.out
