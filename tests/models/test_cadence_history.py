@@ -140,6 +140,7 @@ def _daily_series(warehouse: Path) -> dict[date, tuple[Any, ...]]:
         con.close()
 
 
+@pytest.mark.soak  # 28 s: the long cross-check; the week-apart story stays in make test
 def test_a_random_world_gives_the_same_daily_series_at_any_cadence(tmp_path: Path) -> None:
     """One seeded sandbox world (random new subscriptions, monthly and yearly, cancellations,
     saves, renewals, expiries) over 24 days, synced every day and, from a second copy of the
