@@ -63,6 +63,21 @@ class Request:
     base_url: str
 
 
+def serving(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """HANDLER served on 127.0.0.1 (a free port) from a daemon thread, started."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def stop(server: ThreadingHTTPServer | None) -> None:
+    """Stop a server of `serving` (nothing when none was started)."""
+    if server is not None:
+        server.shutdown()
+        server.server_close()
+
+
 class HostileApi:
     """Start with `with HostileApi() as api:`; `api.base_url`, `api.token`."""
 
@@ -95,16 +110,11 @@ class HostileApi:
     # -- lifecycle --------------------------------------------------------------------------
 
     def __enter__(self) -> HostileApi:
-        handler = type("Handler", (_Handler,), {"api": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serving(type("Handler", (_Handler,), {"api": self}))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        stop(self._server)
 
     def stop_listening(self) -> None:
         """Close the listening socket (connections already open keep being served): a new
@@ -341,15 +351,11 @@ class AnsweringProxy:
 
             do_GET = do_CONNECT = answer
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self._server = serving(Handler)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+        stop(self._server)
 
     @property
     def where(self) -> str:
