@@ -129,7 +129,9 @@ def test_the_fresh_process_builds_with_the_syncs_settings_without_loading_dlt(
     # the handed-over seeds read back exactly (dates and decimals included)
     from devportal.prices import Price, PriceBook
 
-    book = PriceBook("EUR", Decimal("0.7"), (Price("monthly", Decimal("4.99"), date(2026, 1, 1), None),), "t")
+    book = PriceBook(
+        "EUR", Decimal("0.7"), (Price("monthly", Decimal("4.99"), date(2026, 1, 1), None),), "t"
+    )
     seeds = price_seeds(book)
     assert decode_seeds(encode_seeds(seeds)) == seeds
     # the process given them imports no dlt module
