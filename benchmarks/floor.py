@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, HttpSettings
+from devportal.http import SUBSCRIPTIONS_PATH, ApiClient, HttpSettings
 
 TOKEN_ENV = "SOURCES__DEVPORTAL__ACCESS_TOKEN"
 

@@ -43,7 +43,7 @@ from benchmarks.report import render_markdown
 from benchmarks.sandbox import START, SandboxProcess
 from benchmarks.scenarios import NIGHTLY_AT, SCENARIOS, Scenario
 from benchmarks.targets import evaluate
-from devportal.runrecord import CONCURRENCY_FIELDS
+from devportal.extract.sync_record import CONCURRENCY_FIELDS
 
 HERE = Path(__file__).resolve().parent
 RESULTS, WORK = HERE / "results", HERE / "work"  # work/: git-ignored scratch space

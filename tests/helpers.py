@@ -51,15 +51,19 @@ TWO_CURRENT = (
 
 
 def sync_from(sb: Any, warehouse: Path, destination: Any = None, **kwargs: Any) -> Any:
-    """`devportal.sync.sync` from sandbox SB into WAREHOUSE (on DESTINATION, as `--destination`
+    """`devportal.load.sync.sync` from sandbox SB into WAREHOUSE (on DESTINATION, as `--destination`
     takes it), its token and URL; the models are not built unless `build_models=True`. Other
     keywords go to `sync` (settings)."""
-    from devportal.sync import sync
-    from devportal.target import Target
+    from devportal import models
+    from devportal.load.sync import sync
+    from devportal.warehouse.target import Target
 
-    kwargs.setdefault("build_models", False)
+    build_models = kwargs.pop("build_models", False)
     target = Target.of(warehouse, destination)
-    return sync(target, base_url=sb.base_url, access_token=sb.token, **kwargs)
+    result = sync(target, base_url=sb.base_url, access_token=sb.token, **kwargs)
+    if build_models:  # as `devportal sync` does after its load
+        result.extra["models"] = models.build_after_load(target)
+    return result
 
 
 class StorySyncs:
@@ -353,7 +357,7 @@ class OnEngine:
     @property
     def target(self) -> Any:
         """The `Target` of `sync`, `models.build`, `report`, `engines.connect`."""
-        from devportal.target import Target
+        from devportal.warehouse.target import Target
 
         return Target.of(self.warehouse, self.destination)
 
@@ -369,7 +373,7 @@ class OnEngine:
 
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]]:
         """SQL's rows (parameters written `?`), read with devportal's own connection."""
-        from devportal import engines
+        from devportal.warehouse import engines
 
         with (
             _environ(self.env),
@@ -379,7 +383,7 @@ class OnEngine:
 
     def dump(self) -> dict[str, list[str]]:
         """Every row of every table of the `devportal` dataset, for before/after comparisons."""
-        from devportal import engines
+        from devportal.warehouse import engines
 
         with (
             _environ(self.env),
@@ -392,7 +396,7 @@ class OnEngine:
 
     def execute(self, *statements: str) -> None:
         """STATEMENTS run in one transaction (the warehouse file made if there is none)."""
-        from devportal import engines
+        from devportal.warehouse import engines
 
         self.warehouse.parent.mkdir(parents=True, exist_ok=True)
         if self.destination is None and not self.warehouse.exists():

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from devportal.demo import LocalPostgres, local_postgres
+from devportal.starter.demo import LocalPostgres, local_postgres
 
 
 @dataclass
@@ -37,6 +37,6 @@ class Cluster:
 
 @contextmanager
 def cluster() -> Iterator[Cluster]:
-    """`devportal.demo.local_postgres`, with a fresh database per test."""
+    """`devportal.starter.demo.local_postgres`, with a fresh database per test."""
     with local_postgres() as local:
         yield Cluster(local)

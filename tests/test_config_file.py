@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from devportal.alerts.settings import AlertsConfig
-from devportal.config import HISTORY_IGNORE_DEFAULT, AnalyticsConfig, DevportalConfig
+from devportal.settings.alerts import AlertsConfig
+from devportal.settings.config import HISTORY_IGNORE_DEFAULT, AnalyticsConfig, DevportalConfig
 
 CONFIG_FILE = Path(__file__).resolve().parents[1] / ".dlt" / "config.toml"
 NO_DEFAULT = "(no default)"
@@ -142,14 +142,16 @@ def test_the_sections_checked_are_what_dlt_resolves() -> None:
     [sources.devportal] is among those listed."""
     from dlt.extract.reference import SourceReference
 
-    import devportal.source
-    from devportal.config import LoadConfig
+    import devportal.extract.source
+    from devportal.settings.config import LoadConfig
 
     registered = {
         name: ref.SPEC
         for name, ref in SourceReference.SOURCES.items()
         if name.startswith("devportal.")
     }
-    source = f"{devportal.source.__name__}.{devportal.source.devportal_source.__name__}"
+    source = (
+        f"{devportal.extract.source.__name__}.{devportal.extract.source.devportal_source.__name__}"
+    )
     assert registered == {source: SECTIONS["sources.devportal"]}
     assert set(LoadConfig.get_resolvable_fields()) <= set(defaults(DevportalConfig))

@@ -14,7 +14,7 @@ TOKEN = "errors-test-t0ken-" + "k" * 20
 
 
 def test_scrub_takes_out_the_token_any_bearer_credential_and_terminal_controls() -> None:
-    from devportal.errors import register_secret, scrub, server_text
+    from devportal.base.errors import register_secret, scrub, server_text
 
     token = "scrub-test-token-" + "z" * 16
     register_secret(token)
@@ -40,7 +40,7 @@ def test_a_failing_model_keeps_the_duckdb_error_as_its_cause(tmp_path: Path) -> 
     import duckdb
 
     from devportal import models
-    from devportal.errors import DevportalError
+    from devportal.base.errors import DevportalError
 
     sql = tmp_path / "sql"
     (sql / "staging").mkdir(parents=True)
@@ -78,8 +78,8 @@ def test_debug_traceback_shows_the_cause_and_never_the_token(
 
 def test_the_debug_traceback_is_scrubbed(capsys: Any) -> None:
     """A kept cause may quote what a server echoed: the traceback passes the scrub too."""
+    from devportal.base.errors import DevportalError, register_secret
     from devportal.cli import _print_traceback
-    from devportal.errors import DevportalError, register_secret
 
     register_secret(TOKEN)
     try:

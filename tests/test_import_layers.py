@@ -11,8 +11,10 @@ edge from a submodule to its package's `__init__` (Python runs it first) is not 
 import statement names it.
 
 A cycle found here is reported as the `graphlib.CycleError` cycle (`a -> b -> ... -> a`).
-Cycles outside devportal.manifest that belong to other work in progress are listed in
-KNOWN_EDGES and left out of the graph, edge by edge, so any new cycle still fails the test.
+
+The layers: `docs/architecture.md`'s module map is the package's folder tree, every folder and
+module in import order. The tests below read it and hold the code to it, with no exceptions:
+the tree names every module there is and none that is not, and every import runs down it.
 """
 
 from __future__ import annotations
@@ -27,9 +29,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "pipelines"
 PACKAGE = "devportal"
-
-# (importer, imported): edges of cycles outside devportal.manifest, left out until fixed.
-KNOWN_EDGES: frozenset[tuple[str, str]] = frozenset()
 
 
 def module_names() -> dict[str, Path]:
@@ -73,7 +72,7 @@ def import_graph() -> dict[str, set[str]]:
             # `import devportal.a.b` names a module; `from devportal.a import f` its parent.
             while name and name not in modules:
                 name = name.rpartition(".")[0]
-            if name and name != module and (module, name) not in KNOWN_EDGES:
+            if name and name != module:
                 edges.add(name)
         graph[module] = edges
     return graph
@@ -82,19 +81,7 @@ def import_graph() -> dict[str, set[str]]:
 def test_the_graph_sees_the_package() -> None:
     graph = import_graph()
     assert "devportal.manifest.validate" in graph
-    assert "devportal.manifest.report" in graph["devportal.manifest.validate"]
-
-
-def test_known_edges_still_exist() -> None:
-    """An allow-listed edge that is gone must leave the list, so it cannot hide a new cycle."""
-    modules = module_names()
-    for importer, imported in KNOWN_EDGES:
-        names = set()
-        for name in _imported(importer, modules[importer], modules):
-            while name and name not in modules:
-                name = name.rpartition(".")[0]
-            names.add(name)
-        assert imported in names, f"{importer} no longer imports {imported}: drop it"
+    assert "devportal.manifest.findings" in graph["devportal.manifest.validate"]
 
 
 def test_no_import_cycles() -> None:
@@ -109,9 +96,9 @@ def test_validation_layer_imports_no_recording_module() -> None:
     """The manifest's validation modules import neither the warehouse nor the recording side."""
     validation = {
         f"devportal.manifest.{name}"
-        for name in ("reader", "schema", "rules", "report", "facts", "bundle", "images")
+        for name in ("reader", "schema", "rules", "findings", "facts", "bundle", "images")
     } | {"devportal.manifest.validate"}
-    allowed = validation | {"devportal.errors", "devportal.values"}  # the base layer
+    allowed = validation | {"devportal.base.errors", "devportal.base.coercion"}  # the base layer
     graph = import_graph()
     for module in sorted(validation):
         assert graph[module] <= allowed, f"{module} imports {sorted(graph[module] - allowed)}"
@@ -126,34 +113,6 @@ def test_validation_layer_imports_no_recording_module() -> None:
                 assert name.split(".")[0] not in ("dlt", "duckdb"), f"{module} imports {name}"
 
 
-def test_the_layers_import_downwards() -> None:
-    """errors < warehouse < pipeline < features < cli: the warehouse file knows no dlt pipeline,
-    the pipeline (with duckdb_destination.py) and its load packages (packages.py) no feature, and only the CLI (and
-    `python -m devportal`) imports the CLI."""
-    graph = import_graph()
-    assert graph["devportal.errors"] == set()
-    assert graph["devportal.filelock"] <= {"devportal.errors"}
-    warehouse = {
-        m for m in graph if m == "devportal.warehouse" or m.startswith("devportal.warehouse.")
-    }
-    for module in sorted(warehouse):  # the package and each of its modules
-        assert graph[module] <= {"devportal.errors", "devportal.filelock"} | warehouse, module
-    # the HTTP settings are defined once, in the client's settings module (dlt-free)
-    assert graph["devportal.client.settings"] <= {"devportal.errors", "devportal.api"}
-    assert graph["devportal.config_sources"] == set()  # where dlt reads settings: asks dlt only
-    config = {"devportal.errors", "devportal.client.settings", "devportal.config_sources"}
-    assert graph["devportal.config"] <= config | {"devportal.alerts.settings", "devportal.api"}
-    assert graph["devportal.target"] <= {"devportal.errors"}  # one decision of where, base layer
-    allowed = {"devportal.errors", "devportal.duckdb_destination"} | warehouse
-    allowed |= {"devportal.config", "devportal.target"}
-    packages = allowed | {"devportal.pipeline"}
-    assert graph["devportal.packages"] <= packages, sorted(graph["devportal.packages"] - packages)
-    assert graph["devportal.pipeline"] <= allowed, sorted(graph["devportal.pipeline"] - allowed)
-    cli = {m for m in graph if m == "devportal.cli" or m.startswith("devportal.cli.")}
-    for module in sorted(set(graph) - cli - {"devportal.__main__"}):
-        assert not graph[module] & cli, f"{module} imports {sorted(graph[module] & cli)}"
-
-
 def test_the_cli_parser_imports_no_heavy_library() -> None:
     """Building every command's parser (what `devportal --help` does) loads neither dlt, DuckDB,
     pandas, pyarrow nor the sandbox server: the handlers import them."""
@@ -162,7 +121,7 @@ def test_the_cli_parser_imports_no_heavy_library() -> None:
         "from devportal.cli import build_parser\n"
         "build_parser()\n"
         "heavy = ('dlt', 'duckdb', 'pandas', 'pyarrow', 'numpy', 'sqlglot', 'matplotlib',\n"
-        "         'jsonschema', 'requests', 'devportal.sandbox', 'devportal.sync')\n"
+        "         'jsonschema', 'requests', 'devportal.sandbox', 'devportal.load.sync')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     out = subprocess.run(
@@ -171,55 +130,105 @@ def test_the_cli_parser_imports_no_heavy_library() -> None:
     assert out.stdout.strip() == "[]", out.stdout
 
 
-# -- packages: each reads as its module map says ---------------------------------------------
+# -- the layers: docs/architecture.md's module map is the tree ---------------------------------
 
-# Packages whose `__init__` docstring lists its modules in import order ("One job per module,
-# imports running one way"): a line `    <module>  <what it owns>` per module.
-MAPPED_PACKAGES = (
-    "client",
-    "models",
-    "transform",
-    "reading",
-    "extras",
-    "warehouse",
-    "report",
-    "charts",
-)
-MAP_LINE = re.compile(r"^    ([a-z_]+)\s{2,}\S")
+DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+TREE_LINE = re.compile(r"^((?:  )*)([a-z_]+)(/|\.py)(?:\s{2,}\S.*)?$")
+MAP_LINE = re.compile(r"^    ([a-z_]+)\s{2,}\S")  # a package docstring's map: `    module  owns`
 MAX_LINES = 600  # issue 19: no module over 600 lines (the sandbox aside)
 
 
+def documented_tree() -> dict[str, list[str]]:
+    """The module map of docs/architecture.md (the fenced block under "## Module map"): each
+    package (dotted) -> its children (dotted), in the order the map lists them."""
+    text = DOC.read_text("utf-8")
+    block = text.split("## Module map", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    children: dict[str, list[str]] = {PACKAGE: []}
+    parents = [PACKAGE]
+    for line in block.splitlines():
+        found = TREE_LINE.match(line)
+        assert found, f"docs/architecture.md: not a module map line: {line!r}"
+        depth = len(found.group(1)) // 2
+        assert depth < len(parents), f"docs/architecture.md: indented too far: {line!r}"
+        del parents[depth + 1 :]
+        name = f"{parents[depth]}.{found.group(2)}"
+        children[parents[depth]].append(name)
+        if found.group(3) == "/":
+            children[name] = []
+            parents.append(name)
+    return children
+
+
+def _position(tree: dict[str, list[str]], module: str) -> list[int]:
+    """Where MODULE sits in the tree: its index among its package's children, at each depth."""
+    parts = module.split(".")
+    return [tree[".".join(parts[:i])].index(".".join(parts[: i + 1])) for i in range(1, len(parts))]
+
+
+def test_the_module_map_is_the_folder_tree() -> None:
+    """docs/architecture.md's map names every module and package there is, and nothing else."""
+    tree = documented_tree()
+    listed = {child for kids in tree.values() for child in kids}
+    present = set(module_names()) - {PACKAGE}
+    assert sorted(listed - present) == [], "the map names modules that are not there"
+    assert sorted(present - listed) == [], "modules missing from docs/architecture.md's map"
+    top = [c for c in tree[PACKAGE] if c in tree]  # the layers: folders only
+    assert len(tree[PACKAGE]) <= 15, f"{len(tree[PACKAGE])} entries at the top: {top}"
+
+
+def test_every_import_runs_down_the_tree() -> None:
+    """A module imports only what the map lists before it: where the importer and the imported
+    part ways in the tree, the imported one's branch comes first. A package's `__init__` may
+    import its own modules (what it re-exports); no module imports a package it sits in (the
+    root aside, which holds only `__version__`)."""
+    tree, graph = documented_tree(), import_graph()
+    upward = []
+    for module, imported in graph.items():
+        if module == PACKAGE:
+            continue
+        for other in imported:
+            if other == PACKAGE or other.startswith(module + "."):
+                continue  # the root, or a package's own module
+            if module.startswith(other + "."):
+                upward.append(f"{module} imports its own package {other}")
+                continue
+            mine, theirs = _position(tree, module), _position(tree, other)
+            depth = next(i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b)
+            if theirs[depth] > mine[depth]:
+                upward.append(f"{module} imports {other}, listed after it")
+    assert not upward, "\n".join(sorted(upward))
+
+
 def module_map(package: str) -> list[str]:
-    """The modules a package's docstring lists, in its order."""
-    init = ROOT / PACKAGE / package / "__init__.py"
+    """The modules a package's docstring lists, in its order (none when it lists none)."""
+    init = ROOT / PACKAGE.replace(".", "/") / package.replace(".", "/") / "__init__.py"
     doc = ast.get_docstring(ast.parse(init.read_text("utf-8"))) or ""
     return [m.group(1) for line in doc.splitlines() if (m := MAP_LINE.match(line))]
 
 
-def test_each_package_imports_down_its_module_map() -> None:
-    """Every module of a split package is on its docstring's map, the map names no module that
-    is not there, and a module imports only the modules listed above it: the map a newcomer
-    reads is the code's real shape."""
-    graph = import_graph()
-    for package in MAPPED_PACKAGES:
-        prefix = f"{PACKAGE}.{package}."
-        listed = module_map(package)
-        present = sorted(m.removeprefix(prefix) for m in graph if m.startswith(prefix))
-        assert sorted(listed) == present, f"{package}: map {listed} vs modules {present}"
-        for i, name in enumerate(listed):
-            inside = {m.removeprefix(prefix) for m in graph[prefix + name] if m.startswith(prefix)}
-            above = set(listed[:i])
-            assert inside <= above, f"{package}.{name} imports {sorted(inside - above)} from below"
-            assert f"{PACKAGE}.{package}" not in graph[prefix + name], f"{package}.{name}"
+def test_each_package_docstring_lists_its_modules_as_the_map_does() -> None:
+    """A package whose `__init__` docstring lists its modules (`    name  what it owns`) lists
+    all of them, in the map's order: the docstring a reader of the code sees is the map."""
+    tree = documented_tree()
+    mapped = 0
+    for package, children in tree.items():
+        if package == PACKAGE:
+            continue
+        listed = module_map(package.removeprefix(PACKAGE + "."))
+        if listed:
+            mapped += 1
+            assert listed == [c.rsplit(".", 1)[1] for c in children], package
+    assert mapped >= 10  # the maps are read: a change to MAP_LINE cannot silence this test
 
 
 def test_the_client_is_free_of_dlt_and_the_warehouse() -> None:
-    """The HTTP client (and the settings it defines for everyone) imports neither dlt nor DuckDB
-    nor anything of devportal above the base layer: the early start and the benchmark's floor
-    build it before dlt is imported."""
+    """The HTTP client (`http/`) and its settings (`settings/http.py`) import neither dlt nor
+    DuckDB nor anything of devportal but the base layer: the early start and the benchmark's
+    floor build it before dlt is imported."""
     graph = import_graph()
-    client = [m for m in graph if m == f"{PACKAGE}.client" or m.startswith(f"{PACKAGE}.client.")]
-    base = {f"{PACKAGE}.errors", f"{PACKAGE}.values", f"{PACKAGE}.concurrency", f"{PACKAGE}.api"}
+    client = [m for m in graph if m == f"{PACKAGE}.http" or m.startswith(f"{PACKAGE}.http.")]
+    client.append(f"{PACKAGE}.settings.http")
+    base = {m for m in graph if m.startswith(f"{PACKAGE}.base.")}
     for module in client:
         outside = {m for m in graph[module] if m not in client}
         assert outside <= base, f"{module} imports {sorted(outside - base)}"

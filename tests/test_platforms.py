@@ -3,7 +3,7 @@
 The package is imported in a subprocess whose import system refuses `fcntl` (a meta-path
 blocker installed before anything of devportal loads), module by module, walking the package as
 tests/test_import_layers.py does. The Windows writer lock (one byte far into the lock file,
-`devportal.filelock`, `msvcrt.locking` there) is driven on Linux through its seam
+`devportal.warehouse.filelock`, `msvcrt.locking` there) is driven on Linux through its seam
 (`filelock.WRITER_LOCK = "range"`, POSIX record locks standing in for msvcrt) by the real CLI in
 subprocesses: a second writer is refused in one line naming the holder, and the lock is gone
 once the holder is killed. What these cannot show is `msvcrt.locking` itself: that needs
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from devportal import filelock
+from devportal.warehouse import filelock
 from tests.helpers import holding
 from tests.test_import_layers import module_names
 
@@ -51,7 +51,7 @@ for name in json.loads(sys.argv[1]):
         importlib.import_module(name)
     except BaseException as err:  # anything at all: the test names the module and the error
         failed[name] = f"{type(err).__name__}: {err}"
-import devportal.filelock as filelock
+import devportal.warehouse.filelock as filelock
 print(json.dumps({"failed": failed, "fcntl_loaded": "fcntl" in sys.modules,
                   "has_fcntl": filelock.HAS_FCNTL, "writer_lock": filelock.WRITER_LOCK}))
 """
@@ -60,7 +60,7 @@ print(json.dumps({"failed": failed, "fcntl_loaded": "fcntl" in sys.modules,
 # the real CLI, in a process of its own, with the writer lock taken the Windows way
 CLI_WITH_RANGE_LOCK = """
 import sys
-import devportal.filelock as filelock
+import devportal.warehouse.filelock as filelock
 filelock.WRITER_LOCK = "range"
 from devportal.cli import main
 raise SystemExit(main(sys.argv[1:]))
@@ -68,7 +68,7 @@ raise SystemExit(main(sys.argv[1:]))
 
 HOLD_WITH_RANGE_LOCK = """
 import sys
-import devportal.filelock as filelock
+import devportal.warehouse.filelock as filelock
 filelock.WRITER_LOCK = "range"
 from devportal.warehouse import warehouse_lock
 with warehouse_lock(sys.argv[1]):
@@ -143,7 +143,7 @@ def flock_held(lock_file: Path) -> bool:
 
 def test_every_module_imports_without_fcntl() -> None:
     names = sorted(name for name in module_names() if not name.endswith("__main__"))
-    assert "devportal.warehouse" in names and "devportal.filelock" in names
+    assert "devportal.warehouse" in names and "devportal.warehouse.filelock" in names
     done = run_python(IMPORT_EACH, json.dumps(names))
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout.strip().splitlines()[-1])

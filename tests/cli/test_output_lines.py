@@ -117,7 +117,9 @@ def test_models_alone_prints_its_one_line(sandbox_factory: Any, tmp_path: Path) 
     # a warehouse no sync wrote yet (a manifest recorded first): the skipped models counted,
     # not explained on every run; --verbose says why
     manifest_only = tmp_path / "manifest-only" / "warehouse.duckdb"
-    demo = Path(__file__).resolve().parents[2] / "pipelines/devportal/demo_app/manifest.json"
+    demo = (
+        Path(__file__).resolve().parents[2] / "pipelines/devportal/starter/demo_app/manifest.json"
+    )
     recorded = run(sb, tmp_path, "manifest", "load", str(demo), "--warehouse", str(manifest_only))
     assert recorded.code == 0, recorded.err
     built = run(sb, tmp_path, "models", "--warehouse", str(manifest_only))

@@ -106,8 +106,8 @@ def test_help_into_a_closed_pipe_says_nothing(argv: list[str]) -> None:
 # draws it for any statement, on stdout, even when stdout is a pipe (what it does after 2 s).
 SLOW_STATEMENT = """
 import sys
-from devportal.target import Target
-from devportal.transaction import writing
+from devportal.warehouse.target import Target
+from devportal.load.transaction import writing
 from devportal.warehouse import connect
 
 sql = "select count(*) from range(5000000) t(i) where i % 7 = 3"

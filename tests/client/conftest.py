@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from devportal.client import ApiClient
-from devportal.config import DevportalConfig
+from devportal.http import ApiClient
+from devportal.settings.config import DevportalConfig
 from tests.helpers import FAST_RETRY
 
 

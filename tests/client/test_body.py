@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from devportal.client import ApiClient
-from devportal.config import DevportalConfig
-from devportal.errors import ConfigError
+from devportal.base.errors import ConfigError
+from devportal.http import ApiClient
+from devportal.settings.config import DevportalConfig
 
 
 def test_the_body_cap_is_sized_from_per_page_unless_set() -> None:
-    from devportal.client import MIB
+    from devportal.http import MIB
 
     with ApiClient(DevportalConfig(base_url="http://127.0.0.1:1", access_token="t" * 20)) as c:
         assert c.body_cap() == 16 * MIB  # page 1, an account, an error: per_page unknown

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from devportal.client import parse_json
+from devportal.http import parse_json
 
 # -- NUL (U+0000): valid JSON, but no PostgreSQL text can hold it ---------------------------------
 
@@ -49,7 +49,7 @@ def test_parse_json_leaves_a_body_without_nul_as_it_was() -> None:
 
 
 def test_a_truncated_body_with_a_nul_escape_is_still_not_json() -> None:
-    from devportal.client import RetryableError
+    from devportal.http import RetryableError
 
     with pytest.raises(RetryableError, match=r"truncated JSON \(11 bytes\)"):
         parse_json(rb'{"a": "\u00', 200)

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from devportal.client import SUBSCRIPTIONS_PATH
-from devportal.errors import ApiError
-from devportal.sync import sync
+from devportal.base.errors import ApiError
+from devportal.http import SUBSCRIPTIONS_PATH
+from devportal.load.sync import sync
 from tests.client.conftest import client_for
 from tests.helpers import current_rows, truth_rows
 
@@ -40,7 +40,7 @@ def test_follows_next_page_url_without_last_page_and_accepts_string_per_page(
         pages = list(client.iter_pages(SUBSCRIPTIONS_PATH))
     assert len(pages) == 5 and pages[-1].next_page_url is None
     assert sum(len(p.data) for p in pages) == len(sb.truth())
-    sync(warehouse, base_url=sb.base_url, access_token=sb.token, build_models=False)
+    sync(warehouse, base_url=sb.base_url, access_token=sb.token)
     assert current_rows(warehouse) == truth_rows(sb)
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from devportal.client import SUBSCRIPTIONS_PATH, ApiClient, NotFound
-from devportal.config import DevportalConfig
-from devportal.errors import ApiError
+from devportal.base.errors import ApiError
+from devportal.http import SUBSCRIPTIONS_PATH, ApiClient, NotFound
+from devportal.settings.config import DevportalConfig
 from tests.client.conftest import client_for
 
 
@@ -76,14 +76,14 @@ def test_the_early_client_reads_every_http_setting_as_dlt_does(
 ) -> None:
     """`devportal sync`'s early client (cli.early) is adopted only when every HTTP setting
     agrees with what dlt resolves: an optional float (max_body_mb) must be read as one."""
-    from devportal.cli import early
-    from devportal.client import adopt
-    from devportal.config import resolve
+    from devportal.cli import early_start
+    from devportal.http import adopt
+    from devportal.settings.config import resolve
 
     sb = sandbox_factory(subscriptions=10, users=5, seed=69)
     for name, value in {"ACCESS_TOKEN": sb.token, "MAX_BODY_MB": "2.5", "WORKERS": "3"}.items():
         monkeypatch.setenv(f"SOURCES__DEVPORTAL__{name}", value)
-    started = early.start(sb.base_url, None, None)
+    started = early_start.start(sb.base_url, None, None)
     assert started is not None
     cfg = resolve(base_url=sb.base_url)
     assert (cfg.max_body_mb, cfg.workers) == (2.5, 3)

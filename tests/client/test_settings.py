@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from devportal.client import ApiClient, HttpSettings
-from devportal.config import DevportalConfig
-from devportal.errors import ConfigError
+from devportal.base.errors import ConfigError
+from devportal.http import ApiClient, HttpSettings
+from devportal.settings.config import DevportalConfig
 
 
 def test_plain_http_to_a_remote_host_is_refused() -> None:
@@ -25,7 +25,7 @@ def test_the_http_settings_are_defined_once_and_the_token_stays_secret(
     secret to dlt, and no representation of the settings shows it."""
     from dataclasses import fields
 
-    from devportal.config import resolve
+    from devportal.settings.config import resolve
 
     assert issubclass(DevportalConfig, HttpSettings)
     http = {f.name for f in fields(HttpSettings)}

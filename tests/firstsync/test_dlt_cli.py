@@ -85,8 +85,8 @@ def test_the_postgres_pipeline_is_named_the_same_way_and_keeps_no_password(
     """On PostgreSQL the pipeline is `devportal_postgres`, its folder beside `--warehouse`; the
     password of the credentials (the trusting cluster ignores it) is in none of its files, nor
     in what dlt's CLI shows of it."""
-    from devportal.pipeline import dlt_command
-    from devportal.target import Target
+    from devportal.load.pipeline import dlt_command
+    from devportal.warehouse.target import Target
 
     folder = postgres_cluster.local.folder
     uri = f"postgresql://postgres:{PASSWORD}@localhost/{database}?host={folder}"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from devportal.config_sources import settings_file_error
+from devportal.settings.files import settings_file_error
 from tests.firstsync.conftest import write_settings
 from tests.helpers import CliResult
 

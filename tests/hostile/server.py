@@ -1,5 +1,5 @@
 """A small, deliberately imperfect Developer API for tests: not the sandbox, no code shared
-with it or the pipeline but the API's paths and timestamp format (`devportal.api`).
+with it or the pipeline but the API's paths and timestamp format (`devportal.base.api`).
 
 It answers the way real APIs sometimes do: Laravel's *simple* paginator (no `total`, no
 `last_page`), empty pages with a `next_page_url`, rows without ids, impossible dates, settings
@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from devportal.api import (
+from devportal.base.api import (
     SUBSCRIPTIONS_PATH,
     TIMESTAMP_FORMAT,
     USER_ACCOUNTS_PREFIX,

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from devportal.concurrency import Concurrency, RequestOutcome
+from devportal.http.concurrency import Concurrency, RequestOutcome
 from tests.helpers import FakeClock, query
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
@@ -370,7 +370,7 @@ def test_workers_n_pins_it_at_n(
 def clients_started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The clients `devportal sync` starts early (and adopts: see the early-start test below),
     so a test can see what the client knows; the real `early.start` does the work."""
-    from devportal.cli import early
+    from devportal.cli import early_start as early
 
     started: list[Any] = []
     real_start = early.start
@@ -395,7 +395,7 @@ def test_retry_after_pauses_all_workers_not_just_one(
     no request may reach the server until the test moves it past the pause, which it does only
     once every request in flight has been answered (the client can then only go on through a
     slot). The throttled request's own retry still sleeps its real second."""
-    from devportal.client import session
+    from devportal.http import session
 
     monkeypatch.setattr(session, "Concurrency", partial(Concurrency, clock=clock.monotonic))
     clients = clients_started(monkeypatch)
@@ -480,7 +480,7 @@ def test_the_early_start_reads_each_page_once_and_is_adopted(
 def test_an_early_client_whose_settings_disagree_is_closed_not_used(
     many_pages: HostileApi,
 ) -> None:
-    from devportal.client import ApiClient, HttpSettings, adopt
+    from devportal.http import ApiClient, HttpSettings, adopt
 
     early = ApiClient(HttpSettings(base_url=many_pages.base_url, access_token="t0ken"))
     early.prefetch(SUBSCRIPTIONS)

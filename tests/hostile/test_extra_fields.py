@@ -20,8 +20,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from devportal import extras
-from devportal.target import Target
+from devportal.extract import extra_fields
+from devportal.warehouse.target import Target
 from tests.helpers import CliResult, query, subscription, warehouse_of
 from tests.hostile.conftest import synced
 from tests.hostile.server import SUBSCRIPTIONS, Answer, HostileApi, Request
@@ -233,8 +233,8 @@ def test_every_value_is_found_whatever_its_shape(
         for row in api.subscriptions:
             extra = {k: v for k, v in row.items() if k not in ("id", "service_id", "status")}
             extra.pop("expires_at")
-            for path, value in extras.flatten(extra):
-                column = record[extras.dotted(path)]["column"]
+            for path, value in extra_fields.flatten(extra):
+                column = record[extra_fields.dotted(path)]["column"]
                 got = con.execute(
                     f'SELECT "{column}" FROM devportal.subscriptions WHERE id = ?', [row["id"]]
                 ).fetchone()
@@ -437,7 +437,7 @@ def test_discard_value_loads_the_row_without_the_new_column(
 def test_extra_fields_and_variants_arrive_on_postgres(
     api: HostileApi, devportal: Devportal, sync_args: SyncArgs, postgres: str
 ) -> None:
-    from devportal.engines import connect
+    from devportal.warehouse.engines import connect
 
     api.subscriptions = [rich(1), rich(2)]
     api.settings = [settings_entry(1001, level=3)]

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from devportal import extras
+from devportal.extract import extra_fields
 from tests.helpers import CliResult, OnEngine, subscription
 from tests.hostile.conftest import token_env
 from tests.hostile.server import HostileApi
@@ -122,7 +122,7 @@ def test_maps_keyed_by_ids_are_one_json_value_on_every_table(
     assert "18004" not in line and "sku_" not in line, line
     last = "SELECT fields FROM devportal.sync_runs ORDER BY observed_at DESC LIMIT 1"
     fields = _json(engine.query(last)[0][0])
-    assert fields["subscriptions"]["orders"]["whole"] == extras.keyed.KEYED
+    assert fields["subscriptions"]["orders"]["whole"] == extra_fields.keyed.KEYED
     assert not [p for p in fields["subscriptions"] if p.startswith("orders.")]
 
     # the same maps, keys in another order: no new version; one amount changed: one version
@@ -167,8 +167,8 @@ def test_a_warehouse_that_flattened_a_map_keeps_loading_and_reading(
     a subscription whose orders did not change gets no new version (its hash is the same)."""
     api.subscriptions = [keyed_subscription(i) for i in range(1, 4)]
     with monkeypatch.context() as old:  # the previous code: no object kept whole
-        old.setattr(extras.fields, "whole_reason", lambda keys, bound=0: None)
-        old.setattr(extras.keyed, "whole_reason", lambda keys, bound=0: None)
+        old.setattr(extra_fields.fields, "whole_reason", lambda keys, bound=0: None)
+        old.setattr(extra_fields.keyed, "whole_reason", lambda keys, bound=0: None)
         _sync(api, devportal, engine)
     assert "orders___18004__amount" in _columns(engine, "subscriptions")
     before = _versions(engine)
@@ -191,40 +191,40 @@ def test_a_warehouse_that_flattened_a_map_keeps_loading_and_reading(
 @pytest.mark.parametrize(
     ("keys", "reason"),
     [
-        (["18734", "18801"], extras.keyed.KEYED),
-        (["total", "18734"], extras.keyed.KEYED),  # PHP: a map with one named key
-        (["550e8400-e29b-41d4-a716-446655440000"], extras.keyed.KEYED),
-        (["{550E8400E29B41D4A716446655440000}"], extras.keyed.KEYED),
-        (["5f2b9c1e8d0a4b3c2a1f0e9d"], extras.keyed.KEYED),  # an ObjectId
-        (["01ARZ3NDEKTSV4RRFFQ69G5FAV"], extras.keyed.KEYED),  # a ULID
-        (["sub_18734", "cus_NffrFeUfNV2Hib", "user:42"], extras.keyed.KEYED),
-        (["2024-05-01", "2024-05-02"], extras.keyed.KEYED),
-        (["ann@example.com"], extras.keyed.KEYED),
+        (["18734", "18801"], extra_fields.keyed.KEYED),
+        (["total", "18734"], extra_fields.keyed.KEYED),  # PHP: a map with one named key
+        (["550e8400-e29b-41d4-a716-446655440000"], extra_fields.keyed.KEYED),
+        (["{550E8400E29B41D4A716446655440000}"], extra_fields.keyed.KEYED),
+        (["5f2b9c1e8d0a4b3c2a1f0e9d"], extra_fields.keyed.KEYED),  # an ObjectId
+        (["01ARZ3NDEKTSV4RRFFQ69G5FAV"], extra_fields.keyed.KEYED),  # a ULID
+        (["sub_18734", "cus_NffrFeUfNV2Hib", "user:42"], extra_fields.keyed.KEYED),
+        (["2024-05-01", "2024-05-02"], extra_fields.keyed.KEYED),
+        (["ann@example.com"], extra_fields.keyed.KEYED),
         (["name", "amount", "currency"], None),
         (["line_1", "line_2", "address2", "utm_source"], None),
         (["sub_18734", "name"], None),  # a prefixed id among names: a record
-        ([f"k{n}" for n in range(extras.KEYS_MAX + 1)], f"{extras.KEYS_MAX + 1} keys"),
+        ([f"k{n}" for n in range(extra_fields.KEYS_MAX + 1)], f"{extra_fields.KEYS_MAX + 1} keys"),
     ],
 )
 def test_which_objects_are_maps(keys: list[str], reason: str | None) -> None:
-    assert extras.whole_reason(keys) == reason
+    assert extra_fields.whole_reason(keys) == reason
 
 
 def test_a_batch_read_before_the_bound_was_passed_is_folded_back() -> None:
     """Two spooled batches of one run: the first saw five plain keys of `features` (spooled
     flattened), the second 200 more (spooled whole). The run's plan keeps `features` whole and
     the first batch's rows get their objects back, hashed as before (no new version)."""
-    from devportal import transform
+    from devportal.extract import transform
 
     first = [subscription(1, features={f"name{c}": k for k, c in enumerate("abcde")})]
     second = [subscription(2, features={f"word{n:03d}x": n for n in range(200)})]
-    stats = extras.FieldStats()
+    stats = extra_fields.FieldStats()
     dq = transform.DataQuality()
     one, _ = transform.subscriptions_table(first, False, dq, stats)
     two, _ = transform.subscriptions_table(second, False, dq, stats)
     assert ("features", "namea") in stats.kinds and stats.whole == {("features",): "200 keys"}
-    columns = transform.subscription_columns(extras.Naming())
-    plan = extras.plan(stats, columns, {})
+    columns = transform.subscription_columns(extra_fields.Naming())
+    plan = extra_fields.plan(stats, columns, {})
     assert [c.name for c in plan.columns] == ["features"] and plan.columns[0].data_type == "json"
     for batch, sent in ((one, first), (two, second)):
         expanded = plan.expand(batch)
@@ -236,7 +236,7 @@ def test_a_batch_read_before_the_bound_was_passed_is_folded_back() -> None:
         [subscription(1, features=dict(reversed(first[0]["features"].items())))],
         False,
         dq,
-        extras.FieldStats(),
+        extra_fields.FieldStats(),
     )
     assert flat.column("_row_version") == one.column("_row_version")
     record = stats.record(columns)

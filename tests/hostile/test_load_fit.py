@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from devportal.packages import set_aside_packages
+from devportal.load.packages import set_aside_packages
 from devportal.warehouse import fit
 from tests.helpers import CliResult, query, subscription
 from tests.hostile.conftest import token_env

@@ -16,8 +16,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from devportal.packages import set_aside_dir
-from devportal.target import Target
+from devportal.load.packages import set_aside_dir
+from devportal.warehouse.target import Target
 from tests.helpers import FAST_RETRY, OnEngine, query, subscription, warehouse_of
 from tests.hostile.conftest import CliResult, synced, token_env
 from tests.hostile.server import SETTINGS, Answer, HostileApi
@@ -175,7 +175,7 @@ def test_big_integers_stay_exact_and_lone_surrogates_are_replaced_and_counted(
         warehouse_of(args),
         "SELECT row_count FROM devportal.data_quality WHERE problem = 'lone_surrogate_replaced'",
     )
-    assert counted == [(2,)]
+    assert counted == [(2)]
 
 
 def test_nan_beside_a_big_integer_is_refused_as_not_json_in_one_line(
@@ -411,14 +411,14 @@ def test_a_load_that_fails_leaves_the_warehouse_as_before_and_sets_the_package_a
         (5, "active"),
         (6, "active"),
     ]
-    assert query(warehouse, "SELECT settings FROM devportal.user_settings") == [(None,)]
+    assert query(warehouse, "SELECT settings FROM devportal.user_settings") == [(None)]
     assert devportal("packages", "discard", load_id, "--warehouse", str(warehouse)).code == 0
     assert not (set_aside_dir(warehouse) / load_id).exists()
 
 
 KILL_AT_LOAD = """
 import os, sys
-import devportal.packages as s
+import devportal.load.packages as s
 from devportal.cli import main
 real = s.Snapshot.take
 def take_then_die(*a, **k):
@@ -514,14 +514,14 @@ def test_a_nul_character_is_replaced_and_the_same_on_duckdb(
     )
     assert values == [("/k\ufffd", '["\ufffd"]'), ("/theme", "a\ufffdb")]
     counted = "SELECT row_count FROM devportal.data_quality WHERE problem = 'nul_replaced'"
-    assert query(warehouse_of(args), counted) == [(3,)]
+    assert query(warehouse_of(args), counted) == [(3)]
 
 
 def test_a_nul_character_no_longer_breaks_a_postgres_sync(
     api: HostileApi, postgres: str, tmp_path: Path
 ) -> None:
-    from devportal.engines import connect
-    from devportal.sync import sync
+    from devportal.load.sync import sync
+    from devportal.warehouse.engines import connect
 
     api.subscriptions = [subscription(1, status="act\u0000ive")]
     api.settings = [{"user": {"service": {"id": 1001}}, "settings": NUL_SETTINGS}]
@@ -529,11 +529,10 @@ def test_a_nul_character_no_longer_breaks_a_postgres_sync(
         Target.of(tmp_path / "pg" / "warehouse.duckdb", "postgres"),
         base_url=api.base_url,
         access_token=api.token,
-        build_models=False,
         max_attempts=2,
     )
     with connect(Target.of("unused.duckdb", "postgres")) as engine:
         settings = engine.execute("SELECT settings FROM devportal.user_settings")
         statuses = engine.execute("SELECT status FROM devportal.subscriptions")
     assert [json.loads(row[0]) for row in settings] == [NUL_STORED]
-    assert statuses == [("act\ufffdive",)]
+    assert statuses == [("act\ufffdive")]

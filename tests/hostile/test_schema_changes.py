@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from devportal.target import Target
 from devportal.warehouse import pipelines_dir
+from devportal.warehouse.target import Target
 from tests.helpers import query, subscription, warehouse_of
 from tests.hostile.conftest import CliResult, token_env
 from tests.hostile.server import HostileApi
@@ -279,8 +279,8 @@ def test_a_warehouse_whose_runs_recorded_no_fields_holds_none(
 
     import duckdb
 
-    from devportal.holdings import Holdings
-    from devportal.pipeline import begin_writing, open_pipeline
+    from devportal.extract.destination_state import Holdings
+    from devportal.load.pipeline import begin_writing, open_pipeline
     from devportal.warehouse import Draft
 
     def holdings(warehouse: Path) -> Holdings:
@@ -547,7 +547,7 @@ def test_discard_row_drops_the_rows_and_closes_none_of_their_subscriptions(
 def test_on_postgres_a_new_field_is_told_and_a_frozen_one_loads_nothing(
     api: HostileApi, devportal: Cli, sync_args: Args, postgres: str
 ) -> None:
-    from devportal.engines import connect
+    from devportal.warehouse.engines import connect
 
     def pg(sql: str) -> list[tuple[Any, ...]]:
         with connect(Target.of("unused.duckdb", "postgres")) as engine:

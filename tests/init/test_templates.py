@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devportal.init import planned, templates
+from devportal.starter.init import planned, templates
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "pipelines" / "devportal"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from devportal.cli import main
 from devportal.manifest import ManifestReport, validate_document
 from devportal.manifest.resource import build_rows
-from devportal.target import Target
+from devportal.warehouse.target import Target
 from tests.manifest.manifest_helpers import Bundle
 
 VALID = '{\n  "name": "A",\n  "version": "1",\n  "supportedPlatforms": ["twitch"]\n}\n'
@@ -191,7 +191,7 @@ def test_a_nul_escape_is_warned_about_and_recorded_as_u_fffd_on_postgres(
     warehouse = tmp_path / "pg" / "warehouse.duckdb"
     args = ["manifest", "load", str(complete.root), "--warehouse", str(warehouse)]
     assert main([*args, "--destination", "postgres"]) == 0
-    from devportal.engines import connect
+    from devportal.warehouse.engines import connect
 
     with connect(Target.of(warehouse, "postgres"), read_only=True) as engine:
         names = engine.execute("SELECT name FROM devportal.app_manifests")

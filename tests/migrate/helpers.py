@@ -1,5 +1,5 @@
 """What the migrate tests share: argv for the real CLI, and reading a dataset on either engine
-into plain, comparable rows (read with the engines' own drivers, not with devportal.migrate)."""
+into plain, comparable rows (read with the engines' own drivers, not with devportal.operations.migrate)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 
-from devportal.migrate.fingerprint import Fingerprint
+from devportal.operations.migrate.fingerprint import Fingerprint
 
 SCHEMA = pa.schema(
     [

@@ -15,17 +15,17 @@ import duckdb
 import psycopg2
 import pytest
 
-from devportal.runlock import postgres_lock
+from devportal.warehouse.writer_lock import postgres_lock
 from tests.helpers import REPO, run_devportal
 from tests.migrate.helpers import Dataset, sync_argv, token_env
 
 # Run as `python -c KILL_AT METHOD NTH ARGV...`: the real CLI (ARGV), killed by SIGKILL from
-# inside the migration just before the NTH call of METHOD of `devportal.migrate.ends` (`append`:
+# inside the migration just before the NTH call of METHOD of `devportal.operations.migrate.sides` (`append`:
 # one batch of one table appended to the copy; `commit`: on PostgreSQL the 1st clears what a
 # killed migration left, the 2nd commits the copied rows, the 3rd publishes the copy).
 KILL_AT = """
 import os, signal, sys
-from devportal.migrate import ends
+from devportal.operations.migrate import ends
 
 method, nth = sys.argv[1], int(sys.argv[2])
 calls = []

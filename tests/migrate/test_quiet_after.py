@@ -62,7 +62,7 @@ def test_a_sync_after_migrating_to_postgres_and_back_says_nothing(
 # `devportal migrate` as it was before it left the file formats out
 OLD_MIGRATE = """
 import sys
-import devportal.migrate.bookkeeping as bookkeeping
+import devportal.operations.migrate.bookkeeping as bookkeeping
 bookkeeping.without_source_choices = lambda stored: False
 from devportal.cli import main
 sys.exit(main(sys.argv[1:]))

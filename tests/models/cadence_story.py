@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from devportal import models
-from devportal.target import Target
+from devportal.warehouse.target import Target
 from tests.helpers import StorySyncs
 from tests.models.revenue_story import environment
 

@@ -81,7 +81,7 @@ def build_story(warehouse: Path, destination: str | None = None) -> dict[str, An
         clock.append(sb.now)
         run_sync(sb, warehouse)  # T3
     from devportal.manifest.resource import load_manifest
-    from devportal.target import Target
+    from devportal.warehouse.target import Target
 
     load_manifest(MANIFEST_FIXTURE, Target.of(warehouse, destination))
     # release 2 drops a live platform: recorded all the same, with its error

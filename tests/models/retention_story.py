@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from devportal import models
-from devportal.target import Target
+from devportal.warehouse.target import Target
 from tests.helpers import StorySyncs
 
 S1 = datetime(2026, 1, 10)

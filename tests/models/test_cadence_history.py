@@ -20,7 +20,7 @@ import duckdb
 import pytest
 
 from devportal import models
-from devportal.target import Target
+from devportal.warehouse.target import Target
 from tests.helpers import OnEngine, sync_from
 from tests.models.cadence_story import cadence_story_on, plain
 from tests.models.revenue_story import environment

@@ -11,9 +11,9 @@ from typing import Any
 
 import pandas as pd
 
-from devportal import charts
-from devportal.report.figures import Metric, ReportFigures, Section
-from devportal.report.page import _money_tiles, _windowed
+from devportal.reporting import charts
+from devportal.reporting.report.figures import Metric, ReportFigures, Section
+from devportal.reporting.report.page import _money_tiles, _windowed
 
 
 def _texts(fig: Any) -> str:

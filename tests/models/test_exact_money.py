@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from devportal import iso4217, numbers, report
+from devportal.reporting import number_format, report
+from devportal.settings import currencies
 
 
 def _priced(currency: str, **money: Any) -> report.ReportFigures:
@@ -56,7 +57,7 @@ def _priced(currency: str, **money: Any) -> report.ReportFigures:
 def test_an_amount_is_exact_at_the_minor_unit(
     value: Any, currency: str | None, expected: Decimal | None
 ) -> None:
-    got = numbers.exact(value, currency)
+    got = number_format.exact(value, currency)
     assert got == expected
     if expected is not None:
         assert str(got) == str(expected)  # the digits too: 199.80, not 199.8
@@ -76,9 +77,13 @@ def test_a_double_and_a_numeric_give_the_same_figure() -> None:
 
 def test_every_currency_has_a_minor_unit() -> None:
     """The exponents that are not 2 name currencies of the checked-in ISO 4217 list."""
-    assert set(numbers._EXPONENTS) <= iso4217.CURRENCIES
-    assert {numbers.minor_unit(code) for code in iso4217.CURRENCIES} == {0, 2, 3, 4, 6}
-    assert (numbers.minor_unit("EUR"), numbers.minor_unit("JPY"), numbers.minor_unit("KWD")) == (
+    assert set(number_format._EXPONENTS) <= currencies.CURRENCIES
+    assert {number_format.minor_unit(code) for code in currencies.CURRENCIES} == {0, 2, 3, 4, 6}
+    assert (
+        number_format.minor_unit("EUR"),
+        number_format.minor_unit("JPY"),
+        number_format.minor_unit("KWD"),
+    ) == (
         2,
         0,
         3,
@@ -101,7 +106,7 @@ def test_json_csv_and_markdown_say_the_same_digits_in_yen() -> None:
     assert (rows["mrr"], rows["arpu"]) == ("123457", "12346")
     markdown = report.format_markdown(figures).splitlines()
     assert "| MRR (monthly recurring revenue) | JPY 123,457 |" in markdown
-    assert numbers.money(figures.values()["arpu"], "JPY", cents=None) == "JPY 12,346"
+    assert number_format.money(figures.values()["arpu"], "JPY", cents=None) == "JPY 12,346"
 
 
 def test_cents_are_written_even_when_zero() -> None:

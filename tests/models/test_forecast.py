@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from devportal import report
+from devportal.reporting import report
 from tests.helpers import query as rows
 from tests.models.revenue_story import S1, S2, S3, S4, build_revenue_story
 from tests.models.test_revenue_known_answers import forecast_by_hand

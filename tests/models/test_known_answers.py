@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from devportal import charts, report
+from devportal.reporting import charts, report
 from tests.helpers import query as rows
 from tests.models.conftest import T1, T2, T3
 

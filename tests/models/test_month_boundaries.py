@@ -46,7 +46,8 @@ from typing import Any
 
 import pytest
 
-from devportal import models, report
+from devportal import models
+from devportal.reporting import report
 from tests.helpers import OnEngine, StorySyncs
 
 S1 = datetime(2026, 11, 1)

@@ -16,7 +16,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from devportal.notebook import DESTINATION_ENV, WAREHOUSE_ENV
+from devportal.reporting.notebook import DESTINATION_ENV, WAREHOUSE_ENV
 from tests.helpers import OnEngine, run_devportal
 from tests.models.conftest import build_story
 

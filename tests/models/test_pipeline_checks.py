@@ -33,7 +33,7 @@ def test_random_world_passes_check_and_matches_the_sandbox(
     sb.advance(days=20)
     run(sb, warehouse, include_test=True)  # test rows too: models stay live-only
     sb.advance(days=25)
-    result = run(sb, warehouse, build_models=True)  # the sync's own call into the models
+    result = run(sb, warehouse, build_models=True)  # the models' build after a sync
 
     summary = result.extra["models"]
     assert "subscriptions_current" in summary["built"]

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 
-from devportal import engines, models
+from devportal import models
+from devportal.base.errors import DevportalError
 from devportal.cli import main, options
-from devportal.errors import DevportalError
+from devportal.load.sync import sync
 from devportal.manifest.resource import load_manifest
-from devportal.sync import sync
-from devportal.target import Target
+from devportal.warehouse import engines
+from devportal.warehouse.target import Target
 from tests.models.conftest import MANIFEST_FIXTURE
 
 # what differs between two loads of the same data: run and load ids, the machine's clock when a
@@ -52,11 +53,16 @@ def model_rows(warehouse: Path, destination: str | None) -> dict[str, Any]:
     return found
 
 
-def sync_both(sb: Any, duck: Path, pg: Path, **kwargs: Any) -> Any:
-    """Sync the sandbox as it is now into DuckDB and into PostgreSQL; the PostgreSQL result."""
+def sync_both(sb: Any, duck: Path, pg: Path, build_models: bool = False, **kwargs: Any) -> Any:
+    """Sync the sandbox as it is now into DuckDB and into PostgreSQL (then build the models
+    of both, as `devportal sync` does, when BUILD_MODELS); the PostgreSQL result."""
     common = {"base_url": sb.base_url, "access_token": sb.token, **kwargs}
-    sync(duck, **{"build_models": False, **common})
-    return sync(Target.of(pg, "postgres"), **{"build_models": False, **common})
+    result = None
+    for target in (Target.of(duck), Target.of(pg, "postgres")):
+        result = sync(target, **common)
+        if build_models:
+            result.extra["models"] = models.build_after_load(target)
+    return result
 
 
 def test_a_synced_world_builds_identical_models_on_both_engines(
@@ -71,7 +77,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
     for warehouse, destination in ((duck, None), (pg, "postgres")):
         load_manifest(MANIFEST_FIXTURE, Target.of(warehouse, destination))
     sb.advance(days=25)
-    result = sync_both(sb, duck, pg, build_models=True)  # the sync's own call into the models
+    result = sync_both(sb, duck, pg, build_models=True)  # the models' build after a sync
 
     summary = result.extra["models"]
     assert summary["destination"] == "postgres" and summary["skipped"] == {}

@@ -14,8 +14,8 @@ from typing import Any
 
 from devportal.models.applied import seed_differences
 from devportal.models.seeds import price_seeds, status_map_seed
-from devportal.prices import price_book
-from devportal.runlock import writer_lock
+from devportal.settings.prices import price_book
+from devportal.warehouse.writer_lock import writer_lock
 from tests.helpers import OnEngine, _environ, run_devportal, sync_from
 
 
@@ -104,7 +104,7 @@ def test_a_price_set_after_the_build_is_in_the_next_report(
 
 def test_the_differences_name_each_setting_in_an_owners_words() -> None:
     def book(**analytics: Any) -> Any:
-        from devportal.config import AnalyticsConfig
+        from devportal.settings.config import AnalyticsConfig
 
         return price_book(AnalyticsConfig(**analytics))
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from devportal import models
-from devportal.errors import DevportalError
+from devportal.base.errors import DevportalError
 from tests.models.test_runner import raw_warehouse, write_models
 
 TESTS_FOLDER = models.SQL_DIR / "tests"

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from devportal import charts, report
 from devportal.cli import main
-from devportal.engines import connect
-from devportal.target import Target
+from devportal.reporting import charts, report
+from devportal.warehouse.engines import connect
+from devportal.warehouse.target import Target
 
 # DuckDB's types in the story warehouse -> the PostgreSQL types of the copy
 PG_TYPES = {

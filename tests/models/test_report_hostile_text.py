@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from devportal import charts, report
 from devportal.cli import main
+from devportal.reporting import charts, report
 from devportal.sandbox import Sandbox
 
 EVIL = (

@@ -30,8 +30,8 @@ from typing import Any
 
 import pytest
 
-from devportal import charts, report
-from devportal.sync import sync
+from devportal.load.sync import sync
+from devportal.reporting import charts, report
 from tests.helpers import query
 
 BLOCK = {
@@ -99,7 +99,7 @@ def test_the_figures_have_one_type_each(story_warehouse: Path) -> None:
 def test_the_charts_frames_on_the_story(story_warehouse: Path) -> None:
     """The heat map's and the curve's data, as drawn (the models' rows are tested in
     test_retention_known_answers.py; this is what the charts make of them)."""
-    from devportal.engines import connect
+    from devportal.warehouse.engines import connect
 
     with connect(story_warehouse, read_only=True) as engine:
         cohorts = charts.frame(engine, "cohort_retention")
@@ -129,7 +129,7 @@ def test_the_charts_frames_on_the_story(story_warehouse: Path) -> None:
 
 def test_every_chart_draws_an_empty_state(story_warehouse: Path) -> None:
     """A young warehouse has empty frames: each chart draws its empty state, no error."""
-    from devportal.engines import connect
+    from devportal.warehouse.engines import connect
 
     with connect(story_warehouse, read_only=True) as engine:
         frames = {name: charts.frame(engine, name) for name in charts.QUERIES}

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from devportal import charts, display, report
-from devportal.report.page import format_html
+from devportal.base import safe_text
+from devportal.reporting import charts, report
+from devportal.reporting.report.page import format_html
 
 MONEY = {
     "currency": "EUR",
@@ -104,7 +105,7 @@ def test_people_read_amounts_with_separators_and_the_currency() -> None:
     ]
     assert block == [[shown[key], text] for key, text in TEXTS.items()]
     markdown = report.format_markdown(priced).splitlines()
-    assert f"| **{display.markdown_cell(TITLE)}** | |" in markdown
+    assert f"| **{safe_text.markdown_cell(TITLE)}** | |" in markdown
     assert f"| {shown['mrr']} | EUR 12,345.68 |" in markdown
     rows = {r["metric"]: r["value"] for r in csv.DictReader(io.StringIO(report.format_csv(priced)))}
     assert rows["mrr"] == "12345.68" and rows["currency"] == "EUR" and rows["prices_hint"] == ""
@@ -138,7 +139,7 @@ def test_without_prices_one_line_says_how_to_set_them(
     assert table[start + 1] == f"    {charts.PRICES_HINT}"
     assert not table[start + 2].startswith(" ")  # the next section: no money rows
     report.print_report(story_warehouse, fmt="markdown")
-    hint = display.markdown_cell(charts.PRICES_HINT)  # shown literally: [ ] _ escaped
+    hint = safe_text.markdown_cell(charts.PRICES_HINT)  # shown literally: [ ] _ escaped
     assert f"| *{hint}* | |" in capsys.readouterr().out.splitlines()
     page = report.write_html(story_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
     assert "no prices set" in page and ">EUR " not in page  # no amount anywhere

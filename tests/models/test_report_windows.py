@@ -33,9 +33,10 @@ from typing import Any
 
 import pytest
 
-from devportal import models, report
-from devportal.alerts import digest
-from devportal.target import Target
+from devportal import models
+from devportal.operations.alerts import digest
+from devportal.reporting import report
+from devportal.warehouse.target import Target
 from tests.helpers import StorySyncs
 from tests.models.revenue_story import environment
 
@@ -165,7 +166,7 @@ def test_money_is_exact_at_the_cent(target: Target) -> None:
     """Usable at W2: 1, 5 (canceled, usable until 06-01), 6 (its period not known yet: priced
     monthly), 7 and 8, five users: MRR 5 x 3.33 = 16.65, ARR 199.80, ARPU 3.33. The model's
     ARR and ARPU are doubles with binary noise; the report gives the cents, exactly."""
-    from devportal import engines
+    from devportal.warehouse import engines
 
     with engines.connect(target, read_only=True) as engine:
         [(arr, arpu)] = engine.execute(

@@ -57,8 +57,9 @@ from typing import Any
 
 import pytest
 
-from devportal import engines, models
-from devportal.target import Target
+from devportal import models
+from devportal.warehouse import engines
+from devportal.warehouse.target import Target
 from tests.helpers import OnEngine, one_row
 from tests.helpers import query as rows
 from tests.models.revenue_story import S1, S2, S3, S4, build_revenue_story, environment

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from devportal import demo, models
-from devportal.config import resolve_analytics
+from devportal import models
+from devportal.settings.config import resolve_analytics
+from devportal.starter import demo
 from tests.helpers import query, sync_from
 from tests.models.revenue_story import environment
 

@@ -14,10 +14,11 @@ import re
 
 import pytest
 
-from devportal import charts, models
-from devportal.errors import DevportalError
+from devportal import models
+from devportal.base.errors import DevportalError
 from devportal.models.portability import check_as_written
 from devportal.models.project import NAME, lexemes, qualified_names
+from devportal.reporting import charts
 
 INTERMEDIATE = {
     "subscription_versions",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devportal import report
-from devportal.target import Target
+from devportal.reporting import report
+from devportal.warehouse.target import Target
 from tests.models.conftest import T1, T2, T3, build_story
 from tests.models.test_postgres_models import model_rows  # per-run columns left out
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from devportal.api import SUBSCRIPTIONS_PATH
+from devportal.base.api import SUBSCRIPTIONS_PATH
 from tests.helpers import CliResult, run_devportal, subscription
 from tests.hostile.conftest import token_env
 from tests.hostile.server import Answer, HostileApi, Request

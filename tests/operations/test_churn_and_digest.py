@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from devportal import numbers
+from devportal.reporting import number_format
 from tests.helpers import CliResult, query, run_devportal
 from tests.operations.conftest import History
 from tests.operations.receiver import Receiver, refusing
@@ -45,9 +45,9 @@ def test_churn_above_the_rate_threshold_is_posted_once_per_month(
     hook.wait_for(1)
     [text] = hook.texts()
     assert text.startswith(
-        f"devportal: churn in {month:%B %Y} was {numbers.percent(rate)} ({churned:,} of "
+        f"devportal: churn in {month:%B %Y} was {number_format.percent(rate)} ({churned:,} of "
         f"{base:,} subscribers at the month's start): above churn_rate_above "
-        f"{numbers.percent(float(below))} ({warehouse} on "
+        f"{number_format.percent(float(below))} ({warehouse} on "
     )
     # the same month is not posted again, by the next build or sync
     assert devportal(*models, env={"ALERTS__CHURN_RATE_ABOVE": below}).code == 0
@@ -68,8 +68,10 @@ def test_a_churn_spike_against_the_three_months_before(
     assert devportal(*models, env={"ALERTS__CHURN_SPIKE_FACTOR": str(factor * 0.99)}).code == 0
     hook.wait_for(1)
     [text] = hook.texts()
-    assert f"churn in {latest[0]:%B %Y} was {numbers.percent(latest[3])}" in text
-    assert f": {factor:.1f}x the mean of the 3 months before ({numbers.percent(mean)})" in text
+    assert f"churn in {latest[0]:%B %Y} was {number_format.percent(latest[3])}" in text
+    assert (
+        f": {factor:.1f}x the mean of the 3 months before ({number_format.percent(mean)})" in text
+    )
 
 
 def test_the_sync_that_builds_the_models_in_a_fresh_process_checks_churn(
@@ -139,8 +141,8 @@ def test_digest_prints_and_posts_the_reports_headline(
     )
     assert line == (
         f"devportal digest for {warehouse}, as of {as_of:%Y-%m-%d %H:%M} (server clock): "
-        f"MRR {numbers.money(mrr, 'EUR')}; {usable:,} usable subscribers; churn {month:%B %Y} "
-        f"{numbers.percent(rate)} ({churned:,} of {base:,}); last 30 days +{new:,} new, "
+        f"MRR {number_format.money(mrr, 'EUR')}; {usable:,} usable subscribers; churn {month:%B %Y} "
+        f"{number_format.percent(rate)} ({churned:,} of {base:,}); last 30 days +{new:,} new, "
         f"{gone:,} churned"
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from devportal.alerts.churn import Month, judge
+from devportal.operations.alerts.churn import Month, judge
 
 
 def month(m: int, rate: float | None, estimate: bool = False) -> Month:

@@ -78,9 +78,9 @@ def test_pruning_keeps_what_the_cli_and_dlts_cli_need(
 ) -> None:
     from dlt.destinations.exceptions import DatabaseTerminalException
 
-    from devportal import transaction
-    from devportal.duckdb_destination import ExactCopyJob
-    from devportal.errors import DevportalError
+    from devportal.base.errors import DevportalError
+    from devportal.load import transaction
+    from devportal.warehouse.destination import ExactCopyJob
 
     sb = sandbox_factory(subscriptions=400, users=80, seed=31)
     synced(devportal, sb, warehouse, "--no-models")

@@ -61,7 +61,7 @@ def test_wheel_in_a_fresh_venv_runs_demo_models_and_manifest(tmp_path: Path) -> 
         devportal, "models", "--warehouse", "w/demo.duckdb", "--check", cwd=elsewhere, env=env
     )
     assert "data tests passed" in models
-    shipped = Path(where.strip()).parent / "demo_app"
+    shipped = Path(where.strip()).parent / "starter" / "demo_app"
     assert (shipped / "manifest.json").is_file() and not shipped.is_symlink()
     run(devportal, "manifest", "validate", shipped, cwd=elsewhere, env=env)
     # `devportal init` from the wheel writes this checkout's config, secrets template, notebooks

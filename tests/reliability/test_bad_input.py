@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from devportal.errors import DevportalError
-from devportal.sync import SyncResult, sync
+from devportal.base.errors import DevportalError
+from devportal.load.sync import SyncResult, sync
 from devportal.warehouse import pipelines_dir
 from tests.helpers import FAST_RETRY, WRAPPER_FIELDS, current_rows, query, truth_rows
 
@@ -77,7 +77,6 @@ def sync_subscriptions(sb: Any, warehouse: Path, **options: Any) -> SyncResult:
         base_url=sb.base_url,
         access_token=sb.token,
         resources=["subscriptions"],
-        build_models=False,
         **options,
     )
 

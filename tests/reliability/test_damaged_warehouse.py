@@ -17,7 +17,9 @@ import pytest
 from tests.helpers import CliResult, sync_from
 
 Cli = Callable[..., CliResult]
-DEMO_MANIFEST = Path(__file__).resolve().parents[2] / "pipelines/devportal/demo_app/manifest.json"
+DEMO_MANIFEST = (
+    Path(__file__).resolve().parents[2] / "pipelines/devportal/starter/demo_app/manifest.json"
+)
 
 
 def _cut(fraction: float) -> Callable[[bytes], bytes]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from devportal.errors import ApiError, IntegrityError
+from devportal.base.errors import ApiError, IntegrityError
 from tests.helpers import FAST_RETRY, TWO_CURRENT, current_rows, query, sync_from, truth_rows
 
 

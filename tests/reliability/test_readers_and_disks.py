@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from devportal.cli import main
-from devportal.packages import set_aside_dir
+from devportal.load.packages import set_aside_dir
 from devportal.warehouse import pipelines_dir
 from tests.helpers import CliResult, held_open_for_writing, query, run_devportal, subscription
 from tests.hostile.conftest import token_env
@@ -165,7 +165,7 @@ def test_the_report_works_while_a_sync_is_loading(
 ) -> None:
     """The sync is held inside its load (after its first table loaded, before the next) until a
     report, run in its own process, and a new reader are done."""
-    from devportal.duckdb_destination import ExactCopyJob
+    from devportal.warehouse.destination import ExactCopyJob
 
     warehouse = tmp_path / "wh" / "warehouse.duckdb"
     synced(api, devportal, warehouse)
@@ -228,7 +228,7 @@ def test_a_program_writing_the_warehouse_stops_every_writer_in_one_line(
 KILL_AT = """
 import os, sys
 from pathlib import Path
-import devportal.duckdb_destination as loader
+import devportal.warehouse.destination as loader
 import devportal.warehouse as warehouse
 from devportal.cli import main
 
@@ -491,7 +491,7 @@ def test_a_disk_that_fills_while_loading_is_one_line_and_discard_frees_everythin
     """The disk fills while the sync loads (held after its first table until the disk is
     full): the warehouse stays as it was, the run is set aside, `packages discard --all`
     removes every file of it, and the next sync (with room again) loads everything."""
-    from devportal.duckdb_destination import ExactCopyJob
+    from devportal.warehouse.destination import ExactCopyJob
 
     disk = tmpfs()
     warehouse = disk / "wh" / "warehouse.duckdb"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from devportal.errors import DevportalError
-from devportal.sync import sync
+from devportal.base.errors import DevportalError
+from devportal.load.sync import sync
 from devportal.warehouse import pipelines_dir
 from tests.helpers import FAST_RETRY, run_devportal
 
@@ -19,7 +19,7 @@ TOKEN = "sEcReT-t0ken-" + "q" * 24
 def test_token_never_leaks(sandbox_factory: Any, warehouse: Path, caplog: Any, capsys: Any) -> None:
     caplog.set_level(logging.DEBUG)
     sb = sandbox_factory(subscriptions=800, users=80, seed=51, token=TOKEN)
-    common = {"base_url": sb.base_url, "build_models": False, **FAST_RETRY}
+    common = {"base_url": sb.base_url, **FAST_RETRY}
     errors: list[str] = []
 
     sb.set_faults(rate=0.3, seed=5, retry_after=0)

@@ -14,7 +14,7 @@ import pytest
 import requests
 from tests.helpers import FAST_RETRY, current_rows, sync_from
 
-from devportal.api import SUBSCRIPTIONS_PATH
+from devportal.base.api import SUBSCRIPTIONS_PATH
 from devportal.sandbox import Sandbox, World
 from devportal.sandbox.signups import Signups
 from devportal.sandbox.testing import api_session

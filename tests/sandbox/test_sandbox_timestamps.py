@@ -1,4 +1,4 @@
-"""The sandbox writes the API's timestamps (`devportal.api.TIMESTAMP_FORMAT`), the form the
+"""The sandbox writes the API's timestamps (`devportal.base.api.TIMESTAMP_FORMAT`), the form the
 pipeline parses: its fast formatter (`clock.fmt`) may not drift from that one definition."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from devportal.api import TIMESTAMP_FORMAT
+from devportal.base.api import TIMESTAMP_FORMAT
 from devportal.sandbox.clock import fmt, from_epoch, parse_datetime, to_epoch
 
 

@@ -127,7 +127,7 @@ def test_the_fresh_process_builds_with_the_syncs_settings_without_loading_dlt(
     assert query(warehouse, seeds_sql) == handed
 
     # the handed-over seeds read back exactly (dates and decimals included)
-    from devportal.prices import Price, PriceBook
+    from devportal.settings.prices import Price, PriceBook
 
     book = PriceBook(
         "EUR", Decimal("0.7"), (Price("monthly", Decimal("4.99"), date(2026, 1, 1), None),), "t"

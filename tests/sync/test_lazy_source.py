@@ -15,8 +15,8 @@ import dlt
 import pytest
 from dlt.pipeline.exceptions import PipelineStepFailed
 
-from devportal.errors import IntegrityError, causes
-from devportal.source import devportal_source
+from devportal.base.errors import IntegrityError, causes
+from devportal.extract.source import devportal_source
 from tests.helpers import query, subscription, sync_from
 from tests.hostile.server import SETTINGS, SUBSCRIPTIONS, Answer, HostileApi, Request
 

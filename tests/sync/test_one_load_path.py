@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from devportal.pipeline import begin_writing, open_pipeline, publish
-from devportal.source import devportal_source
-from devportal.target import Target
+from devportal.extract.source import devportal_source
+from devportal.load.pipeline import begin_writing, open_pipeline, publish
 from devportal.warehouse import warehouse_lock
+from devportal.warehouse.target import Target
 from tests.helpers import query, sync_from
 
 DEMO_APP = Path(__file__).resolve().parents[2] / "examples" / "demo-app"

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from devportal.engines import connect
-from devportal.target import Target
+from devportal.warehouse.engines import connect
+from devportal.warehouse.target import Target
 from tests.helpers import HISTORY, TWO_CURRENT, run_devportal
 
 # what a run records, without what differs between two runs of the same sync (ids, this

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from devportal.engines import connect
-from devportal.errors import DevportalError
-from devportal.sync import sync
-from devportal.target import Target
+from devportal.base.errors import DevportalError
+from devportal.load.sync import sync
+from devportal.warehouse.engines import connect
+from devportal.warehouse.target import Target
 from tests.helpers import HISTORY, query, sync_from
 
 TABLES = ("subscriptions", "user_settings", "user_setting_values", "user_accounts", "sync_runs")
@@ -69,7 +69,7 @@ def test_a_load_that_fails_on_postgres_leaves_every_table_as_before(
     sb = sandbox_factory(subscriptions=300, users=60, seed=83)
     warehouse = Target.of(tmp_path / "pg.duckdb", "postgres")
     args = {"base_url": sb.base_url, "access_token": sb.token}
-    sync(warehouse, build_models=False, **args)
+    sync(warehouse, **args)
     # the database's owner adds a constraint the next run's rows break: that table's load fails,
     # after (or while) the other tables of the same run load
     on_postgres_commit(
@@ -79,13 +79,13 @@ def test_a_load_that_fails_on_postgres_leaves_every_table_as_before(
     sb.advance(days=10)
     before = dump()
     with pytest.raises(DevportalError, match="the warehouse is as it was before the run"):
-        sync(warehouse, build_models=False, **args)
+        sync(warehouse, **args)
     assert dump() == before
     assert on_postgres(
         "SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'devportal_snapshot'"
-    ) == [(0,)]
+    ) == [(0)]
     on_postgres_commit("ALTER TABLE devportal.sync_runs DROP CONSTRAINT before_the_5th")
-    result = sync(warehouse, build_models=False, **args)
+    result = sync(warehouse, **args)
     assert result.new_versions > 0
     current = on_postgres(
         "SELECT id, status FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL ORDER BY id"
@@ -143,7 +143,7 @@ def test_duckdb_and_postgres_synced_from_one_folder_keep_their_own_window_cursor
     each destination's window starts from its own last run, not the other's."""
     sb = sandbox_factory(subscriptions=300, users=40, seed=85)
     warehouse = tmp_path / "wh" / "warehouse.duckdb"
-    args = {"base_url": sb.base_url, "access_token": sb.token, "build_models": False}
+    args = {"base_url": sb.base_url, "access_token": sb.token}
     sync(Target.of(warehouse, "postgres"), **args)
     postgres_observed_at = sb.now
     sync(warehouse, **args)
@@ -152,7 +152,7 @@ def test_duckdb_and_postgres_synced_from_one_folder_keep_their_own_window_cursor
     sb.advance(hours=1)
     sync(Target.of(warehouse, "postgres"), window=True, **args)
     starts = on_postgres("SELECT window_start FROM devportal.sync_runs WHERE mode = 'window'")
-    assert starts == [(postgres_observed_at - timedelta(hours=48),)]
+    assert starts == [(postgres_observed_at - timedelta(hours=48))]
     current = on_postgres(
         "SELECT id, status FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL ORDER BY id"
     )

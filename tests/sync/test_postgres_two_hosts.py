@@ -13,9 +13,9 @@ from pathlib import Path
 from subprocess import Popen
 from typing import Any
 
-from devportal.engines import connect
 from devportal.sandbox.app import ENDPOINT_SETTINGS
-from devportal.target import Target
+from devportal.warehouse.engines import connect
+from devportal.warehouse.target import Target
 from tests.helpers import HISTORY, TWO_CURRENT, finished, query, start_devportal, sync_from
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import dlt
 
-from devportal.source import devportal_source
+from devportal.extract.source import devportal_source
 from tests.helpers import query
 
 
@@ -32,7 +32,7 @@ def test_the_run_record_is_one_definition_and_names_its_load(
     """`sync_runs` has exactly the columns of `RunRecord` (plus dlt's own), its `load_id` is the
     package's (dlt's `_dlt_load_id`, complete in `_dlt_loads`), and the summary the sync prints
     comes from the same record: its figures are the row's."""
-    from devportal.runrecord import RunRecord
+    from devportal.extract.sync_record import RunRecord
     from tests.helpers import sync_from
 
     sb = sandbox_factory(subscriptions=300, users=30, seed=71)

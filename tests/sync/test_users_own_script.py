@@ -16,7 +16,7 @@ from tests.helpers import query
 SCRIPT = """
 import json, sys
 import dlt
-from devportal.source import devportal_source
+from devportal.extract.source import devportal_source
 
 pipeline = dlt.pipeline(
     pipeline_name="my_portal",

@@ -33,24 +33,36 @@ from collections.abc import Sequence
 from typing import Any
 
 from devportal import __version__
+from devportal.base.errors import DevportalError, Stopped, scrub
 from devportal.cli import (
-    demo,
-    digest,
-    init,
-    manifest,
-    migrate,
-    models,
+    demo_command,
+    digest_command,
+    init_command,
+    manifest_command,
+    migrate_command,
+    models_command,
     options,
-    packages,
-    report,
-    sandbox,
-    status,
-    sync,
+    packages_command,
+    report_command,
+    sandbox_command,
+    status_command,
+    sync_command,
 )
-from devportal.errors import DevportalError, Stopped, scrub
 
 # the order of `devportal --help`
-COMMANDS = (sync, status, digest, demo, models, packages, report, manifest, migrate, init, sandbox)
+COMMANDS = (
+    sync_command,
+    status_command,
+    digest_command,
+    demo_command,
+    models_command,
+    packages_command,
+    report_command,
+    manifest_command,
+    migrate_command,
+    init_command,
+    sandbox_command,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,7 +119,7 @@ def _scrubbed_records() -> None:
 
 class _CurrentStderr(logging.StreamHandler):
     """Log records to whatever `sys.stderr` is when each is written: while a progress bar is
-    drawn (`devportal.progress.Bar`), rich's stand-in, which prints them above the bar."""
+    drawn (`devportal.base.progress.Bar`), rich's stand-in, which prints them above the bar."""
 
     @property
     def stream(self) -> Any:

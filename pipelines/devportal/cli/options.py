@@ -13,7 +13,7 @@ How much a command says (`add_verbosity`: `--quiet`, `--verbose`), written once 
   line after a sync, the reasons a model was skipped. On stdout when it is a terminal, or
   with --verbose; so a sync run by cron logs one line per success;
 - progress (`progress`): on stderr only, a bar when stderr is a terminal (`--progress` and
-  `devportal.progress.for_run` decide), lines with --verbose when it is not;
+  `devportal.base.progress.for_run` decide), lines with --verbose when it is not;
 - warnings and errors: on stderr always, --quiet included (what a scheduler mails);
   --verbose adds devportal's info records (`cli.main`).
 """
@@ -27,9 +27,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from devportal.progress import Progress, for_run, is_terminal
-from devportal.target import Target
+from devportal.base.progress import Progress, for_run, is_terminal
 from devportal.warehouse import DEFAULT_WAREHOUSE
+from devportal.warehouse.target import Target
 
 # how much a command says (`verbosity`)
 QUIET, NORMAL, VERBOSE = 0, 1, 2
@@ -76,18 +76,18 @@ def target(args: argparse.Namespace, *, moved_ok: bool = False) -> Target:
     file at --warehouse's default. A command without `--destination` (`add_destination`)
     works on the DuckDB file.
 
-    A DuckDB file that `devportal migrate` moved elsewhere (`devportal.moved`) is refused in
+    A DuckDB file that `devportal migrate` moved elsewhere (`devportal.warehouse.moved`) is refused in
     one line saying where and the setting that makes that the home, rather than read as if
     current; MOVED_OK (`status`, `migrate`) takes it as it is."""
     destination = getattr(args, "destination", None)
     explicit = destination is not None or getattr(args, "warehouse_given", False)
     if not explicit and getattr(args, "configured_home", False):
-        from devportal.config import home_destination
+        from devportal.settings.config import home_destination
 
         destination = home_destination()
     chosen = Target.of(args.warehouse, destination)
     if chosen.is_file and not moved_ok:
-        from devportal.moved import refuse_moved
+        from devportal.warehouse.moved import refuse_moved
 
         refuse_moved(chosen.warehouse)
     return chosen
@@ -121,8 +121,9 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
     --verbose: a report's stdout stays its figures, a cron's digest stays quiet. Where no
     `[analytics]` setting is set at all (a command run outside the project's folder), the
     figures keep the settings of their build."""
-    from devportal import engines, models
-    from devportal.errors import ConfigError, DevportalError, first_line
+    from devportal import models
+    from devportal.base.errors import ConfigError, DevportalError, first_line
+    from devportal.warehouse import engines
 
     if target.engine is None:
         return
@@ -149,10 +150,10 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
             f"`devportal models` applies them (not now: {first_line(err)})"
         )
         return
-    from devportal import runlog
-    from devportal.alerts.events import check_churn
+    from devportal.operations import outcomes
+    from devportal.operations.alerts.events import check_churn
 
-    runlog.record_models_built(target)
+    outcomes.record_models_built(target)
     check_churn(target)
     # on stderr: the command's output (a report's JSON) stays only the figures
     if verbosity(args) >= VERBOSE or is_terminal(sys.stderr):
@@ -162,9 +163,9 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
 def _analytics_set() -> bool:
     """Whether any `[analytics]` setting is set where dlt reads settings now (a settings file
     of the current or global folder, or the environment)."""
-    from devportal import config_sources
+    from devportal.settings import files
 
-    return bool(config_sources.written(("analytics",)) or config_sources.environment("ANALYTICS__"))
+    return bool(files.written(("analytics",)) or files.environment("ANALYTICS__"))
 
 
 def warn(text: str) -> None:
@@ -223,7 +224,7 @@ def detail(args: argparse.Namespace, text: str) -> None:
 
 
 def progress(args: argparse.Namespace) -> Progress:
-    """What the command shows on stderr while it works (`devportal.progress.for_run`), for its
+    """What the command shows on stderr while it works (`devportal.base.progress.for_run`), for its
     `--progress` (auto when it has none) and verbosity."""
     level = verbosity(args)
     mode = getattr(args, "progress", None) or "auto"
@@ -270,8 +271,8 @@ def date(text: str) -> datetime:
 
 
 def resources(text: str) -> list[str]:
-    """A comma list of names from `devportal.client.RESOURCES`."""
-    from devportal.client import RESOURCES  # not config: that imports dlt
+    """A comma list of names from `devportal.http.RESOURCES`."""
+    from devportal.http import RESOURCES  # not config: that imports dlt
 
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in RESOURCES]

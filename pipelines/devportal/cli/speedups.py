@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from devportal.cli import options
 
 if TYPE_CHECKING:
-    from devportal.target import Target
+    from devportal.warehouse.target import Target
 
 SWITCH = "DEVPORTAL_SPEEDUPS"
 ALL = ("early", "no-pandas", "fresh-models")
@@ -49,12 +49,12 @@ def early_client(args: argparse.Namespace, target: Target) -> Any:
     wanted = args.resources or ["subscriptions"]
     if not enabled("early") or args.since or args.window or "subscriptions" not in wanted:
         return None
-    from devportal.cli import early
+    from devportal.cli import early_start
     from devportal.warehouse import looks_busy
 
     if target.is_file and looks_busy(target.warehouse):
         return None  # the sync will stop at once: no API requests for nothing
-    return early.start(args.base_url, args.workers, args.max_workers)
+    return early_start.start(args.base_url, args.workers, args.max_workers)
 
 
 class _NoPandas(importlib.abc.MetaPathFinder):
@@ -103,9 +103,9 @@ def _hand_over_settings() -> None:
     can be due at all (`alerts.events.CHURN_ALERTS`). Nothing secret: a webhook's URL stays
     for the models' process to resolve itself when an alert is configured. A setting that
     cannot be read is left for that process to refuse in its own words."""
-    from devportal.alerts.events import CHURN_ALERTS, churn_alerts_configured
-    from devportal.errors import ConfigError
+    from devportal.base.errors import ConfigError
     from devportal.models.seeds import HANDED_OVER, encode_seeds, seeds_from_settings
+    from devportal.operations.alerts.events import CHURN_ALERTS, churn_alerts_configured
 
     try:
         os.environ[HANDED_OVER] = encode_seeds(seeds_from_settings())

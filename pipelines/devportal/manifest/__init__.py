@@ -4,16 +4,16 @@ This package owns everything about the manifest an app bundle ships (spec part 2
 Schema file shipped beside this module (`manifest.schema.json`), the rules the schema cannot
 express (files in the bundle, sizes, URLs, icon, platform history), the dlt resources that
 record each distinct manifest in the `devportal` dataset, and how findings are printed (the
-`devportal manifest` sub-command itself is devportal.cli.manifest).
+`devportal manifest` sub-command itself is devportal.cli.manifest_command).
 
 Two layers, imports running one way (recording -> validation, never back):
 
-    validation  reader, schema, rules, report, facts, bundle, images, validate, positions
-                (where a pointer is written): pure, no warehouse, no dlt, no duckdb; history
-                comes in as `previous_platforms`
-    recording   tables (table names), history (reads the recorded platforms, validates
-                against them), resource (rows, dlt resources, load_manifest), output (findings
-                as text, JSON or GitHub annotations, load_and_report)
+- validation: facts, findings, images, bundle, positions (where a pointer is written),
+  reader, schema, rules, validate: pure, no warehouse, no dlt, no duckdb; history comes in
+  as `previous_platforms`;
+- recording: tables (table names), history (reads the recorded platforms, validates against
+  them), resource (rows, dlt resources, load_manifest), output (findings as text, JSON or
+  GitHub annotations, load_and_report).
 
 Public entry points:
     validate_path(path, previous_platforms=None) -> ManifestReport
@@ -35,8 +35,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from devportal.manifest.findings import Finding, ManifestReport
 from devportal.manifest.reader import ManifestUnreadable
-from devportal.manifest.report import Finding, ManifestReport
 from devportal.manifest.validate import validate_document, validate_path
 
 if TYPE_CHECKING:

@@ -18,12 +18,12 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import DevportalError
+from devportal.base.errors import DevportalError
+from devportal.load.pipeline import DATASET
+from devportal.manifest.findings import ManifestReport
 from devportal.manifest.reader import ManifestInput, read_manifest
-from devportal.manifest.report import ManifestReport
 from devportal.manifest.tables import MANIFESTS, PLATFORMS
 from devportal.manifest.validate import validate_manifest
-from devportal.pipeline import DATASET
 from devportal.warehouse import locate_warehouse, open_duckdb, quote_ident
 
 _HISTORY_SQL = """

@@ -3,7 +3,7 @@ Actions annotations (`::error file=...,line=...,col=...::`), and the summary lin
 (recording layer: `load_and_report` records through resource.py).
 
 Used by `devportal manifest validate | load` and `devportal sync --manifest`
-(devportal.cli.manifest, devportal.cli.sync).
+(devportal.cli.manifest_command, devportal.cli.sync_command).
 
 A manifest's name, version and keys (in pointers) are the author's text: each printed line goes
 through `display.terminal` (no control characters), and the JSON list is written with what a
@@ -22,12 +22,12 @@ from json import JSONDecodeError
 from pathlib import Path
 from typing import Literal, TextIO
 
-from devportal.display import json_document, terminal
-from devportal.errors import ManifestUnreadable
+from devportal.base.errors import ManifestUnreadable
+from devportal.base.safe_text import json_document, terminal
+from devportal.manifest.findings import ERROR, Finding, ManifestReport
 from devportal.manifest.positions import Positions
 from devportal.manifest.reader import decode, locate
-from devportal.manifest.report import ERROR, Finding, ManifestReport
-from devportal.target import Target
+from devportal.warehouse.target import Target
 
 Format = Literal["text", "json", "github"]
 FORMATS: tuple[Format, ...] = ("text", "json", "github")

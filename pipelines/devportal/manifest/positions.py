@@ -24,7 +24,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from devportal.manifest.report import pointer
+from devportal.manifest.findings import pointer
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import ManifestUnreadable as ManifestUnreadable
-from devportal.manifest.report import TYPE_NAMES, WARNING, Finding, json_type, pointer
-from devportal.values import replace_nul_escapes_text
+from devportal.base.coercion import replace_nul_escapes_text
+from devportal.base.errors import ManifestUnreadable as ManifestUnreadable
+from devportal.manifest.findings import TYPE_NAMES, WARNING, Finding, json_type, pointer
 
 MANIFEST_NAME = "manifest.json"
 # The spec sets no size; 1 MiB is far above any real manifest (a few KiB) and bounds the memory

@@ -34,12 +34,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from devportal.load.transaction import writing
 from devportal.manifest import facts
 from devportal.manifest.bundle import is_file, resolve
+from devportal.manifest.findings import ERROR, WARNING, ManifestReport, count
 from devportal.manifest.history import validate_with_history
 from devportal.manifest.images import image_size
 from devportal.manifest.reader import read_manifest
-from devportal.manifest.report import ERROR, WARNING, ManifestReport, count
 from devportal.manifest.rules import build_path_of, normalise_authorization_url
 from devportal.manifest.tables import (
     AUTHORIZATION_URLS,
@@ -53,8 +54,7 @@ from devportal.manifest.tables import (
     SOURCES,
     TABLES,
 )
-from devportal.target import Target, Where
-from devportal.transaction import writing
+from devportal.warehouse.target import Target, Where
 
 if TYPE_CHECKING:
     from dlt.extract.resource import DltResource

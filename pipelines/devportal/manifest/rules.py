@@ -22,8 +22,7 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from devportal.manifest import bundle as bundle_paths
 from devportal.manifest import facts
-from devportal.manifest.images import image_size
-from devportal.manifest.report import (
+from devportal.manifest.findings import (
     ERROR,
     WARNING,
     Finding,
@@ -32,6 +31,7 @@ from devportal.manifest.report import (
     pointer,
     quoted,
 )
+from devportal.manifest.images import image_size
 
 _PERMISSION_FORM = re.compile(r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_.-]+$")
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")

@@ -17,7 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from devportal.manifest.report import (
+from devportal.manifest.findings import (
     ERROR,
     TYPE_NAMES,
     WARNING,

@@ -11,8 +11,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from devportal.manifest.findings import Finding, ManifestReport, sort_findings
 from devportal.manifest.reader import ManifestInput, read_manifest
-from devportal.manifest.report import Finding, ManifestReport, sort_findings
 from devportal.manifest.rules import rule_findings
 from devportal.manifest.schema import schema_findings
 

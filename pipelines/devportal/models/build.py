@@ -28,22 +28,22 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from devportal import engines
-from devportal.errors import DevportalError, first_line
+from devportal.base.errors import DevportalError, first_line
+from devportal.base.progress import Progress
+from devportal.load.packages import settle_for_writer
 from devportal.models.checks import DataTestsFailed, run_tests
 from devportal.models.engine_sql import EngineSql, for_engine, render
 from devportal.models.project import SCHEMA, SOURCE_DIALECT, Model, load_models
 from devportal.models.seeds import Seed, seeds_from_settings
-from devportal.packages import settle_for_writer
-from devportal.progress import Progress
-from devportal.runlock import writer_lock
-from devportal.target import Target, Where
 from devportal.warehouse import (
     RAW_SCHEMA,
     Draft,
+    engines,
     quote_ident,
     require_warehouse,
 )
+from devportal.warehouse.target import Target, Where
+from devportal.warehouse.writer_lock import writer_lock
 
 log = logging.getLogger("devportal.models")
 
@@ -258,7 +258,7 @@ def build(
     `destination` (the engine). Raises DevportalError naming the failing model (or
     the file sqlglot cannot translate, before anything runs), or every failing data test. LOCK
     takes the warehouse lock, so a sync cannot write while the models read; pass False when the
-    caller already holds it. PROGRESS (`devportal.progress`) hears of each model built.
+    caller already holds it. PROGRESS (`devportal.base.progress`) hears of each model built.
     """
     started = time.monotonic()
     target = Target.of(target)

@@ -17,9 +17,8 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from devportal import engines
-from devportal.errors import DataTestsFailed as DataTestsFailed
-from devportal.errors import DevportalError, first_line
+from devportal.base.errors import DataTestsFailed as DataTestsFailed
+from devportal.base.errors import DevportalError, first_line
 from devportal.models.engine_sql import render
 from devportal.models.portability import translate
 from devportal.models.project import (
@@ -34,6 +33,7 @@ from devportal.models.project import (
     undirected_sql,
 )
 from devportal.models.seeds import SEED_TESTS
+from devportal.warehouse import engines
 
 log = logging.getLogger("devportal.models")
 

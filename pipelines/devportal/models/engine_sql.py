@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from devportal.errors import DevportalError
+from devportal.base.errors import DevportalError
 from devportal.models.portability import translate
 from devportal.models.project import (
     SOURCE_DIALECT,

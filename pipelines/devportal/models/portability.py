@@ -27,7 +27,7 @@ import functools
 import re
 from typing import Any
 
-from devportal.errors import DevportalError, first_line
+from devportal.base.errors import DevportalError, first_line
 from devportal.models.project import SOURCE_DIALECT
 
 

@@ -34,10 +34,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devportal.errors import DevportalError
+from devportal.base.errors import DevportalError
 from devportal.models.seeds import SEEDS
-from devportal.target import ENGINES
 from devportal.warehouse import ANALYTICS_SCHEMA, RAW_SCHEMA, sql_literal
+from devportal.warehouse.target import ENGINES
 
 # package data (a link to the repository's sql/ in a checkout, real files in a wheel)
 SQL_DIR = Path(__file__).parent.parent / "sql"

@@ -2,7 +2,7 @@
 
 They are written in the build's transaction, before any model, so the models and the settings
 they were built with are one snapshot. `analytics.status_map(status, treated_as)` is
-`[analytics] status_map` (`devportal.config.resolve_analytics`) with the two statuses the spec
+`[analytics] status_map` (`devportal.settings.config.resolve_analytics`) with the two statuses the spec
 shows (`active`, `canceled`, each treated as itself): how churn, renewal and cancellation
 figures treat each status as sent (a status not in it is "other";
 sql/staging/stg_subscriptions.sql). A model reads a seed like a model (`analytics.<name>`); a
@@ -10,7 +10,7 @@ seed no model reads is not written; no SQL file may take a seed's name; seeds ha
 too (`SEED_TESTS`, written like a model header's `@test` lines). The build's summary lists the
 seeds written under `seeds`, apart from `built`.
 
-The price book (`devportal.prices`, from `[analytics]`): `analytics.prices(period, amount,
+The price book (`devportal.settings.prices`, from `[analytics]`): `analytics.prices(period, amount,
 valid_from, valid_to, currency, mrr_amount)`, one row per price (`valid_from` NULL: since always,
 the flat keys; `valid_to` NULL: open; `mrr_amount` the monthly-normalised amount after the
 revenue share, decimal(18, 6)), no rows without prices; and `analytics.price_book(currency,
@@ -28,9 +28,9 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from devportal import prices
-from devportal.api import SPEC_STATUSES as SPEC_STATUSES
-from devportal.errors import ConfigError
+from devportal.base.api import SPEC_STATUSES as SPEC_STATUSES
+from devportal.base.errors import ConfigError
+from devportal.settings import prices
 
 STATUS_MAP = "status_map"
 # what `[analytics] status_map` may treat a status as (`config.STATUS_TREATMENTS`): the spec's
@@ -119,7 +119,7 @@ def seeds_from_settings() -> list[Seed]:
     handed = os.environ.pop(HANDED_OVER, None)
     if handed:
         return decode_seeds(handed)
-    from devportal.config import resolve_analytics, unknown_keys
+    from devportal.settings.config import resolve_analytics, unknown_keys
 
     analytics = resolve_analytics()
     try:

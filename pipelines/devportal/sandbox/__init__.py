@@ -5,7 +5,7 @@ HTTP. `Sandbox` is the entry point::
 
     from devportal.sandbox import Sandbox
     with Sandbox(subscriptions=1000, users=200, seed=7) as sb:
-        requests.get(sb.base_url + devportal.api.SUBSCRIPTIONS_PATH,
+        requests.get(sb.base_url + devportal.base.api.SUBSCRIPTIONS_PATH,
                      headers={"Authorization": f"Bearer {sb.token}"})
         sb.advance(days=30)          # the simulated clock: cancel, renew, add, expire
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-from devportal.api import SUBSCRIPTIONS_PATH, USER_ACCOUNTS_PREFIX, USER_SETTINGS_PATH
+from devportal.base.api import SUBSCRIPTIONS_PATH, USER_ACCOUNTS_PREFIX, USER_SETTINGS_PATH
 from devportal.sandbox.clock import parse_bound
 from devportal.sandbox.store import SubscriptionFilter
 from devportal.sandbox.world import World

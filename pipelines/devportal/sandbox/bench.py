@@ -23,7 +23,7 @@ from contextlib import ExitStack, contextmanager
 
 import requests
 
-from devportal.api import SUBSCRIPTIONS_PATH
+from devportal.base.api import SUBSCRIPTIONS_PATH
 from devportal.sandbox.server import Sandbox
 
 

@@ -45,7 +45,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from devportal.api import SUBSCRIPTIONS_PATH, USER_SETTINGS_PATH
+from devportal.base.api import SIMULATED_CLOCK_HEADER, SUBSCRIPTIONS_PATH, USER_SETTINGS_PATH
 from devportal.sandbox.app import (
     Api,
     PageHook,
@@ -68,9 +68,6 @@ from devportal.sandbox.faults import (
 from devportal.sandbox.signups import Signups
 from devportal.sandbox.throttle import Decision, RateLimit, RateLimiter, SerialCost
 from devportal.sandbox.world import World
-
-# Sent with every answer: the `Date` header is the simulated clock, not the machine's.
-SIMULATED_CLOCK_HEADER = "X-Sandbox-Clock"
 
 log = logging.getLogger("devportal.sandbox")
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import requests
 
-from devportal import api
+from devportal.base import api
 from devportal.sandbox.server import Sandbox
 
 # the API's paths under the short names the tests use

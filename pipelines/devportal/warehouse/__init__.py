@@ -3,23 +3,28 @@
 Writers (sync, models, manifest load) hold `warehouse_lock` and never open the warehouse file
 for writing: they write a `Draft` (a copy) and publish it with one rename, so readers may hold
 the file open read-only at any time. dlt keeps its state for a warehouse in
-`pipelines_dir(warehouse)`, next to it. `devportal.pipeline` binds the dlt pipeline to the
-warehouse; this package knows nothing of dlt. Every problem with the file is one line with the
-cause and the fix.
+`pipelines_dir(warehouse)`, next to it. `devportal.load.pipeline` binds the dlt pipeline to
+the warehouse; only `destination` (dlt's destination class) imports dlt. Every problem with
+the file is one line with the cause and the fix.
 
-One job per module, imports running one way (paths <- connection <- draft <- lock; fit alone):
+One job per module, imports running one way (filelock <- draft, lock; paths <- connection <-
+draft <- lock; target <- engines <- writer_lock):
 
-    paths       name rules, the folder, what is wrong with a path or with the disk under it
-    connection  opening it with DuckDB (`open_duckdb`, `connect`), DuckDB's refusals; quoting
-    draft       the copy a writer changes and publishes with one rename; the shared guard lock
-    lock        `warehouse_lock`, the writers' lock, and `looks_busy`
-    fit         whether a load's tables fit DuckDB's memory cap, known before it starts
+    filelock      advisory file locks, the one place devportal asks the OS for one
+    paths         name rules, the folder, the spool folder, what is wrong with a path or the disk
+    connection    opening it with DuckDB (`open_duckdb`, `connect`), DuckDB's refusals; quoting
+    draft         the copy a writer changes and publishes with one rename; the shared guard lock
+    lock          `warehouse_lock`, the writers' lock, and `looks_busy`
+    fit           whether a load's tables fit DuckDB's memory cap, known before it starts
+    target        `Target`: the destination, how a load is made whole, the models' engine
+    engines       one connection API over DuckDB and PostgreSQL for the models and the report
+    moved         the mark `devportal migrate` leaves on a DuckDB file it moved elsewhere
+    destination   dlt's DuckDB destination with the exact copy job
+    writer_lock   the lock a writer holds for its whole run (PostgreSQL's advisory lock too)
 
-The OS's locks come from `devportal.filelock` (fcntl; msvcrt on Windows, see docs/platforms.md).
 Callers use the names below (`from devportal.warehouse import warehouse_lock`).
 """
 
-from devportal.filelock import writer_of  # re-exported: the probe lives with the locks
 from devportal.warehouse.connection import (
     NO_EXTENSION_AUTOLOAD,
     OWN_CONNECTION,
@@ -34,6 +39,7 @@ from devportal.warehouse.connection import (
     sql_literal,
 )
 from devportal.warehouse.draft import Draft, written_elsewhere
+from devportal.warehouse.filelock import writer_of  # re-exported: the probe lives with the locks
 from devportal.warehouse.lock import looks_busy, warehouse_lock
 from devportal.warehouse.paths import (
     ANALYTICS_SCHEMA,

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from devportal.errors import (
+from devportal.base.errors import (
     DevportalError,
     HeldByAnotherProgram,
     WarehouseBusy,
@@ -116,7 +116,7 @@ def open_error(path: Path, err: BaseException) -> DevportalError:
 def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
     """duckdb.connect for the warehouse file PATH, extensions never autoloaded; errors as one
     line. The one place devportal's own code (models, report, manifest history) connects to
-    DuckDB; dlt's loads go through `devportal.pipeline` with the same settings."""
+    DuckDB; dlt's loads go through `devportal.load.pipeline` with the same settings."""
     import duckdb  # here, not at import: `devportal --help` stays fast
 
     try:

@@ -11,15 +11,10 @@ import shutil
 import threading
 from pathlib import Path
 
-from devportal import filelock
-from devportal.errors import (
-    ConfigError,
-    DevportalError,
-    HeldByAnotherProgram,
-    first_line,
-)
-from devportal.filelock import writer_of
+from devportal.base.errors import ConfigError, DevportalError, HeldByAnotherProgram, first_line
+from devportal.warehouse import filelock
 from devportal.warehouse.connection import damage_in, open_duckdb, quote_ident
+from devportal.warehouse.filelock import writer_of
 from devportal.warehouse.paths import RAW_SCHEMA, damaged_error, pipelines_dir, shown, unwritable
 
 # the shared lock each writer holds on the published warehouse file while it holds the

@@ -1,6 +1,6 @@
 """The warehouse lock: writers (sync, models, manifest load) hold `warehouse_lock` while they
 run, so two processes never write one warehouse at once (a conflict is `WarehouseBusy`, exit 3);
-the OS's locks come from `devportal.filelock`."""
+the OS's locks come from `devportal.warehouse.filelock`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from devportal import filelock
-from devportal.errors import WarehouseBusy
-from devportal.filelock import writer_of
+from devportal.base.errors import WarehouseBusy
+from devportal.warehouse import filelock
 from devportal.warehouse.draft import Draft, release_guard
+from devportal.warehouse.filelock import writer_of
 from devportal.warehouse.paths import make_parent, unwritable
 
 

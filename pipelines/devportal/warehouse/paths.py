@@ -9,8 +9,9 @@ from __future__ import annotations
 import errno
 import shutil
 from pathlib import Path
+from typing import Any
 
-from devportal.errors import ConfigError, DevportalError, first_line
+from devportal.base.errors import ConfigError, DevportalError, first_line
 
 # A DuckDB file starts with an 8-byte checksum, then this magic (every storage version).
 DUCKDB_MAGIC = b"DUCK"
@@ -250,3 +251,9 @@ def unwritable(folder: Path, err: OSError) -> DevportalError:
         f"cannot write in {where}: {err.strerror or first_line(err)}; check that folder and "
         "run again: the warehouse is as it was"
     )
+
+
+def spool_root(pipeline: Any) -> Path:
+    """Where the runs of PIPELINE (a dlt pipeline) spool their reads, each in a folder of its
+    own: `spool/` in the pipeline's working folder beside the warehouse."""
+    return Path(pipeline.working_dir) / "spool"

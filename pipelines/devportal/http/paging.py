@@ -1,0 +1,263 @@
+"""Walking a list, the paging half of `ApiClient`: page 1 tells `last_page`, pages 2..last are
+fetched by a pool of workers sharing the session and yielded in order, at most twice the
+current concurrency limit and `AHEAD_BYTES` ahead so memory stays flat; without a usable
+`last_page`, `next_page_url` is followed one page at a time. `Prefetch` reads one list ahead
+on a thread of its own."""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable, Generator, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, cast
+
+from devportal.base.errors import Stopped
+from devportal.http.body import MIB
+from devportal.http.concurrency import Concurrency
+from devportal.http.pages import Page, PageGuard, page_parser, refused, row_keys
+
+# What `ApiClient.get_json` returns instead of `(body, headers)`: `check(body, headers)`.
+Check = Callable[[Any, Mapping[str, str]], Any]
+
+AHEAD_BYTES = 64 * MIB  # decoded bytes of pages read ahead of the reader, at most (about)
+_END = object()
+
+
+class Paging:
+    """The paging half of `ApiClient`, which supplies `get_json`, `concurrency` and the
+    prefetch it started (if any)."""
+
+    concurrency: Concurrency
+    _prefetch: Prefetch | None
+    # ApiClient.get_json(path_or_url, params, check, per_page), called positionally here
+    get_json: Callable[[str, Mapping[str, Any] | None, Check | None, int | None], Any]
+
+    def fetch_page(
+        self, path: str, params: Mapping[str, Any], page: int, per_page: int | None = None
+    ) -> Page:
+        """Page PAGE of a list, checked (`parse_page`); PER_PAGE sizes the body's cap."""
+        result: Page = self.get_json(
+            path, {**params, "page": page}, page_parser(page, path), per_page
+        )
+        return result
+
+    def prefetch(self, path: str, params: Mapping[str, Any] | None = None) -> None:
+        """Start reading a whole list now, on a thread of its own, before anyone asks for it
+        (`devportal sync` does this while dlt and DuckDB import). `first_page` and `iter_pages`
+        with the same path and params then take what it read; nothing else sees it."""
+        if self._prefetch is None:
+            self._prefetch = Prefetch(self, path, dict(params or {}))
+
+    def first_page(self, path: str, params: Mapping[str, Any] | None = None) -> Page:
+        """Page 1 of a list: the prefetched one when it is that list, else fetched now."""
+        ahead = self._prefetch
+        if ahead is not None and ahead.matches(path, params):
+            return ahead.first()
+        return self.fetch_page(path, dict(params or {}), 1)
+
+    def iter_pages(
+        self, path: str, params: Mapping[str, Any] | None = None, first: Page | None = None
+    ) -> Iterator[Page]:
+        """Every page of a list, in page order. Page 1 first, then the rest concurrently.
+
+        `first`: page 1 when the caller has already fetched it (it is not fetched again); the
+        prefetched page 1 brings the pages read ahead with it (once)."""
+        params = dict(params or {})
+        ahead = self._prefetch
+        if ahead is not None and first is not None and ahead.owns(first, path, params):
+            yield from ahead.take()
+            return
+        first = first if first is not None else self.fetch_page(path, params, 1)
+        yield first
+        yield from self.pages_after(first, path, params)
+
+    def pages_after(self, first: Page, path: str, params: Mapping[str, Any]) -> Iterator[Page]:
+        """The pages after page 1 (`first`), in order, each held against what page 1 proves
+        (`PageGuard`): the paging ends where the wrapper says, or is refused at the page that
+        shows the server does not page (see `parse_page` for what one page must agree with)."""
+        guard = PageGuard(first, path)
+        per_page = first.per_page or len(first.data) or None
+        last = first.last_page
+        if last is None:
+            yield from self._follow_next(first, path, guard, per_page)
+            return
+        if last <= 1:
+            return
+        for page in self._concurrent_pages(path, params, range(2, last + 1), per_page):
+            guard.check(page, last)
+            yield page
+
+    def _follow_next(
+        self, page: Page, path: str, guard: PageGuard, per_page: int | None
+    ) -> Iterator[Page]:
+        """The pages after PAGE by their `next_page_url`, until one is empty or links none.
+
+        A page more than half of whose rows were on the page before it is refused: a chain
+        that slides over the same rows would otherwise never end (a list that moved while it
+        was paged shifts a few rows, not half a page; `reading` notices and reads it again)."""
+        previous = row_keys(page.data)
+        while page.next_page_url and page.data:
+            number = page.number + 1
+            page = self.get_json(page.next_page_url, None, page_parser(number, path), per_page)
+            guard.check(page, None)
+            rows = row_keys(page.data)
+            if len(rows) >= 2 and 2 * len(rows & previous) > len(rows):
+                raise refused(
+                    f"{path} page {number}",
+                    f"{len(rows & previous)} of its {len(rows)} rows were on page {number - 1}: "
+                    "the API's next_page_url does not move on to the next rows",
+                )
+            previous = rows
+            yield page
+
+    def _concurrent_pages(
+        self, path: str, params: Mapping[str, Any], numbers: range, per_page: int | None
+    ) -> Iterator[Page]:
+        pages = self.map_concurrent(
+            lambda n: self.fetch_page(path, params, n, per_page), list(numbers)
+        )
+        for _number, page in pages:
+            yield page
+
+    def map_concurrent(
+        self, fn: Callable[[Any], Any], items: list[Any]
+    ) -> Iterator[tuple[Any, Any]]:
+        """(item, fn(item)) for each item, in input order, as many at a time as the client's
+        concurrency allows (its slots gate every attempt). At most twice the current limit of
+        items are started ahead of the one being yielded, and none while the pages done ahead
+        of it hold AHEAD_BYTES, so memory stays flat whatever size the pages are."""
+        limit = self.concurrency
+        pool = ThreadPoolExecutor(max_workers=limit.max, thread_name_prefix="devportal-get")
+        pending: deque[tuple[Any, Future[Any]]] = deque()
+        it = iter(items)
+        try:
+            while True:
+                while len(pending) < 2 * limit.slots and _held(pending) < AHEAD_BYTES:
+                    item = next(it, _END)
+                    if item is _END:
+                        break
+                    pending.append((item, pool.submit(fn, item)))
+                if not pending:
+                    return
+                head, fut = pending.popleft()
+                yield head, fut.result()
+        finally:
+            for _, fut in pending:
+                fut.cancel()
+            # requests in flight finish (each bounded by its deadline) before the error goes
+            # on, unless the process is being stopped (a signal, Ctrl-C): it ends without them
+            ending = Stopped.received is not None or isinstance(
+                sys.exc_info()[1], KeyboardInterrupt
+            )
+            pool.shutdown(wait=not ending, cancel_futures=True)
+
+
+def _held(pending: deque[tuple[Any, Future[Any]]]) -> int:
+    """Decoded bytes of the pages done but not yet taken (a result that is no Page: 0)."""
+    return sum(
+        getattr(fut.result(), "size", 0)
+        for _, fut in pending
+        if fut.done() and not fut.cancelled() and fut.exception() is None
+    )
+
+
+class Prefetch:
+    """One list read ahead on its own thread: page 1 as soon as it comes, then the rest into a
+    bounded queue (`DEPTH` pages and AHEAD_BYTES of them, so memory stays flat when nobody
+    reads them yet, whatever size the pages are).
+
+    Errors are kept and raised to whoever takes the pages, as if they had been read then.
+    `close()` stops it: pages in flight finish (each bounded by `timeout_s`) and are dropped.
+    """
+
+    DEPTH = 256  # pages read ahead at most: about 50k subscriptions, ~28 MB parsed
+
+    def __init__(self, client: Paging, path: str, params: dict[str, Any]) -> None:
+        self.client = client
+        self.path, self.params = path, params
+        self._first: Page | None = None
+        self._first_error: BaseException | None = None
+        self._got_first = threading.Event()
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=self.DEPTH)
+        self._queued_bytes = 0  # decoded bytes of the pages in the queue
+        self._room = threading.Condition()
+        self._stop = threading.Event()
+        self._taken = False
+        self._thread = threading.Thread(target=self._run, name="devportal-prefetch", daemon=True)
+        self._thread.start()
+
+    def matches(self, path: str, params: Mapping[str, Any] | None) -> bool:
+        return path == self.path and dict(params or {}) == self.params
+
+    def owns(self, first: Page, path: str, params: Mapping[str, Any]) -> bool:
+        return not self._taken and self.matches(path, params) and first is self._first
+
+    def first(self) -> Page:
+        self._got_first.wait()
+        if self._first_error is not None:
+            raise self._first_error
+        assert self._first is not None
+        return self._first
+
+    def take(self) -> Iterator[Page]:
+        """Page 1 and every page after it, once; closes the prefetch when done or abandoned."""
+        self._taken = True
+        try:
+            yield self.first()
+            while True:
+                kind, value = self._queue.get()
+                if kind == "page":
+                    with self._room:
+                        self._queued_bytes -= value.size
+                        self._room.notify()
+                    yield value
+                elif kind == "end":
+                    return
+                else:
+                    raise value
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        try:
+            first = self.client.fetch_page(self.path, self.params, 1)
+        except BaseException as err:  # raised to the reader, in its own thread
+            self._first_error = err
+            self._got_first.set()
+            return
+        self._first = first
+        self._got_first.set()
+        pages = cast(
+            Generator[Page, None, None], self.client.pages_after(first, self.path, self.params)
+        )
+        try:
+            for page in pages:
+                if not self._put(("page", page)):
+                    return
+            self._put(("end", None))
+        except BaseException as err:
+            self._put(("error", err))
+        finally:
+            pages.close()  # cancels what is queued; requests in flight finish
+
+    def _put(self, item: tuple[str, Any]) -> bool:
+        size = item[1].size if item[0] == "page" else 0
+        with self._room:  # one page always fits, however large: the queue never blocks empty
+            while self._queued_bytes and self._queued_bytes + size > AHEAD_BYTES:
+                if self._stop.is_set():
+                    return False
+                self._room.wait(0.1)
+            self._queued_bytes += size
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
