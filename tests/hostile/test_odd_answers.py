@@ -175,7 +175,7 @@ def test_big_integers_stay_exact_and_lone_surrogates_are_replaced_and_counted(
         warehouse_of(args),
         "SELECT row_count FROM devportal.data_quality WHERE problem = 'lone_surrogate_replaced'",
     )
-    assert counted == [(2)]
+    assert counted == [(2,)]
 
 
 def test_nan_beside_a_big_integer_is_refused_as_not_json_in_one_line(
@@ -411,7 +411,7 @@ def test_a_load_that_fails_leaves_the_warehouse_as_before_and_sets_the_package_a
         (5, "active"),
         (6, "active"),
     ]
-    assert query(warehouse, "SELECT settings FROM devportal.user_settings") == [(None)]
+    assert query(warehouse, "SELECT settings FROM devportal.user_settings") == [(None,)]
     assert devportal("packages", "discard", load_id, "--warehouse", str(warehouse)).code == 0
     assert not (set_aside_dir(warehouse) / load_id).exists()
 
@@ -514,7 +514,7 @@ def test_a_nul_character_is_replaced_and_the_same_on_duckdb(
     )
     assert values == [("/k\ufffd", '["\ufffd"]'), ("/theme", "a\ufffdb")]
     counted = "SELECT row_count FROM devportal.data_quality WHERE problem = 'nul_replaced'"
-    assert query(warehouse_of(args), counted) == [(3)]
+    assert query(warehouse_of(args), counted) == [(3,)]
 
 
 def test_a_nul_character_no_longer_breaks_a_postgres_sync(
@@ -535,4 +535,4 @@ def test_a_nul_character_no_longer_breaks_a_postgres_sync(
         settings = engine.execute("SELECT settings FROM devportal.user_settings")
         statuses = engine.execute("SELECT status FROM devportal.subscriptions")
     assert [json.loads(row[0]) for row in settings] == [NUL_STORED]
-    assert statuses == [("act\ufffdive")]
+    assert statuses == [("act\ufffdive",)]

@@ -83,7 +83,7 @@ def test_a_load_that_fails_on_postgres_leaves_every_table_as_before(
     assert dump() == before
     assert on_postgres(
         "SELECT count(*) FROM information_schema.schemata WHERE schema_name = 'devportal_snapshot'"
-    ) == [(0)]
+    ) == [(0,)]
     on_postgres_commit("ALTER TABLE devportal.sync_runs DROP CONSTRAINT before_the_5th")
     result = sync(warehouse, **args)
     assert result.new_versions > 0
@@ -152,7 +152,7 @@ def test_duckdb_and_postgres_synced_from_one_folder_keep_their_own_window_cursor
     sb.advance(hours=1)
     sync(Target.of(warehouse, "postgres"), window=True, **args)
     starts = on_postgres("SELECT window_start FROM devportal.sync_runs WHERE mode = 'window'")
-    assert starts == [(postgres_observed_at - timedelta(hours=48))]
+    assert starts == [(postgres_observed_at - timedelta(hours=48),)]
     current = on_postgres(
         "SELECT id, status FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL ORDER BY id"
     )

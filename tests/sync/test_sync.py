@@ -97,7 +97,7 @@ def test_removed_subscription_is_closed_by_a_sweep(sandbox_factory: Any, warehou
         "SELECT _dlt_valid_to IS NOT NULL FROM devportal.subscriptions WHERE id = ?",
         gone,
     )
-    assert closed == [(True)]
+    assert closed == [(True,)]
 
 
 def test_window_mode_never_closes_rows_it_did_not_read(
@@ -252,7 +252,7 @@ def test_user_accounts_ttl_and_missing(sandbox_factory: Any, warehouse: Path) ->
         "SELECT count(*) FROM devportal.user_accounts WHERE status = 'found' "
         "AND primary_platform IS NULL",
     )
-    assert primaries == [(0)]
+    assert primaries == [(0,)]
     # within the TTL nothing is fetched again
     second = run(sb, warehouse)
     assert second.record.rows_read.get("user_accounts", 0) == 0
@@ -301,7 +301,7 @@ def test_sync_records_the_configured_manifest_before_models(
         ("Stream Widgets", "1.4.0", 0)
     ]
     # the models were built after the manifest: the release is already in analytics
-    assert query(warehouse, "SELECT count(*) FROM analytics.app_releases") == [(1)]
+    assert query(warehouse, "SELECT count(*) FROM analytics.app_releases") == [(1,)]
 
 
 def test_destination_duckdb_is_the_warehouse_file(

@@ -5,7 +5,7 @@ the rows over. Nothing here calls the load layer.
 
 One job per module, imports running one way (each only from those above it):
 
-    sync_record        `SyncRecord`, the row of `sync_runs`: its fields and dlt hints, filled as
+    sync_record        `RunRecord`, the row of `sync_runs`: its fields and dlt hints, filled as
                        the read goes
     extra_fields       fields the spec does not show: where each lands and how it is typed
                        (extra-fields.md)
@@ -20,6 +20,8 @@ One job per module, imports running one way (each only from those above it):
                        through dlt's SQL client
     resources          the dlt resources a read hands over and their write dispositions (SCD2,
                        upsert, delete-insert)
-    source             `devportal_source`: the dlt source; `read_api`, the read of one sync
-                       (clock, lists, record)
+    read               `read_api`: the read of one sync, whole and verified before dlt sees a
+                       row (clock, lists, record)
+    source             `devportal_source`: the dlt source; its resources hand over a finished
+                       read
 """

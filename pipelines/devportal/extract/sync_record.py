@@ -6,7 +6,6 @@ is defined the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from typing import Any, cast
@@ -105,25 +104,3 @@ class ProblemRecord(_Record):
     row_count: int = _column("bigint", 0)
     sample_ids: str = _column("text", "")  # comma-separated, scrubbed
     sample_values: str = _column("text", "")
-
-
-@dataclass
-class RunRecorder:
-    """Where a caller of `devportal_source` receives the run's record once the run has read
-    what it reads (the sync's summary reads it from here, not back from the destination).
-
-    `read()` has the run read now rather than when dlt extracts it (its resources then only
-    hand over what was read): `devportal sync` does, so that a read that fails ends the run in
-    its one line before dlt's extract step starts (and prints its progress)."""
-
-    record: RunRecord | None = None
-    # the source's read, done once (set by `devportal_source`)
-    reader: Callable[[], object] | None = field(default=None, repr=False)
-
-    def read(self) -> RunRecord:
-        """The run's record, the source having read every list it reads (once)."""
-        if self.record is None and self.reader is not None:
-            self.reader()
-        if self.record is None:
-            raise RuntimeError("the recorder was not given to devportal_source")
-        return self.record

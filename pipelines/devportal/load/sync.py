@@ -35,8 +35,9 @@ from devportal.base.progress import Progress
 from devportal.base.progress import of as progress_of
 from devportal.extract import schema_drift
 from devportal.extract.destination_state import DatasetReader
-from devportal.extract.source import RunInputs, devportal_source
-from devportal.extract.sync_record import RunRecord, RunRecorder
+from devportal.extract.read import Asked, ReadInputs, read_api, wanted_resources, window_cursor
+from devportal.extract.source import devportal_source
+from devportal.extract.sync_record import RunRecord
 from devportal.http import RESOURCES, ApiClient, adopt
 from devportal.load.transaction import writing
 from devportal.settings import config as settings
@@ -217,34 +218,28 @@ def sync(
         base_url=base_url, access_token=access_token, include_test=include_test, **overrides
     )
     contract = settings.schema_contract(cfg)
+    asked_for = wanted_resources(resources)
     started = time.monotonic()
     loaded: dict[str, Any] = {}
-    recorder = RunRecorder()
     shown = progress_of(progress)
     with shown, writing(target, shown.collector()) as run:
         with DatasetReader(run.pipeline) as dest:
             before = dest.history_counts()
-        source = devportal_source(
-            resources=tuple(resources),
-            since=since,
-            window=window,
-            progress=shown,
-            config=cfg,
-            client=adopt(early, cfg),
-            recorder=recorder,
-            inputs=RunInputs.of(run.pipeline),
-        )
-        # the run reads now, not when dlt extracts: a read that fails ends in its one line
-        # before dlt's extract step starts and prints its progress
-        recorder.read()
+        # the read first, whole and verified: a read that fails ends in its one line before
+        # dlt's extract step starts; the source then only hands over what was read
+        inputs = ReadInputs.of(run.pipeline)
+        asked = Asked(asked_for, since, window, window_cursor(run.pipeline))
+        with adopt(early, cfg) or ApiClient(cfg) as client:
+            reads = read_api(client, cfg, inputs, asked, shown)
+        record = reads.record
+        source = devportal_source(resources=asked_for, config=cfg, reads=reads, inputs=inputs)
 
         def read_back(load_id: str) -> None:
             # what the load did to the history and the columns of the tables whose shape
             # changed, read before it is published (on DuckDB, from the copy)
-            changed = recorder.record.schema_changes if recorder.record else ()
             with DatasetReader(run.pipeline) as dest:
                 loaded["after"] = dest.history_counts()
-                tables = {str(c.get("table")) for c in changed if isinstance(c, dict)}
+                tables = {str(c.get("table")) for c in record.schema_changes if isinstance(c, dict)}
                 loaded["columns"] = {t: set(dest.columns(t)) for t in tables}
 
         def refusal(cause: BaseException) -> DevportalError | None:
@@ -255,8 +250,7 @@ def sync(
         run.load(source, what="sync", after_load=read_back, refusal=refusal)
         where = written_to(target, run.pipeline)
     set_aside = run.settled
-    assert recorder.record is not None  # the source recorded the run it loaded
-    result = _result(recorder.record, before, loaded["after"])
+    result = _result(record, before, loaded["after"])
     result.schema_changes = _landed(result.schema_changes, loaded["columns"], contract)
     result.status_map = _status_map()
     result.written_to = where
