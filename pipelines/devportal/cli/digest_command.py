@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     options.figures_current(args, target)
     text = headline(target, where(target))
     options.say(args, text)
-    hooks = None if args.no_post else configured()
+    hooks = None if args.no_post else configured(target.settings)
     if hooks is None:
         return 0
     return 0 if hooks.post(text) else 1

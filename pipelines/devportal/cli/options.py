@@ -128,7 +128,7 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
     if target.engine is None:
         return
     try:
-        configured = models.seeds_from_settings()
+        configured = models.seeds_from_settings(target.settings)
     except ConfigError as err:  # a broken setting: the figures as built, and why not newer
         warn(f"{err}; the figures use the settings of their last build")
         return

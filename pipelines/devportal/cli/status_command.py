@@ -63,9 +63,7 @@ def run(args: argparse.Namespace) -> int:
     target = options.target(args, moved_ok=True)  # status says it was moved
     max_age = args.max_age_hours
     if max_age is None:
-        from devportal.settings.alerts import resolve_alerts
-
-        max_age = resolve_alerts().max_age_hours
+        max_age = target.settings.alerts().max_age_hours
     status = collect(target, max_age)
     if args.format == "json":
         options.say(args, json.dumps(as_json(status), indent=2))

@@ -94,10 +94,9 @@ def _run(args: argparse.Namespace, target: Target) -> int:
         if early is not None:
             early.close()
     options.say(args, result.summary())
-    from devportal.settings.config import resolve
-
     code = 0
-    manifest = args.manifest or resolve(require_api=False).manifest_path
+    passed = options.passed(args, SETTINGS_PASSED)
+    manifest = args.manifest or target.settings.source(require_api=False, **passed).manifest_path
     if manifest:
         code = _record_manifest(args, manifest, target)
     if not args.no_models:
@@ -134,6 +133,9 @@ PASSED = (
     "workers",
     "max_workers",
 )
+# those of them that are `[sources.devportal]` settings (the rest choose the run's mode): the
+# sync resolves the section with them on top, once (`target.settings`)
+SETTINGS_PASSED = tuple(name for name in PASSED if name not in ("since", "window"))
 
 
 def _sync(args: argparse.Namespace, target: Target, early: Any) -> Any:
@@ -145,11 +147,9 @@ def _sync(args: argparse.Namespace, target: Target, early: Any) -> Any:
         # key must not be found after the data loaded (one line, exit 2, nothing written)
         from devportal.models import seeds_from_settings
 
-        seeds_from_settings()
+        seeds_from_settings(target.settings)
     # [alerts] too: a bad one stops the sync here, not at the first alert it would post
-    from devportal.settings.alerts import resolve_alerts
-
-    resolve_alerts()
+    target.settings.alerts()
     if target.is_file:  # room for the copy the load writes, known before the API is read
         from devportal.warehouse.draft import check_room
 

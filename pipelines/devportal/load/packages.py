@@ -141,7 +141,7 @@ def _collect_aborted(warehouse: str | Path) -> list[str]:
     return moved
 
 
-def _failure(err: BaseException) -> str:
+def _failure(err: BaseException, target: Target) -> str:
     """Why a load failed, in one line, with the fix where one is known."""
     text = first_line(err)
     oom = "out of memory" in text.lower()
@@ -149,23 +149,23 @@ def _failure(err: BaseException) -> str:
         isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in causes(err)
     )
     if oom:
-        from devportal.settings.config import resolve
-
-        limit = resolve(require_api=False).duckdb_memory_limit
+        limit = target.settings.load().duckdb_memory_limit
         text += f" (raise duckdb_memory_limit in [sources.devportal], now {limit})"
     elif full:
         text += " (free disk space in the warehouse's folder)"
     return text
 
 
-def _set_aside_error(load_id: str, err: BaseException, where: Path, restored: bool) -> Exception:
+def _set_aside_error(
+    load_id: str, err: BaseException, where: Path, restored: bool, target: Target
+) -> Exception:
     state = (
         "the warehouse is as it was before the run"
         if restored
         else "tables already loaded by it may hold part of the run"
     )
     return PackageSetAside(
-        f"loading run {load_id} failed: {_failure(err)}; {state}. Its data is kept in "
+        f"loading run {load_id} failed: {_failure(err, target)}; {state}. Its data is kept in "
         f"{where}; `devportal packages discard {load_id}` deletes it",
         load_id,
     )
@@ -192,7 +192,7 @@ def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | N
     load_id = load_ids[0]
     warehouse = target.warehouse
     if target.snapshot == "draft":
-        _refuse_unfit(pipeline, warehouse, load_id)
+        _refuse_unfit(pipeline, target, load_id)
         snapshot = Snapshot.take(warehouse, load_id)
         try:
             with _said_once():
@@ -204,8 +204,8 @@ def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | N
             # bug, a setting dlt refuses before loading) leaves draft and package as a killed
             # run would, for the next run to settle.
             snapshot.restore()
-            where = set_aside(pipeline, warehouse, load_id, _failure(err))
-            raise _set_aside_error(load_id, err, where, restored=True) from err
+            where = set_aside(pipeline, warehouse, load_id, _failure(err, target))
+            raise _set_aside_error(load_id, err, where, restored=True, target=target) from err
         _drop_ledger(pipeline, load_id)
         _drop_superseded_schemas(pipeline)
         try:
@@ -222,8 +222,8 @@ def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | N
             pipeline.load()
     except PipelineStepFailed as err:  # dlt wraps every failure of the load step in it
         restored = schema_snapshot.restore() if schema_snapshot is not None else False
-        where = set_aside(pipeline, warehouse, load_id, _failure(err))
-        raise _set_aside_error(load_id, err, where, restored) from err
+        where = set_aside(pipeline, warehouse, load_id, _failure(err, target))
+        raise _set_aside_error(load_id, err, where, restored, target=target) from err
     if after_load is not None:
         after_load()
     if schema_snapshot is not None:
@@ -265,12 +265,10 @@ def _package_tables(pipeline: Any, load_id: str, cap: int) -> dict[str, tuple[in
     return tables
 
 
-def _refuse_unfit(pipeline: Any, warehouse: str | Path, load_id: str) -> None:
+def _refuse_unfit(pipeline: Any, target: Target, load_id: str) -> None:
     """Refuse, before anything loads, a package a table of which is too wide for DuckDB's
     memory cap (`warehouse.fit`): set aside, with the setting and a value that fits."""
-    from devportal.settings.config import resolve_load
-
-    limit = resolve_load().duckdb_memory_limit
+    limit = target.settings.load().duckdb_memory_limit
     cap = fit.cap_bytes(limit)
     if cap is None:
         return
@@ -283,7 +281,7 @@ def _refuse_unfit(pipeline: Any, warehouse: str | Path, load_id: str) -> None:
         f'({limit}) allows: set duckdb_memory_limit = "{refused.setting()}" in '
         "[sources.devportal] and sync again"
     )
-    where = set_aside(pipeline, warehouse, load_id, reason)
+    where = set_aside(pipeline, target.warehouse, load_id, reason)
     raise PackageSetAside(
         f"run {load_id} was not loaded: {reason}. The warehouse is as it was; the next sync "
         f"reads the rows again. Its data is kept in {where}; `devportal packages discard "

@@ -47,7 +47,7 @@ def open_pipeline(target: Target, progress: Any = None) -> Any:
     path = check_warehouse_path(target.warehouse, duckdb=target.is_file)
     make_parent(path)
     _percent_safe_job_files()
-    dest = _duckdb(dlt, Draft(path).path) if target.is_file else _destination(dlt, target)
+    dest = _duckdb(target, Draft(path).path) if target.is_file else _destination(dlt, target)
     kwargs: dict[str, Any] = {}
     if progress is not None:
         kwargs["progress"] = progress
@@ -108,7 +108,7 @@ def _percent_safe_job_files() -> None:
         storage._get_data_item_path_template = template  # type: ignore[method-assign,assignment]
 
 
-def _duckdb(dlt: Any, path: Path) -> Any:
+def _duckdb(target: Target, path: Path) -> Any:
     """DuckDB at `path` (the warehouse's draft), its load connection tuned for a flat memory
     profile.
 
@@ -118,10 +118,9 @@ def _duckdb(dlt: Any, path: Path) -> Any:
     the peak went from 381 MB to 339 MB, and the load got faster on 2 cores. The jobs of a
     package load one at a time (`LOAD_WORKERS`), so the cap is never shared.
     """
-    from devportal.settings.config import resolve_load
     from devportal.warehouse.destination import warehouse_duckdb
 
-    cfg = resolve_load()  # only these settings: a bad HTTP setting is the sync's to refuse
+    cfg = target.settings.load()  # the command's (only these when it read no other)
     settings = {
         **NO_EXTENSION_AUTOLOAD,
         "preserve_insertion_order": False,

@@ -214,7 +214,7 @@ def sync(
     is over; `auto` and `on`: a line every 10 and 2 seconds on stderr; `off`: nothing).
     """
     target = Target.of(target)
-    cfg = settings.resolve(
+    cfg = target.settings.source(
         base_url=base_url, access_token=access_token, include_test=include_test, **overrides
     )
     contract = settings.schema_contract(cfg)
@@ -252,7 +252,7 @@ def sync(
     set_aside = run.settled
     result = _result(record, before, loaded["after"])
     result.schema_changes = _landed(result.schema_changes, loaded["columns"], contract)
-    result.status_map = _status_map()
+    result.status_map = _status_map(target)
     result.written_to = where
     if result.schema_changes:
         # one line on stderr: a scheduler (cron) mails what a run says there
@@ -338,11 +338,11 @@ def _landed(
     return landed
 
 
-def _status_map() -> dict[str, str]:
+def _status_map(target: Target) -> dict[str, str]:
     """`[analytics] status_map`, for the summary to say how each status is treated; a bad
     setting is the report's and the models' to refuse, not the sync's: then none."""
     try:
-        return dict(settings.resolve_analytics().status_map or {})
+        return dict(target.settings.analytics().status_map or {})
     except DevportalError:
         return {}
 

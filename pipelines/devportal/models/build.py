@@ -266,7 +266,7 @@ def build(
     models = load_models(sql_dir)
     code = {model.name: for_engine(model, engine_name) for model in models}
     read = {name for model in models for name in model.seeds}
-    seeds = [seed for seed in seeds_from_settings() if seed.name in read]
+    seeds = [seed for seed in seeds_from_settings(target.settings) if seed.name in read]
     if engine_name == SOURCE_DIALECT:
         require_warehouse(warehouse)  # before the lock, which would create the folder
     locked = writer_lock(target) if lock else nullcontext()

@@ -26,11 +26,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devportal.base.api import SPEC_STATUSES as SPEC_STATUSES
 from devportal.base.errors import ConfigError
 from devportal.settings import prices
+
+if TYPE_CHECKING:
+    from devportal.settings.command import CommandSettings
 
 STATUS_MAP = "status_map"
 # what `[analytics] status_map` may treat a status as (`config.STATUS_TREATMENTS`): the spec's
@@ -113,15 +116,16 @@ def price_seeds(book: prices.PriceBook) -> list[Seed]:
 HANDED_OVER = "DEVPORTAL_SEEDS"
 
 
-def seeds_from_settings() -> list[Seed]:
-    """Every seed, from the settings as dlt resolves them now (one-line ConfigError), or as the
-    sync that started this process resolved them a moment ago (`HANDED_OVER`, read once)."""
+def seeds_from_settings(settings: CommandSettings | None = None) -> list[Seed]:
+    """Every seed, from `[analytics]` as the command resolves it once (SETTINGS, its
+    `target.settings`; else as dlt resolves it now; one-line ConfigError), or as the sync that
+    started this process resolved them a moment ago (`HANDED_OVER`, read once)."""
     handed = os.environ.pop(HANDED_OVER, None)
     if handed:
         return decode_seeds(handed)
     from devportal.settings.config import resolve_analytics, unknown_keys
 
-    analytics = resolve_analytics()
+    analytics = settings.analytics() if settings is not None else resolve_analytics()
     try:
         book = prices.price_book(analytics)
     except ConfigError as err:  # often a misspelt key: name it beside what it left unset

@@ -15,4 +15,6 @@ One job per module, imports running one way (each only from those above it):
     currencies  the ISO 4217 codes a price book may name (a checked-in list, its source named)
     prices      the price book: flat keys or `prices_file` (CSV or TOML) validated into the
                 `prices` and `price_book` seeds
+    command     `CommandSettings`: one command's settings, each section resolved once, carried
+                by its `Target`
 """

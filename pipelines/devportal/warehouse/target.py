@@ -16,18 +16,21 @@ a setting, `warehouse_destination` under `[sources.devportal]`
 by `config.home_destination`; `home_setting` words it for the messages that name it.
 
 The CLI makes one per command (`cli.options.target`) and hands it down; every function below
-takes that `Target`. The Python entry points (`sync.sync`, `models.build`, `report.collect`,
+takes that `Target`. It also carries the command's settings (`settings`, a
+`settings.command.CommandSettings`): each section is resolved once per command and asked
+there. The Python entry points (`sync.sync`, `models.build`, `report.collect`,
 `engines.connect`, `manifest.load_manifest`, ...) also take the DuckDB warehouse file's path in
 its place (`Target.of`, the one place a path or a destination name becomes a `Target`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from devportal.base.errors import ConfigError
+from devportal.settings.command import CommandSettings
 
 PIPELINE_NAME = "devportal"
 # the engines the SQL models and the report run on
@@ -38,6 +41,10 @@ ENGINES = ("duckdb", "postgres")
 class Target:
     warehouse: Path  # the DuckDB file; for another destination, where dlt's folder and the lock go
     destination: Any = None  # None: the DuckDB file; else a dlt destination name or object
+    # the command's settings, each section resolved once, handed down with the target
+    settings: CommandSettings = field(
+        default_factory=CommandSettings, compare=False, hash=False, repr=False
+    )
 
     @classmethod
     def of(cls, warehouse: Where, destination: Any = None) -> Target:

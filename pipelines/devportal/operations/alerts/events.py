@@ -25,6 +25,7 @@ from devportal.warehouse.target import Target
 
 if TYPE_CHECKING:
     from devportal.settings.alerts import AlertsConfig
+    from devportal.settings.command import CommandSettings
 
 log = logging.getLogger("devportal.alerts")
 
@@ -41,7 +42,7 @@ class Hooks:
         return post(self.urls, message, self.cfg.timeout_s)
 
 
-def configured() -> Hooks | None:
+def configured(settings: CommandSettings | None = None) -> Hooks | None:
     """The webhooks to post to; None when there is none (or, with one warning line, when
     `[alerts]` cannot be read: an alert setting never fails a run)."""
     # dlt's configuration, loaded only once an alert may be due: `devportal sync` imports this
@@ -51,7 +52,7 @@ def configured() -> Hooks | None:
 
     warn_unknown_keys()  # a misspelt [alerts] key: one warning per run (not in settings.py: a cycle)
     try:
-        cfg = resolve_alerts()
+        cfg = settings.alerts() if settings is not None else resolve_alerts()
     except ConfigError as err:
         log.warning("alerts are off: %s", err)
         return None
@@ -59,9 +60,10 @@ def configured() -> Hooks | None:
     return Hooks(urls, cfg) if urls else None
 
 
-def send(message: str) -> int:
-    """Post MESSAGE to every configured webhook; how many took it (0 without any)."""
-    found = configured()
+def send(message: str, settings: CommandSettings | None = None) -> int:
+    """Post MESSAGE to every configured webhook (SETTINGS: the command's); how many took it (0
+    without any)."""
+    found = configured(settings)
     return found.post(message) if found is not None else 0
 
 
@@ -106,7 +108,7 @@ def failed(command: str, target: Target, err: BaseException) -> None:
             code, cause = 1, f"unexpected error ({type(err).__name__}): {first_line(err)}"
         failure = outcomes.record_failure(target, command, code, cause)
         if posting:
-            send(f"devportal {command} failed ({_on(target)}): {failure.cause}")
+            send(f"devportal {command} failed ({_on(target)}): {failure.cause}", target.settings)
     except Exception as problem:  # a cleanup's: the run's own error is what the user must see
         log.warning("could not record or post the failure: %s", first_line(problem))
 
@@ -130,7 +132,7 @@ def check_churn(target: Target) -> None:
     if os.environ.pop(CHURN_ALERTS, None) == "off":  # the sync that started us found none
         return
     try:
-        found = configured()
+        found = configured(target.settings)
         if found is None:
             return
         cfg = found.cfg
@@ -161,7 +163,7 @@ def stale(status: Status) -> None:
     try:
         if outcomes.already_alerted(target, "stale", key):
             return
-        if send(f"devportal: the data is stale: {reason} ({_on(target)})"):
+        if send(f"devportal: the data is stale: {reason} ({_on(target)})", target.settings):
             outcomes.mark_alerted(target, "stale", key)
     except Exception as problem:
         log.warning("could not post the stale-data alert: %s", first_line(problem))
