@@ -14,11 +14,12 @@ from typing import Any
 import pytest
 
 from devportal.reporting import number_format, report
+from devportal.reporting.report.figures import _KINDS, _figure, report_from_row
 from devportal.settings import currencies
 
 
 def _priced(currency: str, **money: Any) -> report.ReportFigures:
-    row: dict[str, Any] = dict.fromkeys(report._KINDS)
+    row: dict[str, Any] = dict.fromkeys(_KINDS)
     row |= {
         "as_of": datetime(2026, 3, 5),
         "first_sync_at": datetime(2026, 1, 15),
@@ -33,7 +34,7 @@ def _priced(currency: str, **money: Any) -> report.ReportFigures:
         "ltv_method": "churn_rate",
         **money,
     }
-    return report._report(row)
+    return report_from_row(row)
 
 
 @pytest.mark.parametrize(
@@ -69,8 +70,8 @@ def test_a_double_and_a_numeric_give_the_same_figure() -> None:
         (82169.929018, Decimal("82169.929018")),
         (2.675, Decimal("2.675000")),
     ]:
-        on_duckdb = report._figure(double, "money", "EUR")
-        on_postgres = report._figure(numeric, "money", "EUR")
+        on_duckdb = _figure(double, "money", "EUR")
+        on_postgres = _figure(numeric, "money", "EUR")
         assert on_duckdb == on_postgres and type(on_duckdb) is Decimal
         assert str(on_duckdb) == str(on_postgres)
 

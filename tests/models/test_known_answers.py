@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from devportal.reporting import charts, report
+from devportal.reporting.report.figures import _MONEY_KEYS
 from tests.helpers import query as rows
 from tests.models.conftest import T1, T2, T3
 
@@ -283,7 +284,7 @@ EXPECTED_FIGURES = {
     "top_churn_platform": "youtube",
     "top_churn_platform_churn_rate": 0.5,
     # no prices set in the story: every money figure null, and the line saying how to set them
-    **dict.fromkeys(report._MONEY_KEYS),
+    **dict.fromkeys(_MONEY_KEYS),
     "forecast_30d_mrr_scope": None,
     "prices_hint": charts.PRICES_HINT,
 }

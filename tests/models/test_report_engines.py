@@ -26,6 +26,7 @@ import pytest
 
 from devportal.cli import main
 from devportal.reporting import charts, report
+from devportal.reporting.report.figures import _figure
 from devportal.warehouse.engines import connect
 from devportal.warehouse.target import Target
 
@@ -248,7 +249,7 @@ NEW_YORK_TZ = timezone(timedelta(hours=-5))
     ],
 )
 def test_a_figure_has_one_type_per_kind(value: Any, kind: str, expected: Any) -> None:
-    got = report._figure(value, kind)
+    got = _figure(value, kind)
     assert got == expected and type(got) is type(expected)
 
 

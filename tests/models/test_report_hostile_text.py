@@ -29,6 +29,7 @@ import pytest
 
 from devportal.cli import main
 from devportal.reporting import charts, report
+from devportal.reporting.report.figures import _KINDS, report_from_row
 from devportal.sandbox import Sandbox
 
 EVIL = (
@@ -172,13 +173,13 @@ def test_the_page_escapes_the_name_and_draws_its_charts(
 def test_every_formula_start_is_neutralised(name: str, csv_cell: str) -> None:
     """The report's CSV of a platform named NAME: the figures as `report.collect` makes them,
     with the name where the warehouse would put it."""
-    row: dict[str, Any] = dict.fromkeys(report._KINDS)
+    row: dict[str, Any] = dict.fromkeys(_KINDS)
     row |= {
         "as_of": datetime(2026, 2, 10),
         "has_verified_sweep": True,
         "last_verified_sweep_at": datetime(2026, 2, 10),
         "top_churn_platform": name,
     }
-    figures = report._report(row)
+    figures = report_from_row(row)
     values = {r[0]: r[2] for r in csv.reader(io.StringIO(report.format_csv(figures)))}
     assert values["top_churn_platform"] == csv_cell

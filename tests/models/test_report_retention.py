@@ -32,6 +32,8 @@ import pytest
 
 from devportal.load.sync import sync
 from devportal.reporting import charts, report
+from devportal.reporting.report.figures import _figure
+from devportal.reporting.report.formats import _text
 from tests.helpers import query
 
 BLOCK = {
@@ -221,7 +223,7 @@ def test_one_sync_says_what_it_cannot_measure_yet(
 def test_a_median_not_reached_says_so(story_warehouse: Path) -> None:
     """A curve not down to 50% reads "not reached yet" (the story's is measured); a warehouse
     with no curve at all says what it needs (above)."""
-    text = report._text(report.Metric("median_lifetime_days", "m", None, "days"))
+    text = _text(report.Metric("median_lifetime_days", "m", None, "days"))
     assert text == "not reached yet"
     assert "median_lifetime_days" not in report.collect(story_warehouse).unmeasured
 
@@ -237,13 +239,13 @@ def test_a_median_not_reached_says_so(story_warehouse: Path) -> None:
     ],
 )
 def test_the_new_kinds_have_one_type_each(value: Any, kind: str, expected: Any) -> None:
-    got = report._figure(value, kind)
+    got = _figure(value, kind)
     assert got == expected and type(got) is type(expected)
 
 
 def test_days_and_a_platform_read_well() -> None:
     def text(key: str, value: Any, kind: str) -> str:
-        return report._text(report.Metric(key, key, value, kind))
+        return _text(report.Metric(key, key, value, kind))
 
     assert text("median_lifetime_days", 1, "days") == "1 day"
     assert text("median_lifetime_days", 45, "days") == "45 days"

@@ -22,6 +22,7 @@ import pytest
 
 from devportal.base import safe_text
 from devportal.reporting import charts, report
+from devportal.reporting.report.figures import _KINDS, report_from_row
 from devportal.reporting.report.page import format_html
 
 MONEY = {
@@ -68,7 +69,7 @@ TITLE = "Revenue (net of the platform's share, EUR)"
 
 
 def _priced() -> report.ReportFigures:
-    row: dict[str, Any] = dict.fromkeys(report._KINDS)
+    row: dict[str, Any] = dict.fromkeys(_KINDS)
     row |= {
         "as_of": datetime(2026, 3, 5),
         "first_sync_at": datetime(2026, 1, 15),
@@ -80,7 +81,7 @@ def _priced() -> report.ReportFigures:
         "usable_subscribers": 16804,
         **MONEY,
     }
-    return report._report(row)
+    return report_from_row(row)
 
 
 def test_json_has_the_money_keys_at_the_top_level_exactly() -> None:

@@ -20,11 +20,12 @@ registry):
     retention    cohort retention, the survival curve and its median lifetime
     registry     `CHARTS` in order, its views (`BY_NAME`, `TITLES`, `PAGE`, `QUERIES`), `draw`
 
-Callers use the names below (`from devportal.reporting import charts; charts.frame(engine, name)`).
+Callers use the names below (`from devportal.reporting import charts; charts.frame(engine, name)`):
+what the report's page, the notebooks and the tests use of the package. The rest is reached in
+its module (`Chart` in `charts.chart`, the drawing helpers and colours in `charts.style`).
 """
 
-from devportal.reporting.charts.chart import Chart
-from devportal.reporting.charts.money import MOVEMENTS, PRICES_HINT, mrr_movements, mrr_over_time
+from devportal.reporting.charts.money import PRICES_HINT
 from devportal.reporting.charts.monthly import (
     churn_by_platform,
     monthly_churn,
@@ -46,14 +47,7 @@ from devportal.reporting.charts.retention import (
     median_lifetime,
     survival_curve,
 )
-from devportal.reporting.charts.style import (
-    ACTIVE_COLOR,
-    CANCELED_COLOR,
-    MUTED_COLOR,
-    RATE_COLOR,
-    SERIES_COLORS,
-    png_bytes,
-)
+from devportal.reporting.charts.style import ACTIVE_COLOR, CANCELED_COLOR, png_bytes
 from devportal.reporting.charts.subscribers import (
     EXPIRY_DAYS,
     expiry_calendar,
@@ -68,16 +62,11 @@ __all__ = [
     "CHARTS",
     "CHARTS_DIR",
     "EXPIRY_DAYS",
-    "MOVEMENTS",
-    "MUTED_COLOR",
     "PAGE",
     "PRICES_HINT",
     "QUERIES",
-    "RATE_COLOR",
-    "SERIES_COLORS",
     "SQL_DIR",
     "TITLES",
-    "Chart",
     "churn_by_platform",
     "cohort_label",
     "cohort_retention",
@@ -87,8 +76,6 @@ __all__ = [
     "median_lifetime",
     "monthly_churn",
     "monthly_renewals",
-    "mrr_movements",
-    "mrr_over_time",
     "plain",
     "png_bytes",
     "qualified",

@@ -3,19 +3,20 @@ and the figure its drawer draws on.
 
 Honest with short history: each chart says what it still `needs` (`Chart.needs`: no rows yet, a
 single day, no month watched from its start, no prices) and then draws that one line instead of
-a plot (`_figure`), never an empty plot area and never a zero that was not measured; the
+a plot (`chart_figure`), never an empty plot area and never a zero that was not measured; the
 report's page shows the line as text.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from devportal.reporting.charts.queries import CHARTS_DIR, query_file
-from devportal.reporting.charts.style import _month_labels
+from devportal.reporting.charts.style import month_tick_labels
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -60,10 +61,11 @@ class Chart:
         return self.needs(frame)
 
 
-def _figure(chart: Chart, frame: pd.DataFrame, height: float = 3.4) -> tuple[Figure, Any]:
+def chart_figure(chart: Chart, frame: pd.DataFrame, height: float = 3.4) -> tuple[Figure, Any]:
     """The figure of CHART and its axes, titled. When the chart's data cannot show anything
     yet (`Chart.needs`: no rows, too little history, no prices) the figure is that one line,
     with no plot area, and the axes are None: there is nothing to draw."""
+    # deferred: matplotlib costs ~0.3 s at startup
     from matplotlib.figure import Figure
 
     note = chart.needs(frame)
@@ -77,13 +79,11 @@ def _figure(chart: Chart, frame: pd.DataFrame, height: float = 3.4) -> tuple[Fig
     return fig, None
 
 
-def _note(ax: Any, *lines: str) -> None:
+def note_under_title(ax: Any, *lines: str) -> None:
     """LINES under the chart's title, inside the figure, small and grey: what a reader must
     know to read it (what it leaves out, what is not measurable yet), never drawn over the plot
     or its axes. The title moves up to the figure's own (`suptitle`); constrained layout keeps
     both clear of the plot."""
-    import textwrap
-
     lines = tuple(line for line in lines if line)
     if not lines:
         return
@@ -97,13 +97,13 @@ def _note(ax: Any, *lines: str) -> None:
     ax.set_title("\n".join([before, *wrapped] if before else wrapped), fontsize=8.5, color="#555")
 
 
-def _monthly(chart: Chart, frame: pd.DataFrame) -> tuple[Figure, Any, list[int]]:
-    """The figure of the monthly CHART with its months on the x axis (`_month_labels`), and
-    their positions; the axes are None when there is nothing to draw (`_figure`)."""
-    fig, ax = _figure(chart, frame)
+def monthly_figure(chart: Chart, frame: pd.DataFrame) -> tuple[Figure, Any, list[int]]:
+    """The figure of the monthly CHART with its months on the x axis (`month_tick_labels`), and
+    their positions; the axes are None when there is nothing to draw (`chart_figure`)."""
+    fig, ax = chart_figure(chart, frame)
     if ax is None:
         return fig, None, []
-    labels = _month_labels(frame["month"], frame["is_complete"], frame.get("is_partial_start"))
+    labels = month_tick_labels(frame["month"], frame["is_complete"], frame.get("is_partial_start"))
     positions = list(range(len(labels)))
     ax.set_xticks(positions, labels, rotation=45, ha="right")
     return fig, ax, positions

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from devportal.reporting import number_format
-from devportal.reporting.charts.chart import Chart, _figure, _monthly
+from devportal.reporting.charts.chart import Chart, chart_figure, monthly_figure
 from devportal.reporting.charts.style import (
     ACTIVE_COLOR,
-    _amounts,
-    _estimated,
-    _estimated_band,
-    _label,
-    _single_currency,
+    currency_of,
+    estimated_band,
+    estimated_part,
+    label_point,
+    money_axis,
 )
 
 if TYPE_CHECKING:
@@ -30,24 +30,24 @@ PRICES_HINT = (
 def mrr_over_time(daily: pd.DataFrame) -> Figure:
     """Area from zero: the MRR on each day since the first sync (amounts start at zero, so a
     dip reads at its true size), the first and last days' MRR labelled."""
-    fig, ax = _figure(MRR_OVER_TIME, daily)
+    fig, ax = chart_figure(MRR_OVER_TIME, daily)
     if ax is None:
         return fig
-    currency = _single_currency(daily)
+    currency = currency_of(daily)
     measured = daily[daily["mrr"].notna()]
     days = measured["day"].astype("datetime64[ns]")
     mrr = measured["mrr"].astype(float)
-    estimated = _estimated(measured, "estimated_mrr")
+    estimated = estimated_part(measured, "estimated_mrr")
     if estimated is None:
         ax.fill_between(days, mrr, color=ACTIVE_COLOR, alpha=0.25, linewidth=0)
     else:
         known = mrr - estimated
         ax.fill_between(days, known, color=ACTIVE_COLOR, alpha=0.25, linewidth=0)
-        _estimated_band(ax, days, known, mrr)
+        estimated_band(ax, days, known, mrr)
         ax.legend(loc="lower left", frameon=False)
     ax.plot(days, mrr, color=ACTIVE_COLOR, linewidth=2)
     for at in (0, len(mrr) - 1):
-        _label(
+        label_point(
             ax,
             days.iloc[at],
             float(mrr.iloc[at]),
@@ -55,7 +55,7 @@ def mrr_over_time(daily: pd.DataFrame) -> Figure:
         )
     ax.set_ylim(0, max(1.0, float(mrr.max())) * 1.2)
     ax.set_ylabel("MRR")
-    _amounts(ax.yaxis, currency)
+    money_axis(ax.yaxis, currency)
     fig.autofmt_xdate()
     return fig
 
@@ -75,10 +75,10 @@ def mrr_movements(monthly: pd.DataFrame) -> Figure:
     """Stacked bars per month: new, expansion and reactivated MRR up, contraction and churned
     MRR down (a price change up or down, by its sign); the net change a line, each month's
     net labelled."""
-    fig, ax, positions = _monthly(MRR_MOVEMENTS, monthly)
+    fig, ax, positions = monthly_figure(MRR_MOVEMENTS, monthly)
     if ax is None:
         return fig
-    currency = _single_currency(monthly)
+    currency = currency_of(monthly)
     # a month watched only in part (to date, or from the first sync): pale, beside full ones
     partial_start = monthly.get("is_partial_start")
     starts = [False] * len(positions) if partial_start is None else partial_start.tolist()
@@ -111,7 +111,7 @@ def mrr_movements(monthly: pd.DataFrame) -> Figure:
     net = monthly["net_change"].astype(float).fillna(0.0).tolist()
     ax.plot(positions, net, color="#222222", marker="o", linewidth=1.5, label="net change")
     for x, value in zip(positions, net, strict=True):
-        _label(
+        label_point(
             ax,
             x,
             value,
@@ -122,7 +122,7 @@ def mrr_movements(monthly: pd.DataFrame) -> Figure:
     span = max([1.0, *up, *(-d for d in down)])
     ax.set_ylim(min(down) - span * 0.2, max(up) + span * 0.2)
     ax.set_ylabel("MRR change")
-    _amounts(ax.yaxis, currency)
+    money_axis(ax.yaxis, currency)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return fig
 
@@ -135,7 +135,7 @@ def _needs_mrr(frame: pd.DataFrame) -> str | None:
         return PRICES_HINT
     if len(measured) == 1:
         day, mrr = measured["day"].iloc[0], measured["mrr"].iloc[0]
-        currency = _single_currency(measured)
+        currency = currency_of(measured)
         return (
             f"one day so far ({number_format.money(mrr, currency)} on {day:%Y-%m-%d}); "
             "the line starts with a later sync's day"

@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from devportal.base import safe_text
 from devportal.reporting import number_format
-from devportal.reporting.charts.chart import Chart, _figure, _monthly, _note
+from devportal.reporting.charts.chart import Chart, chart_figure, monthly_figure, note_under_title
 from devportal.reporting.charts.style import (
     ACTIVE_COLOR,
     CANCELED_COLOR,
     RATE_COLOR,
     SERIES_COLORS,
-    _counts,
-    _fit_rates,
-    _label,
-    _month_labels,
+    count_axis,
+    fit_rate_axis,
+    label_point,
+    month_tick_labels,
 )
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 def _days_so_far(frame: pd.DataFrame) -> list[int | None]:
     """Per month of FRAME: the days the month not over yet has run by `as_of` (when the query
     gives it), None for a full month."""
+    # deferred: pandas costs ~0.3 s at startup
     import pandas as pd
 
     as_of = frame["as_of"] if "as_of" in frame else [None] * len(frame)
@@ -51,7 +52,7 @@ def monthly_churn(monthly: pd.DataFrame) -> Figure:
     first sync (the API lists fewer of the older expiries), which a line would show as a trend.
     The month to date is set apart too (a pale bar, its rate so far a hollow point off the
     line, with the days it has run): a few days' churn beside full months reads as a fall."""
-    fig, ax, positions = _monthly(MONTHLY_CHURN, monthly)
+    fig, ax, positions = monthly_figure(MONTHLY_CHURN, monthly)
     if ax is None:
         return fig
     estimate = monthly["is_estimate"].astype(bool).tolist()
@@ -67,7 +68,7 @@ def monthly_churn(monthly: pd.DataFrame) -> Figure:
             bar.set_edgecolor(CANCELED_COLOR)
             bar.set_linestyle("--")
     ax.set_ylabel("churned subscriptions")
-    _counts(ax.yaxis)
+    count_axis(ax.yaxis)
     rate_ax = ax.twinx()
     rates = [
         (x, float(rate) * 100, days)
@@ -79,16 +80,17 @@ def monthly_churn(monthly: pd.DataFrame) -> Figure:
     measured = [(x, rate) for x, rate, days in rates if days is None]
     rate_ax.plot([x for x, _ in measured], [r for _, r in measured], color=RATE_COLOR, marker="o")
     for x, rate in measured:
-        _label(rate_ax, x, rate, f"{rate:.1f}%", RATE_COLOR)
+        label_point(rate_ax, x, rate, f"{rate:.1f}%", RATE_COLOR)
     partial = [(x, rate, days) for x, rate, days in rates if days is not None]
     for x, rate, days in partial:
         rate_ax.plot([x], [rate], linestyle="none", marker="o", markerfacecolor="white",
                      color=RATE_COLOR)  # fmt: skip
-        _label(rate_ax, x, rate, f"{rate:.1f}% in {days} d", RATE_COLOR)
+        label_point(rate_ax, x, rate, f"{rate:.1f}% in {days} d", RATE_COLOR)
     rate_ax.set_ylabel("churn rate, %")
     # headroom above both series keeps the legend clear of the data
     ax.set_ylim(0, max(1.0, float(churned.max())) * 1.35)
     rate_ax.set_ylim(0, max([1.0, *(r for _, r, _ in rates)]) * 1.35)
+    # deferred: matplotlib costs ~0.3 s at startup
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -117,7 +119,7 @@ def monthly_churn(monthly: pd.DataFrame) -> Figure:
                 f"the month to date has run {days} day{'' if days == 1 else 's'}: its churn is "
                 "not comparable with a full month's"
             )
-    _note(ax, *notes)
+    note_under_title(ax, *notes)
     return fig
 
 
@@ -132,14 +134,14 @@ def _rates_by(
     """Lines: RATE per month, one line per value of SERIES (those in FIRST first, in that
     order, then the others by name), each line's last rate labelled; `all` is drawn dark and
     thicker, as the total. Months that began before the first sync (`is_estimate`) are left
-    out: their rates rest on an estimate. The y axis fits the rates (`_fit_rates`)."""
-    fig, ax = _figure(chart, frame)
+    out: their rates rest on an estimate. The y axis fits the rates (`fit_rate_axis`)."""
+    fig, ax = chart_figure(chart, frame)
     if ax is None:
         return fig
     if "is_estimate" in frame:
         frame = frame[~frame["is_estimate"].astype(bool)]
     months = frame.drop_duplicates("month").sort_values("month")
-    labels = _month_labels(months["month"], months["is_complete"])
+    labels = month_tick_labels(months["month"], months["is_complete"])
     position = {m: i for i, m in enumerate(months["month"])}
     # a series without a single rate (nothing decided in any month) has no line to draw
     present = set(frame[frame[rate].notna()][series].astype(str))
@@ -155,13 +157,13 @@ def _rates_by(
         (line,) = ax.plot(
             x, rows[rate].astype(float), marker="o", color=color, linewidth=2.4 if total else 1.5
         )
-        _label(
+        label_point(
             ax, x[-1], float(rows[rate].iloc[-1]), number_format.percent(rows[rate].iloc[-1]), color
         )
         lines.append(line)
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set_xlim(-0.5, len(labels) - 0.5)
-    _fit_rates(ax, frame[rate])
+    fit_rate_axis(ax, frame[rate])
     ax.set_ylabel(ylabel)
     # beside the plot: the lines may fill the fitted axis
     legend = [safe_text.chart_label(value) for value in names]
@@ -192,7 +194,7 @@ def churn_by_platform(churn: pd.DataFrame) -> Figure:
 def reactivations(monthly: pd.DataFrame) -> Figure:
     """Stacked bars per month: canceled subscriptions saved before they ran out, and expired
     ones won back; each month's total labelled."""
-    fig, ax, positions = _monthly(REACTIVATIONS, monthly)
+    fig, ax, positions = monthly_figure(REACTIVATIONS, monthly)
     if ax is None:
         return fig
     saved = monthly["saved"].astype(float).tolist()
@@ -205,7 +207,7 @@ def reactivations(monthly: pd.DataFrame) -> Figure:
     ax.bar_label(bars, [number_format.count(t) for t in totals], padding=2, fontsize=8)
     ax.set_ylabel("subscriptions")
     ax.set_ylim(0, max([1.0, *totals]) * 1.35)
-    _counts(ax.yaxis)
+    count_axis(ax.yaxis)
     ax.legend(loc="upper left", frameon=False)
     return fig
 

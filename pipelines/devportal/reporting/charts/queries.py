@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from devportal.warehouse.engines import Engine
 
-SQL_DIR = Path(__file__).parents[1] / "sql"
+SQL_DIR = Path(__file__).parents[2] / "sql"  # devportal/sql, beside the models
 CHARTS_DIR = "charts"
 
 
@@ -78,6 +78,7 @@ def plain(value: Any) -> Any:
 
 def _builtin(value: Any) -> Any:
     """A numpy or pandas scalar as the Python value it stands for."""
+    # deferred: numpy and pandas cost ~0.3 s at startup; a value of theirs means they are loaded
     import numpy as np
     import pandas as pd
 
@@ -95,6 +96,7 @@ def _builtin(value: Any) -> Any:
 def read(engine: Engine, sql: str) -> pd.DataFrame:
     """A query on the `analytics` models as a DataFrame, the same on every engine: values made
     `plain`, then typed by pandas alike (PostgreSQL sessions are in UTC, see `engines`)."""
+    # deferred: pandas costs ~0.3 s at startup
     import pandas as pd
 
     names, rows = engine.columns(qualified(engine, sql))

@@ -8,14 +8,14 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from devportal.reporting import number_format
-from devportal.reporting.charts.chart import Chart, _figure, _note
+from devportal.reporting.charts.chart import Chart, chart_figure, note_under_title
 from devportal.reporting.charts.style import (
     ACTIVE_COLOR,
     MUTED_COLOR,
     RATE_COLOR,
-    _counts,
-    _fit_rates,
-    _percent_formatter,
+    count_axis,
+    fit_rate_axis,
+    percent_formatter,
 )
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ def cohort_label(cohort: str, month: date, is_backfill: bool, size: int) -> str:
 def _cells(ax: Any, shares: Any, partial: Any) -> Any:
     """SHARES (rows x columns, NaN: no cell) as a heat map on AX, each cell's percent written
     in it while they stay readable (`*`: a month not over yet); the image, for a colour bar."""
+    # deferred: matplotlib and numpy cost ~0.3 s at startup
     import numpy as np
     from matplotlib import colormaps
 
@@ -55,6 +56,7 @@ def _cells(ax: Any, shares: Any, partial: Any) -> Any:
 def _grid(rows: pd.DataFrame) -> tuple[Any, Any, list[Any]]:
     """The shares and not-over-yet marks of ROWS (one cohort's or several), one row per cohort
     in order, one column per month offset; and the cohorts' first rows."""
+    # deferred: numpy costs ~0.08 s at startup
     import numpy as np
 
     firsts = rows.drop_duplicates("cohort")
@@ -82,9 +84,10 @@ def cohort_retention(cohorts: pd.DataFrame) -> Figure:
     new = cohorts[~cohorts["is_backfill"].astype(bool)]
     rows = new["cohort"].nunique()
     height = (1.4 if len(backfill) else 0.0) + (0.42 * rows + 1.2 if rows else 0.0) + 0.9
-    fig, ax = _figure(COHORT_RETENTION, cohorts, height=max(2.6, height))
+    fig, ax = chart_figure(COHORT_RETENTION, cohorts, height=max(2.6, height))
     if ax is None:
         return fig
+    # deferred: matplotlib costs ~0.3 s at startup
     from matplotlib.gridspec import GridSpec
 
     axes = []
@@ -129,7 +132,7 @@ def cohort_retention(cohorts: pd.DataFrame) -> Figure:
     assert image is not None  # a row of either kind: the chart needs a month end
     bar = fig.colorbar(image, ax=axes, fraction=0.04, pad=0.02)
     bar.set_label("still usable")
-    bar.ax.yaxis.set_major_formatter(_percent_formatter())
+    bar.ax.yaxis.set_major_formatter(percent_formatter())
     return fig
 
 
@@ -148,7 +151,7 @@ def survival_curve(curve: pd.DataFrame) -> Figure:
     each day since first seen, with the censored ones (still subscribed when last seen) ticked;
     the 50% line and the median lifetime when the curve reaches it, else the last value
     labelled. The y axis fits the curve (a curve at 97% is not drawn on 0-100%)."""
-    fig, ax = _figure(SURVIVAL_CURVE, curve)
+    fig, ax = chart_figure(SURVIVAL_CURVE, curve)
     if ax is None:
         return fig
     days = [0, *curve["day"].astype(int).tolist()]
@@ -165,7 +168,7 @@ def survival_curve(curve: pd.DataFrame) -> Figure:
             color=ACTIVE_COLOR,
             label="censored (no churn seen: still subscribed, or no longer listed)",
         )
-    _fit_rates(ax, [*survival, 1.0])
+    fit_rate_axis(ax, [*survival, 1.0])
     median = median_lifetime(curve)
     followed = int(curve["at_risk"].astype(int).iloc[0])
     if median is not None:
@@ -184,7 +187,7 @@ def survival_curve(curve: pd.DataFrame) -> Figure:
             f"{survival[-1]:.1%} still subscribed on day {number_format.count(days[-1])}; "
             "median not reached yet"
         )
-    _note(
+    note_under_title(
         ax,
         f"{number_format.count(followed)} subscriptions followed since first seen (after the first "
         f"sync); {summary}",
@@ -194,7 +197,7 @@ def survival_curve(curve: pd.DataFrame) -> Figure:
     ax.set_xlim(-0.02 * span, 1.04 * span)
     ax.set_xlabel("days since first seen")
     ax.set_ylabel("still subscribed")
-    _counts(ax.xaxis)
+    count_axis(ax.xaxis)
     ax.legend(loc="lower left", frameon=False)
     return fig
 

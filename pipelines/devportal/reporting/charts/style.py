@@ -27,16 +27,18 @@ MUTED_COLOR = "#888888"
 SERIES_COLORS = ("#2f6f9f", "#e08a2c", "#4c9a5b", "#8a5fb0", "#b8323a", "#6b6b6b", "#c9a227")
 
 
-def _counts(axis: Any) -> None:
+def count_axis(axis: Any) -> None:
     """AXIS (`ax.xaxis` or `ax.yaxis`) shows counts: whole-number ticks, thousands separated."""
+    # deferred: matplotlib costs ~0.3 s at startup
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     axis.set_major_locator(MaxNLocator(integer=True))
     axis.set_major_formatter(FuncFormatter(lambda value, _: number_format.count(value)))
 
 
-def _amounts(axis: Any, currency: str | None) -> None:
+def money_axis(axis: Any, currency: str | None) -> None:
     """AXIS shows money: thousands separated, whole units, the currency code."""
+    # deferred: matplotlib costs ~0.3 s at startup
     from matplotlib.ticker import FuncFormatter
 
     axis.set_major_formatter(
@@ -44,7 +46,7 @@ def _amounts(axis: Any, currency: str | None) -> None:
     )
 
 
-def _label(
+def label_point(
     ax: Any,
     x: Any,
     y: float,
@@ -66,9 +68,10 @@ def _label(
     )
 
 
-def _fit_rates(ax: Any, rates: Any) -> None:
+def fit_rate_axis(ax: Any, rates: Any) -> None:
     """The y axis of rates (0..1) fitted to RATES: churn of 0-5% is not drawn on 0-100%, nor
     renewals of 90-100%; an axis that comes near 0 starts at 0. Percent ticks."""
+    # deferred: matplotlib costs ~0.3 s at startup
     from matplotlib.ticker import PercentFormatter
 
     values = [float(r) for r in rates if r is not None and not math.isnan(float(r))]
@@ -88,7 +91,7 @@ def _fit_rates(ax: Any, rates: Any) -> None:
 ESTIMATED_LABEL = "estimated: started between two syncs, start day estimated"
 
 
-def _estimated(frame: pd.DataFrame, column: str) -> pd.Series | None:
+def estimated_part(frame: pd.DataFrame, column: str) -> pd.Series | None:
     """The part of each row's figure resting on an estimated start (COLUMN, when the query
     gives it), as floats; None when there is none to set apart."""
     if column not in frame:
@@ -97,7 +100,7 @@ def _estimated(frame: pd.DataFrame, column: str) -> pd.Series | None:
     return values if float(values.abs().sum()) > 0 else None
 
 
-def _estimated_band(ax: Any, days: Any, low: Any, high: Any) -> None:
+def estimated_band(ax: Any, days: Any, low: Any, high: Any) -> None:
     """The band from LOW to HIGH over DAYS hatched and pale: the part of a figure that rests on
     an estimate (`ESTIMATED_LABEL`), set apart from what the syncs saw."""
     ax.fill_between(
@@ -106,14 +109,14 @@ def _estimated_band(ax: Any, days: Any, low: Any, high: Any) -> None:
     )  # fmt: skip
 
 
-def _single_currency(frame: pd.DataFrame) -> str | None:
+def currency_of(frame: pd.DataFrame) -> str | None:
     if "currency" not in frame:
         return None
     codes = frame["currency"].dropna()
     return str(codes.iloc[-1]) if len(codes) else None
 
 
-def _month_labels(months: Any, complete: Any, partial_start: Any = None) -> list[str]:
+def month_tick_labels(months: Any, complete: Any, partial_start: Any = None) -> list[str]:
     """`YYYY-MM` per month, `(to date)` after one not over yet, `(from 1st sync)` after one
     that began before the first sync (PARTIAL_START, when given)."""
     partial = [False] * len(months) if partial_start is None else list(partial_start)
@@ -123,7 +126,8 @@ def _month_labels(months: Any, complete: Any, partial_start: Any = None) -> list
     ]
 
 
-def _percent_formatter() -> Any:
+def percent_formatter() -> Any:
+    # deferred: matplotlib costs ~0.3 s at startup
     from matplotlib.ticker import PercentFormatter
 
     return PercentFormatter(xmax=1.0, decimals=0)
@@ -131,6 +135,7 @@ def _percent_formatter() -> Any:
 
 def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
     """The figure as PNG, rendered by the Agg canvas (no display needed)."""
+    # deferred: matplotlib costs ~0.3 s at startup
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)  # attaches itself as the figure's canvas

@@ -1,7 +1,7 @@
 """The charts of the subscribers and users as they stand: usable subscribers over time, the
 expiry calendar of the next `EXPIRY_DAYS` days, users by platform, and what they need.
 
-Labels that come from the API (platform names) are drawn through `display.chart_label`: one
+Labels that come from the API (platform names) are drawn through `safe_text.chart_label`: one
 line, no control characters, shortened, and `$` escaped, since matplotlib would read `$...$` as
 mathematics and fail the whole page on a bad formula. Bars are placed by position, not by
 label, so two names that read alike stay two bars.
@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING
 
 from devportal.base import safe_text
 from devportal.reporting import number_format
-from devportal.reporting.charts.chart import Chart, _figure, _note
+from devportal.reporting.charts.chart import Chart, chart_figure, note_under_title
 from devportal.reporting.charts.style import (
     ACTIVE_COLOR,
     CANCELED_COLOR,
     MUTED_COLOR,
-    _counts,
-    _estimated,
-    _estimated_band,
-    _label,
+    count_axis,
+    estimated_band,
+    estimated_part,
+    label_point,
 )
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def usable_over_time(daily: pd.DataFrame) -> Figure:
     """Stacked area: active, canceled-but-usable and (when there are any) other-status
     subscribers per day, by the status as sent, so the stack is every usable subscriber; the
     last day's total labelled."""
-    fig, ax = _figure(USABLE_OVER_TIME, daily)
+    fig, ax = chart_figure(USABLE_OVER_TIME, daily)
     if ax is None:
         return fig
     days = daily["day"].astype("datetime64[ns]")
@@ -56,15 +56,15 @@ def usable_over_time(daily: pd.DataFrame) -> Figure:
         colors=[color for _, _, color in bands],
         alpha=0.9,
     )
-    estimated = _estimated(daily, "estimated_usable")
+    estimated = estimated_part(daily, "estimated_usable")
     if estimated is not None:
         totals = sum(values.astype(float) for values, _, _ in bands)
-        _estimated_band(ax, days, totals - estimated, totals)
+        estimated_band(ax, days, totals - estimated, totals)
     total = sum(float(values.iloc[-1]) for values, _, _ in bands)
-    _label(ax, days.iloc[-1], total, number_format.count(total))
+    label_point(ax, days.iloc[-1], total, number_format.count(total))
     ax.set_ylabel("subscribers")
     ax.set_ylim(0, total * 1.15 if total else 1)
-    _counts(ax.yaxis)
+    count_axis(ax.yaxis)
     ax.legend(loc="lower left", frameon=False)
     fig.autofmt_xdate()
     return fig
@@ -73,9 +73,10 @@ def usable_over_time(daily: pd.DataFrame) -> Figure:
 def expiry_calendar(expiring: pd.DataFrame, as_of: datetime | None = None) -> Figure:
     """Stacked bars per day: usable subscriptions expiring, by treatment: active (renew),
     canceled (churn), other (a status not mapped: neither)."""
+    # deferred: pandas costs ~0.3 s at startup
     import pandas as pd
 
-    fig, ax = _figure(EXPIRY_CALENDAR, expiring)
+    fig, ax = chart_figure(EXPIRY_CALENDAR, expiring)
     if ax is None:
         return fig
     table = expiring.pivot_table(
@@ -98,7 +99,7 @@ def expiry_calendar(expiring: pd.DataFrame, as_of: datetime | None = None) -> Fi
         ax.bar(x, values, bottom=bottom, color=color, label=label, width=0.8)
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.set_ylabel("subscriptions expiring")
-    _counts(ax.yaxis)
+    count_axis(ax.yaxis)
     ax.legend(loc="upper right", frameon=False)
     fig.autofmt_xdate()
     return fig
@@ -108,7 +109,9 @@ def users_by_platform(platforms: pd.DataFrame) -> Figure:
     """Horizontal bars: users with a profile on each platform, each bar labelled with its
     count; a user on several platforms counts on each, and the note under the title says so
     (the users, and what the bars add up to) when the query gives `all_users`."""
-    fig, ax = _figure(USERS_BY_PLATFORM, platforms, height=max(2.4, 0.5 * len(platforms) + 1.2))
+    fig, ax = chart_figure(
+        USERS_BY_PLATFORM, platforms, height=max(2.4, 0.5 * len(platforms) + 1.2)
+    )
     if ax is None:
         return fig
     # most users on top, ties by name in code point order (the engine's collation may differ)
@@ -119,17 +122,17 @@ def users_by_platform(platforms: pd.DataFrame) -> Figure:
     ax.set_yticks(positions, [safe_text.chart_label(str(p)) for p in ordered["platform"]])
     ax.set_xlabel("users with a profile on the platform")
     ax.set_xlim(0, max(1.0, float(ordered["users"].max())) * 1.12)
-    _counts(ax.xaxis)
+    count_axis(ax.xaxis)
     counted = int(ordered["users"].astype(int).sum())
     everyone = int(platforms["all_users"].iloc[0]) if "all_users" in platforms else None
     if everyone is not None and counted > everyone:
-        _note(
+        note_under_title(
             ax,
             f"{number_format.count(everyone)} users; one with profiles on several platforms counts on "
             f"each, so the bars add up to {number_format.count(counted)}",
         )
     elif everyone is not None:
-        _note(ax, f"{number_format.count(everyone)} users, each on one platform")
+        note_under_title(ax, f"{number_format.count(everyone)} users, each on one platform")
     return fig
 
 

@@ -1,6 +1,7 @@
 """What a warehouse's history can measure yet, for the report's figures: the line on what the
-subscription figures rest on (`_basis`), the figures not measurable yet and what each needs
-(`_unmeasured`), and the one window of the "Last 30 days" figures (`_window`, `span_text`).
+subscription figures rest on (`basis_line`), the figures not measurable yet and what each needs
+(`unmeasured_figures`), and the one window of the "Last 30 days" figures
+(`window_title_and_note`, `span_text`).
 """
 
 from __future__ import annotations
@@ -18,17 +19,17 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _verified(figures: Mapping[str, Any]) -> bool:
+def starts_from_verified_sweep(figures: Mapping[str, Any]) -> bool:
     """Whether a verified sweep of the live list is what the figures start from."""
     return bool(figures["has_verified_sweep"]) and figures["last_verified_sweep_at"] is not None
 
 
-def _basis(figures: Mapping[str, Any]) -> str:
+def basis_line(figures: Mapping[str, Any]) -> str:
     """The line on what the subscription figures rest on: the verified sweep they start from
     and the partial reads since, or the warning that no verified sweep ever read the list."""
     windows = figures["window_syncs_since_verified_sweep"] or 0
     unverified = figures["unverified_sweeps_since_verified_sweep"] or 0
-    if _verified(figures):
+    if starts_from_verified_sweep(figures):
         since = [
             _plural(windows, "window sync") if windows else "",
             _plural(unverified, "unverified sweep") if unverified else "",
@@ -57,7 +58,7 @@ def _basis(figures: Mapping[str, Any]) -> str:
     )
 
 
-def _month_after(moment: datetime) -> date:
+def first_full_month(moment: datetime) -> date:
     """The first month that starts at or after MOMENT."""
     first = moment.date().replace(day=1)
     if moment == datetime.combine(first, time()):
@@ -65,12 +66,12 @@ def _month_after(moment: datetime) -> date:
     return (first + timedelta(days=32)).replace(day=1)
 
 
-def _has_history(as_of: datetime | None, first_sync_at: datetime | None) -> bool:
+def has_history(as_of: datetime | None, first_sync_at: datetime | None) -> bool:
     """Whether a sync came after the first one: what is seen between two syncs is measured."""
     return first_sync_at is not None and as_of is not None and as_of > first_sync_at
 
 
-# What a figure needs that a warehouse's history may not have yet (`_unmeasured`).
+# What a figure needs that a warehouse's history may not have yet (`unmeasured_figures`).
 SECOND_SYNC = "a second sync: {what} are seen between two syncs"
 FULL_MONTH = "a full month watched from its start ({month} is the first)"
 # The "Last 30 days" figures: one window for all, the days watched after the first sync.
@@ -92,7 +93,9 @@ def span_text(days: float) -> str:
     return "less than an hour"
 
 
-def _window(window_days: float | None, first_sync_at: datetime | None) -> tuple[str, str | None]:
+def window_title_and_note(
+    window_days: float | None, first_sync_at: datetime | None
+) -> tuple[str, str | None]:
     """The "Last 30 days" section's title and the line under its figures: while fewer than 30
     days have been watched after the first sync, the span they count over (all of them alike)
     and how much more history the full window needs; None when they cover the 30 days (or
@@ -110,7 +113,7 @@ def _window(window_days: float | None, first_sync_at: datetime | None) -> tuple[
     )
 
 
-def _unmeasured(f: Mapping[str, Any], money_keys: Sequence[str]) -> dict[str, str]:
+def unmeasured_figures(f: Mapping[str, Any], money_keys: Sequence[str]) -> dict[str, str]:
     """{key: what it needs} of the figures F's history cannot measure yet, whatever their
     column holds: a figure counted between two syncs (new subscriptions, cancellations,
     renewals, MRR movements) reads 0 after one sync, which is not a measurement. The others:
@@ -118,8 +121,8 @@ def _unmeasured(f: Mapping[str, Any], money_keys: Sequence[str]) -> dict[str, st
     unseen), the median lifetime while no subscription first seen after the first sync has
     been followed, and the money figures (MONEY_KEYS) their model left NULL."""
     first = f["first_sync_at"]
-    history = _has_history(f["as_of"], first)
-    month = f"{_month_after(first):%Y-%m}" if first is not None else "the month after it"
+    history = has_history(f["as_of"], first)
+    month = f"{first_full_month(first):%Y-%m}" if first is not None else "the month after it"
     watched = f["last_full_month"] is not None and not f["last_full_month_is_estimate"]
     needs: dict[str, str] = {}
 

@@ -25,11 +25,11 @@ from devportal.base.errors import DevportalError, first_line
 from devportal.reporting import charts, number_format
 from devportal.reporting.report.coverage import (
     WINDOW_DAYS,
-    _basis,
-    _has_history,
-    _unmeasured,
-    _verified,
-    _window,
+    basis_line,
+    has_history,
+    starts_from_verified_sweep,
+    unmeasured_figures,
+    window_title_and_note,
 )
 from devportal.warehouse import ANALYTICS_SCHEMA, engines
 from devportal.warehouse.target import Where
@@ -137,7 +137,7 @@ _NEEDS_SQL = {
 }
 
 
-class _Reader:
+class AnalyticsReader:
     """Runs analytics queries on one read-only engine; its failures are one-line errors that
     name the command rebuilding the models on that engine."""
 
@@ -173,10 +173,10 @@ class _Reader:
 
 
 @contextmanager
-def _reading(target: Where) -> Iterator[_Reader]:
+def open_reader(target: Where) -> Iterator[AnalyticsReader]:
     """A reader on the warehouse (DuckDB) or the destination's database, read-only."""
     with engines.connect(target, read_only=True) as engine:
-        yield _Reader(engine)
+        yield AnalyticsReader(engine)
 
 
 # How the figures are grouped and labelled: a section title, then one line per figure: its key
@@ -315,7 +315,7 @@ OLD_BUILD_HINT = (
 )
 
 
-def _figures(reader: _Reader) -> dict[str, Any]:
+def read_figures(reader: AnalyticsReader) -> dict[str, Any]:
     """The one row of analytics.report_figures and `other_statuses`; one-line errors when the
     models are not built."""
     missing = [t for t in _REQUIRED if t not in reader.tables]
@@ -370,7 +370,7 @@ def _other_statuses(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def _figure(value: Any, kind: str, currency: str | None = None) -> Any:
     """A figure as one Python type per KIND, whatever the engine returned: a count int, a rate
-    float, money an exact Decimal at CURRENCY's minor unit (`numbers.exact`: EUR 12.35, JPY
+    float, money an exact Decimal at CURRENCY's minor unit (`number_format.exact`: EUR 12.35, JPY
     1235; read from a double or a numeric alike), days and a span an int (a float only when
     not whole), text and a code str, a time a naive UTC datetime, a month a date, a flag
     bool; missing (NULL, NaN) None."""
@@ -427,7 +427,7 @@ _CONTEXT = (
 )
 
 
-def _report(row: Mapping[str, Any]) -> ReportFigures:
+def report_from_row(row: Mapping[str, Any]) -> ReportFigures:
     """The report of one row of analytics.report_figures (with `other_statuses`)."""
     # a build before the price book: its money figures are all NULL
     row = {
@@ -442,7 +442,7 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
     context = {key: charts.plain(row.get(key)) for key in _CONTEXT}
     if context["first_sync_at"] is not None:
         context["first_sync_at"] = _figure(context["first_sync_at"], "time")
-    unmeasured = _unmeasured(
+    unmeasured = unmeasured_figures(
         {
             **figures,
             **context,
@@ -460,7 +460,7 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
     month_label = f"{month:%Y-%m}" if month is not None else "none yet"
     if figures["last_full_month_is_estimate"]:
         month_label += " (estimated base)"
-    window_title, window_note = _window(
+    window_title, window_note = window_title_and_note(
         None if "window_days" in unmeasured else figures["window_days"], context["first_sync_at"]
     )
 
@@ -490,7 +490,7 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
         )
         for title, metrics in _LAYOUT
     ]
-    basis = _basis(figures)
+    basis = basis_line(figures)
     sections[0].metrics.insert(1, Metric(BASIS_KEY, BASIS_LABEL, basis, "text"))
     sections[0].metrics.insert(2, Metric(UNMEASURED_KEY, UNMEASURED_LABEL, unmeasured, "needs"))
     revenue = next(i for i, (title, _) in enumerate(_LAYOUT) if title == "Revenue")
@@ -501,11 +501,11 @@ def _report(row: Mapping[str, Any]) -> ReportFigures:
         as_of=figures["as_of"],
         sections=sections,
         basis=basis,
-        partial=not _verified(figures),
+        partial=not starts_from_verified_sweep(figures),
         unmeasured=unmeasured,
         context=context,
         currency=figures["currency"],
-        history=_has_history(figures["as_of"], context["first_sync_at"]),
+        history=has_history(figures["as_of"], context["first_sync_at"]),
     )
 
 
@@ -513,5 +513,5 @@ def collect(target: Where) -> ReportFigures:
     """The report's figures, read read-only from TARGET (a `Target`, or the DuckDB warehouse
     file's path), through `devportal.warehouse.engines.connect`: one-line errors
     (no warehouse, not a DuckDB database, busy, damaged, no server, models not built)."""
-    with _reading(target) as reader:
-        return _report(_figures(reader))
+    with open_reader(target) as reader:
+        return report_from_row(read_figures(reader))

@@ -3,7 +3,7 @@ object), CSV (metric,label,value) and Markdown. Text that came from the API (a p
 name) is made safe for each format by `devportal.base.safe_text`: no control characters on a
 terminal, no formula in a CSV cell, nothing Markdown would interpret; JSON keeps it exact.
 
-Money is exact (`numbers.exact`, a Decimal at the currency's minor unit): JSON writes it as a
+Money is exact (`number_format.exact`, a Decimal at the currency's minor unit): JSON writes it as a
 number with exactly those digits (`"arr": 1004779.58`, never a binary fraction's
 `223321.83122399997`), CSV the same digits, people the same amount with separators."""
 
@@ -77,7 +77,7 @@ def _text(metric: Metric, grouped: bool = False) -> str:
 
 
 def _json_value(metric: Metric) -> Any:
-    """A value for JSON and CSV (the figures are already one type per kind, see `_figure`)."""
+    """A value for JSON and CSV (the figures are already one type per kind: `figures._figure`)."""
     value = metric.value
     if value is None:
         return None
@@ -88,7 +88,7 @@ def _json_value(metric: Metric) -> Any:
     return value
 
 
-def _as_of(report: ReportFigures) -> str:
+def as_of_text(report: ReportFigures) -> str:
     return _text(report.sections[0].metrics[0])
 
 
@@ -111,7 +111,7 @@ def _shown(section: Section) -> list[Metric]:
 Row = tuple[str, str, str]
 
 
-def _rows(section: Section, grouped: bool = False) -> list[Row]:
+def section_rows(section: Section, grouped: bool = False) -> list[Row]:
     """The rows of SECTION as people read them (table, Markdown, the page): every shown
     metric, and after the last of those that need the same history, one line saying what;
     the section's note (what its figures count over) a line under them all."""
@@ -129,14 +129,14 @@ def _rows(section: Section, grouped: bool = False) -> list[Row]:
 
 
 def format_table(report: ReportFigures) -> str:
-    """Aligned text for a terminal: every cell `display.terminal` (one line, no controls). A
+    """Aligned text for a terminal: every cell `safe_text.terminal` (one line, no controls). A
     list of statuses, a note and what figures need are lines of their own under their figures,
     outside the alignment."""
     safe = safe_text.terminal
     rows: list[tuple[str, str | None]] = []  # (label, value); value None: a line as it is
     for section in report.sections[1:]:
         rows.append((safe(section.title), ""))
-        for label, text, how in _rows(section):
+        for label, text, how in section_rows(section):
             if how == "value":
                 rows.append(("  " + safe(label), safe(text)))
             else:
@@ -145,7 +145,7 @@ def format_table(report: ReportFigures) -> str:
     width = max(len(label) for label, _ in aligned) + 2
     value_width = max(len(value) for _, value in aligned)
     lines = [
-        f"Subscriptions as of {_as_of(report)} (latest successful sync, server clock)",
+        f"Subscriptions as of {as_of_text(report)} (latest successful sync, server clock)",
         safe(report.basis),
         "",
     ]
@@ -191,7 +191,7 @@ def _decimal_text(value: Decimal) -> str:
 
 
 def format_csv(report: ReportFigures) -> str:
-    """metric,label,value rows; text cells `display.csv_cell` (no formula for a spreadsheet,
+    """metric,label,value rows; text cells `safe_text.csv_cell` (no formula for a spreadsheet,
     no control characters), numbers as they are."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -207,18 +207,18 @@ def format_csv(report: ReportFigures) -> str:
 
 
 def format_markdown(report: ReportFigures) -> str:
-    """A Markdown table; every cell `display.markdown_cell` (shown literally, one line). The
+    """A Markdown table; every cell `safe_text.markdown_cell` (shown literally, one line). The
     basis line is a quote under the heading, bold when the list is partial."""
     cell = safe_text.markdown_cell
     basis = cell(report.basis)
     if report.partial:
         head, _, rest = basis.partition(":")
         basis = f"**{head}:**{rest}"
-    lines = [f"## Subscriptions as of {_as_of(report)}", "", f"> {basis}", ""]
+    lines = [f"## Subscriptions as of {as_of_text(report)}", "", f"> {basis}", ""]
     lines += ["| Figure | Value |", "|---|---:|"]
     for section in report.sections[1:]:
         lines.append(f"| **{cell(section.title)}** | |")
-        for label, text, how in _rows(section):
+        for label, text, how in section_rows(section):
             if how in ("note", "needs"):
                 lines.append(f"| *{cell(text)}* | |")
             else:

@@ -26,9 +26,15 @@ from typing import TYPE_CHECKING, Any
 from devportal.base import safe_text
 from devportal.base.errors import DevportalError
 from devportal.reporting import charts, number_format
-from devportal.reporting.report.coverage import FULL_MONTH, _month_after
-from devportal.reporting.report.figures import ReportFigures, _figures, _Reader, _reading, _report
-from devportal.reporting.report.formats import FORMATS, _as_of, _rows, render
+from devportal.reporting.report.coverage import FULL_MONTH, first_full_month
+from devportal.reporting.report.figures import (
+    AnalyticsReader,
+    ReportFigures,
+    open_reader,
+    read_figures,
+    report_from_row,
+)
+from devportal.reporting.report.formats import FORMATS, as_of_text, render, section_rows
 from devportal.warehouse.target import Where
 
 if TYPE_CHECKING:
@@ -120,7 +126,7 @@ class Tile:
 
 
 def _esc(text: str) -> str:
-    """TEXT for the page: one line without control characters (`display.terminal`: a
+    """TEXT for the page: one line without control characters (`safe_text.terminal`: a
     right-to-left override would reorder what the page shows), `html.escape`d."""
     return html_lib.escape(safe_text.terminal(text))
 
@@ -171,7 +177,7 @@ def _rate_tile(report: ReportFigures, what: str, key: str, before: str) -> Tile:
     name = what.capitalize() + (f", {month:%Y-%m}" if month is not None else "")
     first = report.context.get("first_sync_at")
     watched = FULL_MONTH.format(
-        month=f"{_month_after(first):%Y-%m}" if first is not None else "the month after it"
+        month=f"{first_full_month(first):%Y-%m}" if first is not None else "the month after it"
     )
     rate = values[key]
     unmeasured = _needs(report, key, name)
@@ -344,7 +350,7 @@ def _tiles_html(tiles: Sequence[Tile], minor: bool = False) -> str:
     return f'<div class="tiles{" minor" if minor else ""}">\n' + "\n".join(cells) + "\n</div>"
 
 
-def _chart_frames(reader: _Reader) -> dict[str, pd.DataFrame]:
+def _chart_frames(reader: AnalyticsReader) -> dict[str, pd.DataFrame]:
     """The DataFrame of every chart whose models exist (e.g. no users before any model could
     build it)."""
     frames = {}
@@ -393,7 +399,7 @@ def format_html(report: ReportFigures, images: Sequence[tuple[str, bytes | str]]
     for section in report.sections[1:]:
         title = _windowed(section.title, report.values().get("window_days"))
         rows.append(f'<tr class="section"><td colspan="2">{_esc(title)}</td></tr>')
-        for label, text, how in _rows(section, grouped=True):
+        for label, text, how in section_rows(section, grouped=True):
             if how in ("note", "needs"):
                 rows.append(f'<tr><td class="needs" colspan="2">{_esc(text)}</td></tr>')
             else:
@@ -410,7 +416,7 @@ def format_html(report: ReportFigures, images: Sequence[tuple[str, bytes | str]]
         basis = f'<p class="{basis_class}">{_esc(report.basis)}</p>'
     tiles = _tiles_html(_tiles(report)) + "\n" + _tiles_html(_money_tiles(report), minor=True)
     return _PAGE.format(
-        title=_esc(f"Subscriptions as of {_as_of(report)}"),
+        title=_esc(f"Subscriptions as of {as_of_text(report)}"),
         basis=basis,
         tiles=tiles.strip(),
         rows="\n".join(rows),
@@ -429,16 +435,16 @@ def _write(path: str | Path, text: str) -> Path:
 
 
 def _read_page(
-    reader: _Reader, with_charts: bool = True
+    reader: AnalyticsReader, with_charts: bool = True
 ) -> tuple[ReportFigures, dict[str, pd.DataFrame]]:
     """The figures and (WITH_CHARTS) the charts' data, read in one go on one connection."""
-    report = _report(_figures(reader))
+    report = report_from_row(read_figures(reader))
     return report, _chart_frames(reader) if with_charts else {}
 
 
 def write_html(target: Where, path: str | Path) -> Path:
     """Write the self-contained HTML page (figures and charts) of TARGET to PATH."""
-    with _reading(target) as reader:
+    with open_reader(target) as reader:
         report, frames = _read_page(reader)
     return _write(path, format_html(report, _chart_images(frames, report)))
 
@@ -448,7 +454,7 @@ def print_report(target: Where, fmt: str = "table", html: str | Path | None = No
     with HTML, also write the page there."""
     if fmt not in FORMATS:
         raise DevportalError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
-    with _reading(target) as reader:
+    with open_reader(target) as reader:
         report, frames = _read_page(reader, with_charts=html is not None)
     print(render(report, fmt))
     if html is not None:
