@@ -70,13 +70,14 @@ test: $(STAMP) chromium  ## run the test suite (sandbox over real HTTP, real Duc
 soak: $(STAMP)  ## the long reliability suite: 12 random kill points, 200 fuzz examples
 	DEVPORTAL_FUZZ_EXAMPLES=200 $(BIN)/pytest -q -m "soak or fuzz" $(ARGS)
 
-lint: $(STAMP)  ## ruff, mypy and deptry (every import declared)
+lint: $(STAMP)  ## ruff, mypy, deptry (every import declared), the layers and the exports
 	$(BIN)/ruff check pipelines tests benchmarks
 	$(BIN)/ruff format --check pipelines tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/deptry pipelines
 	$(BIN)/deptry tests benchmarks --known-first-party devportal --known-first-party tests \
 	    --known-first-party benchmarks --exclude '(^|/)(\.venv|__pycache__)/' --ignore DEP002,DEP004
+	$(BIN)/pytest -q -p no:cacheprovider -p no:xdist tests/test_import_layers.py tests/test_exports.py  # the layers and each package's exports
 
 bench: $(STAMP)  ## benchmarks: devportal vs dlt rest_api vs the HTTP floor (writes benchmarks/results/)
 	$(BIN)/python -m benchmarks.run $(ARGS)

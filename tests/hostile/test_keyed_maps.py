@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from devportal.extract import extra_fields
+from devportal.extract.extra_fields import keyed
 from tests.helpers import CliResult, OnEngine, subscription
 from tests.hostile.conftest import token_env
 from tests.hostile.server import HostileApi
@@ -203,11 +204,11 @@ def test_a_warehouse_that_flattened_a_map_keeps_loading_and_reading(
         (["name", "amount", "currency"], None),
         (["line_1", "line_2", "address2", "utm_source"], None),
         (["sub_18734", "name"], None),  # a prefixed id among names: a record
-        ([f"k{n}" for n in range(extra_fields.KEYS_MAX + 1)], f"{extra_fields.KEYS_MAX + 1} keys"),
+        ([f"k{n}" for n in range(keyed.KEYS_MAX + 1)], f"{keyed.KEYS_MAX + 1} keys"),
     ],
 )
 def test_which_objects_are_maps(keys: list[str], reason: str | None) -> None:
-    assert extra_fields.whole_reason(keys) == reason
+    assert keyed.whole_reason(keys) == reason
 
 
 def test_a_batch_read_before_the_bound_was_passed_is_folded_back() -> None:

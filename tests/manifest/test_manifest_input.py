@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from devportal.cli import main
-from devportal.manifest import ManifestReport, validate_document
+from devportal.manifest.findings import ManifestReport
 from devportal.manifest.resource import build_rows
+from devportal.manifest.validate import validate_document
 from devportal.warehouse.target import Target
 from tests.manifest.manifest_helpers import Bundle
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from devportal.manifest import validate_path
+from devportal.manifest.validate import validate_path
 from tests.manifest.manifest_helpers import FIXTURES, Bundle, remove_at, set_at, write_png
 
 Expected = tuple[str, str, str]  # (severity, pointer, rule)

@@ -17,8 +17,8 @@ import pytest
 
 from devportal.cli import main
 from devportal.load.pipeline import begin_writing, open_pipeline, publish
-from devportal.manifest import manifest_resources, recorded_platforms
-from devportal.manifest.resource import TABLES
+from devportal.manifest.history import recorded_platforms
+from devportal.manifest.resource import TABLES, manifest_resources
 from devportal.warehouse import warehouse_lock
 from devportal.warehouse.target import Target
 from tests.manifest.manifest_helpers import Bundle

@@ -148,7 +148,7 @@ OVERRIDDEN = {
         "-- @optional devportal.labels(k bigint, label varchar)\n"
         "-- @test unique(n)\n"
         "select raw.n, labels.label\n"
-        "from devportal.reporting.number_format as raw\n"
+        "from devportal.numbers as raw\n"
         "left join devportal.labels on labels.k = raw.n"
     ),
     # ASOF JOIN: DuckDB's own, so PostgreSQL needs the override below
@@ -176,12 +176,12 @@ def test_an_override_file_is_what_its_engine_runs(tmp_path: Path, postgres: str)
     assert loaded["previous"].file_for("postgres") == "sql/marts/previous.postgres.sql"
     assert loaded["previous"].file_for("duckdb") == "sql/marts/previous.sql"
 
-    numbers = "create table devportal.reporting.number_format as select * from (values (1), (3), (5)) t(n)"
+    numbers = "create table devportal.numbers as select * from (values (1), (3), (5)) t(n)"
     warehouse = raw_warehouse(tmp_path / "wh" / "toy.duckdb", numbers)
     with engines.connect(Target.of(warehouse, "postgres")) as engine, engine.transaction():
         engine.execute("create schema devportal")
-        engine.execute("create table devportal.reporting.number_format (n bigint)")
-        engine.execute("insert into devportal.reporting.number_format values (1), (3), (5)")
+        engine.execute("create table devportal.numbers (n bigint)")
+        engine.execute("insert into devportal.numbers values (1), (3), (5)")
 
     expected = [(1, None), (3, 1), (5, 3)]
     for destination, form in (("duckdb", "as written"), ("postgres", "override")):
@@ -229,9 +229,9 @@ def test_an_override_file_is_what_its_engine_runs(tmp_path: Path, postgres: str)
         (
             {
                 "marts/a.sql": "-- a\nselect 1 as n",
-                "marts/a.postgres.sql": "-- a\nselect n from devportal.reporting.number_format",
+                "marts/a.postgres.sql": "-- a\nselect n from devportal.numbers",
             },
-            "reads devportal.reporting.number_format, which sql/marts/a.sql does not",
+            "reads devportal.numbers, which sql/marts/a.sql does not",
         ),
     ],
 )

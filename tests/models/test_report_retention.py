@@ -30,10 +30,12 @@ from typing import Any
 
 import pytest
 
+from devportal import models
 from devportal.load.sync import sync
 from devportal.reporting import charts, report
 from devportal.reporting.report.figures import _figure
 from devportal.reporting.report.formats import _text
+from devportal.warehouse.target import Target
 from tests.helpers import query
 
 BLOCK = {
@@ -149,6 +151,7 @@ def one_sync_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     warehouse = tmp_path_factory.mktemp("one-sync") / "warehouse.duckdb"
     with Sandbox(subscriptions=60, users=15, seed=3) as sb:
         sync(warehouse, base_url=sb.base_url, access_token=sb.token)
+    models.build_after_load(Target.of(warehouse))
     return warehouse
 
 

@@ -92,15 +92,15 @@ def test_order_skips_and_optional_sources_and_a_failure_rolls_back(engine: OnEng
                 "-- z_base: one row per raw row\n"
                 "-- @optional devportal.extra(k bigint, label varchar, seen timestamp)\n"
                 "select raw.n, extra.label, extra.seen\n"
-                "from devportal.reporting.number_format as raw\n"
+                "from devportal.numbers as raw\n"
                 "left join devportal.extra on extra.k = raw.n -- a comment: devportal.extra\n"
-                "where 'devportal.reporting.number_format' <> ''"
+                "where 'devportal.numbers' <> ''"
             ),
         },
     )
     engine.execute(
         "create schema devportal",
-        "create table devportal.reporting.number_format as select * from (values (1), (2), (3)) t(n)",
+        "create table devportal.numbers as select * from (values (1), (2), (3)) t(n)",
     )
     summary = models.build(engine.target, sql_dir=sql_dir)
     assert summary["built"] == ["z_base", "a_totals"]
@@ -228,12 +228,12 @@ def test_failing_data_tests_are_each_named(engine: OnEngine) -> None:
 
 def test_render_qualifies_names_and_leaves_text_alone() -> None:
     sql = (
-        "-- reads devportal.reporting.number_format\n"
-        "select 'analytics.x' as s from devportal.reporting.number_format join analytics.x as x on true, "
+        "-- reads devportal.numbers\n"
+        "select 'analytics.x' as s from devportal.numbers join analytics.x as x on true, "
         "cat.analytics.y"
     )
     assert models.render(sql, "wh") == (
-        "-- reads devportal.reporting.number_format\n"
+        "-- reads devportal.numbers\n"
         'select \'analytics.x\' as s from "wh"."devportal"."numbers" join "wh"."analytics"."x" '
         "as x on true, cat.analytics.y"
     )

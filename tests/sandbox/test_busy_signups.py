@@ -15,9 +15,10 @@ import requests
 from tests.helpers import FAST_RETRY, current_rows, sync_from
 
 from devportal.base.api import SUBSCRIPTIONS_PATH
-from devportal.sandbox import Sandbox, World
+from devportal.sandbox import Sandbox
 from devportal.sandbox.signups import Signups
 from devportal.sandbox.testing import api_session
+from devportal.sandbox.world import World
 
 
 class Clock:

@@ -7,7 +7,8 @@ from typing import Any
 
 import requests
 
-from devportal.sandbox import Rates, Sandbox
+from devportal.sandbox import Sandbox
+from devportal.sandbox.clock import Rates
 from devportal.sandbox.testing import SUBSCRIPTIONS, api_session, fetch_all, sandbox_fixture
 
 

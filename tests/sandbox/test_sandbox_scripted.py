@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 import requests
 
-from devportal.sandbox import Sandbox, World
+from devportal.sandbox import Sandbox
 from devportal.sandbox.testing import SETTINGS, SUBSCRIPTIONS, USERS, fetch_all
+from devportal.sandbox.world import World
 
 
 def twelve(sb: Sandbox) -> list[int]:

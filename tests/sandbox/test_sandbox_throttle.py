@@ -20,9 +20,10 @@ import pytest
 import requests
 from tests.helpers import FakeClock
 
-from devportal.sandbox import RateLimit, Sandbox, throttle
+from devportal.sandbox import Sandbox, throttle
 from devportal.sandbox import server as sandbox_server
 from devportal.sandbox.testing import SUBSCRIPTIONS, USERS, api_session, sandbox_fixture
+from devportal.sandbox.throttle import RateLimit
 
 LIMIT_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining")
 HOLD_S = 20.0  # how long a held delay waits for the others: only a broken server reaches it

@@ -15,18 +15,12 @@ Two layers, imports running one way (recording -> validation, never back):
   them), resource (rows, dlt resources, load_manifest), output (findings as text, JSON or
   GitHub annotations, load_and_report).
 
-Public entry points:
-    validate_path(path, previous_platforms=None) -> ManifestReport
-    validate_document(document, bundle, *, previous_platforms=None) -> list[Finding]
-    validate_with_history(path, previous_platforms=None, *, warehouse=None, pipeline=None)
-    manifest_resources(path, previous_platforms=None, *, pipeline=None) -> list[DltResource]
-    resources_for_report(report) -> list[DltResource]
-    load_manifest(path, target) -> LoadResult
-    recorded_platforms(warehouse, name) -> set[str]
+Other packages use `load_manifest(path, target) -> LoadResult` from here; the rest is
+imported from the module that defines it (`validate.validate_path`, `history.recorded_platforms`,
+`output.load_and_report`, ...).
 
-The validation layer is re-exported plainly. The recording layer's names are resolved on
-first use (`__getattr__`), so importing a validation module, which runs this file first, does
-not load the warehouse side; no module of the package imports a name from this file, so
+`load_manifest` is resolved on first use (`__getattr__`), so importing a validation module,
+which runs this file first, does not load the warehouse side; no module of the package imports a name from this file, so
 neither way makes a cycle.
 """
 
@@ -35,40 +29,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from devportal.manifest.findings import Finding, ManifestReport
-from devportal.manifest.reader import ManifestUnreadable
-from devportal.manifest.validate import validate_document, validate_path
-
 if TYPE_CHECKING:
-    from devportal.manifest.history import recorded_platforms, validate_with_history
-    from devportal.manifest.resource import (
-        LoadResult,
-        load_manifest,
-        manifest_resources,
-        resources_for_report,
-    )
+    from devportal.manifest.resource import load_manifest
 
-_RECORDING = {
-    "recorded_platforms": "devportal.manifest.history",
-    "validate_with_history": "devportal.manifest.history",
-    "LoadResult": "devportal.manifest.resource",
-    "load_manifest": "devportal.manifest.resource",
-    "manifest_resources": "devportal.manifest.resource",
-    "resources_for_report": "devportal.manifest.resource",
-}
+# the recording side, loaded on first use: importing a validation module runs this file first
+_RECORDING = {"load_manifest": "devportal.manifest.resource"}
 
 __all__ = [
-    "Finding",
-    "LoadResult",
-    "ManifestReport",
-    "ManifestUnreadable",
     "load_manifest",
-    "manifest_resources",
-    "recorded_platforms",
-    "resources_for_report",
-    "validate_document",
-    "validate_path",
-    "validate_with_history",
 ]
 
 

@@ -28,10 +28,11 @@ Assumption where the spec is silent: `start`/`end` filter on each subscription's
 time, which the response does not carry (inclusive; a date-only `end` covers its whole day).
 """
 
-from devportal.sandbox.clock import Rates
-from devportal.sandbox.faults import DEFAULT_KINDS, FAULT_KINDS, FaultConfig
+from devportal.sandbox.faults import DEFAULT_KINDS, FaultConfig
 from devportal.sandbox.server import Sandbox
-from devportal.sandbox.throttle import RateLimit
-from devportal.sandbox.world import World
 
-__all__ = ["DEFAULT_KINDS", "FAULT_KINDS", "FaultConfig", "RateLimit", "Rates", "Sandbox", "World"]
+__all__ = [
+    "DEFAULT_KINDS",
+    "FaultConfig",
+    "Sandbox",
+]

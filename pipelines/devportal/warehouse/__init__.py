@@ -27,8 +27,6 @@ Callers use the names below (`from devportal.warehouse import warehouse_lock`).
 
 from devportal.warehouse.connection import (
     NO_EXTENSION_AUTOLOAD,
-    OWN_CONNECTION,
-    OWN_MEMORY_LIMIT_MB,
     SESSION_SETTINGS,
     catalog_of,
     connect,
@@ -38,44 +36,29 @@ from devportal.warehouse.connection import (
     quote_ident,
     sql_literal,
 )
-from devportal.warehouse.draft import Draft, written_elsewhere
-from devportal.warehouse.filelock import writer_of  # re-exported: the probe lives with the locks
+from devportal.warehouse.draft import Draft
 from devportal.warehouse.lock import looks_busy, warehouse_lock
 from devportal.warehouse.paths import (
     ANALYTICS_SCHEMA,
     DEFAULT_WAREHOUSE,
-    DISK_ERRNOS,
-    DUCKDB_MAGIC,
-    DUCKDB_UNUSABLE,
     RAW_SCHEMA,
-    RESERVED_STEMS,
-    SQLITE_MAGIC,
     check_warehouse_path,
     damaged_error,
     delete_warehouse,
     disk_error,
     locate_warehouse,
     make_parent,
-    not_duckdb,
     pipelines_dir,
     require_warehouse,
     shown,
-    unwritable,
 )
 
 __all__ = [
     "ANALYTICS_SCHEMA",
     "DEFAULT_WAREHOUSE",
-    "DISK_ERRNOS",
-    "DUCKDB_MAGIC",
-    "DUCKDB_UNUSABLE",
     "NO_EXTENSION_AUTOLOAD",
-    "OWN_CONNECTION",
-    "OWN_MEMORY_LIMIT_MB",
     "RAW_SCHEMA",
-    "RESERVED_STEMS",
     "SESSION_SETTINGS",
-    "SQLITE_MAGIC",
     "Draft",
     "catalog_of",
     "check_warehouse_path",
@@ -87,7 +70,6 @@ __all__ = [
     "locate_warehouse",
     "looks_busy",
     "make_parent",
-    "not_duckdb",
     "open_duckdb",
     "open_error",
     "pipelines_dir",
@@ -95,8 +77,5 @@ __all__ = [
     "require_warehouse",
     "shown",
     "sql_literal",
-    "unwritable",
     "warehouse_lock",
-    "writer_of",
-    "written_elsewhere",
 ]

@@ -14,32 +14,15 @@ One job per module, imports running one way (quality, versions <- subscriptions;
 Callers use the names below (`from devportal.extract import transform; transform.DataQuality()`).
 """
 
-from devportal.extract.transform.quality import (
-    ID_DROPPED,
-    SAMPLE_SIZE,
-    USER_ID_DROPPED,
-    DataQuality,
-    Problem,
-    json_text,
-    raw_text,
-)
+from devportal.extract.transform.quality import ID_DROPPED, USER_ID_DROPPED, DataQuality
 from devportal.extract.transform.subscriptions import (
-    KNOWN_STATUSES,
-    SUBSCRIPTION_FIELDS,
     SUBSCRIPTIONS_COLUMNS,
-    SUBSCRIPTIONS_SCHEMA,
-    parse_timestamp,
-    see_spec,
     status_counts,
     subscription_columns,
     subscriptions_table,
 )
 from devportal.extract.transform.users import (
-    PROFILE_ID_KEYS,
-    PROFILE_NAME_KEYS,
     TOMBSTONE,
-    TOMBSTONE_COLUMN,
-    TWITCH_FIELDS,
     USER_ACCOUNT_PROFILES_COLUMNS,
     USER_ACCOUNTS_COLUMNS,
     USER_SETTING_VALUES_COLUMNS,
@@ -47,8 +30,6 @@ from devportal.extract.transform.users import (
     USER_SETTINGS_UNLISTED_COLUMNS,
     account_columns,
     account_records,
-    flatten_settings,
-    pointer_token,
     settings_columns,
     settings_version,
     tombstones,
@@ -58,16 +39,8 @@ from devportal.extract.transform.versions import rehash
 
 __all__ = [
     "ID_DROPPED",
-    "KNOWN_STATUSES",
-    "PROFILE_ID_KEYS",
-    "PROFILE_NAME_KEYS",
-    "SAMPLE_SIZE",
     "SUBSCRIPTIONS_COLUMNS",
-    "SUBSCRIPTIONS_SCHEMA",
-    "SUBSCRIPTION_FIELDS",
     "TOMBSTONE",
-    "TOMBSTONE_COLUMN",
-    "TWITCH_FIELDS",
     "USER_ACCOUNTS_COLUMNS",
     "USER_ACCOUNT_PROFILES_COLUMNS",
     "USER_ID_DROPPED",
@@ -75,16 +48,9 @@ __all__ = [
     "USER_SETTINGS_UNLISTED_COLUMNS",
     "USER_SETTING_VALUES_COLUMNS",
     "DataQuality",
-    "Problem",
     "account_columns",
     "account_records",
-    "flatten_settings",
-    "json_text",
-    "parse_timestamp",
-    "pointer_token",
-    "raw_text",
     "rehash",
-    "see_spec",
     "settings_columns",
     "settings_version",
     "status_counts",

@@ -34,7 +34,8 @@ One job per module, imports running one way:
     migration    the run: locks, refusals, copy, check, publish; its result
 """
 
-from devportal.operations.migrate.migration import Migration, TableCopy, describe, migrate
-from devportal.operations.migrate.stage import TargetHoldsData
+from devportal.operations.migrate.migration import migrate
 
-__all__ = ["Migration", "TableCopy", "TargetHoldsData", "describe", "migrate"]
+__all__ = [
+    "migrate",
+]
