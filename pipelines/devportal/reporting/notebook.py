@@ -7,7 +7,10 @@ Which warehouse (`locate`): the notebook's `WAREHOUSE` parameter, else `$DEVPORT
 Makefile's rule for `make models` and `make report`. A relative path is looked for from the
 kernel's folder, then from the folder above it (Jupyter starts the kernel in `notebooks/`,
 devportal runs from the folder above). `DESTINATION`, else `$DEVPORTAL_DESTINATION`
-(`postgres`): the database of `DESTINATION__POSTGRES__CREDENTIALS` instead of a DuckDB file.
+(`postgres`): the database of `DESTINATION__POSTGRES__CREDENTIALS` instead of a DuckDB file;
+given neither a warehouse nor a destination, the configured home (`warehouse_destination`
+under `[sources.devportal]`, or `SOURCES__DEVPORTAL__WAREHOUSE_DESTINATION`), as every command
+reads it.
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ def locate(warehouse: str | Path | None = None, destination: str | None = None) 
     given, origin = warehouse, "the notebook's WAREHOUSE"
     if not given and os.environ.get(WAREHOUSE_ENV):
         given, origin = os.environ[WAREHOUSE_ENV], WAREHOUSE_ENV
+    if destination is None and not given:  # the configured home, as every command reads it
+        from devportal.settings.config import home_destination  # deferred: dlt's configuration
+
+        destination = home_destination()
     on_file = Target.of(DEFAULT_WAREHOUSE, destination).is_file
     if given:
         path = _found(Path(given))
