@@ -130,6 +130,15 @@ class HeldByAnotherProgram(DevportalError):
     exit_code = 4
 
 
+class LockOutlivedItsHolder(DevportalError):
+    """The writer lock is held, but the devportal run that took it (the pid it wrote) is gone:
+    a process it started holds the lock file still (an inherited descriptor), and every run
+    fails until that process ends. Unlike exit 3 (a live run, doing the work) a failure to be
+    told of: recorded, alerted, and mailed by the README's cron line."""
+
+    exit_code = 5
+
+
 class NotFound(ApiError):
     """404: the resource does not exist (callers decide whether that is a failure)."""
 

@@ -5,11 +5,12 @@ the OS's locks come from `devportal.warehouse.filelock`."""
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from devportal.base.errors import WarehouseBusy
+from devportal.base.errors import LockOutlivedItsHolder, WarehouseBusy
 from devportal.warehouse import filelock
 from devportal.warehouse.draft import Draft, release_guard
 from devportal.warehouse.filelock import writer_of
@@ -22,7 +23,7 @@ def warehouse_lock(warehouse: str | Path) -> Iterator[None]:
 
     Every writer of the DuckDB warehouse works on its `Draft` inside this lock. When the lock is
     let go, a draft nothing was published from is removed (one half loaded is kept for the next
-    run to finish, see `Draft.settle`) and the shared lock `Draft.create` took on the warehouse
+    run to finish, see `Draft.recover`) and the shared lock `Draft.create` took on the warehouse
     file is released."""
     path = Path(warehouse).resolve()
     make_parent(path)
@@ -34,6 +35,13 @@ def warehouse_lock(warehouse: str | Path) -> Iterator[None]:
     try:
         if not filelock.try_exclusive(fd):
             holder = filelock.read_holder(fd) or "another process"
+            if not _alive(holder):
+                raise LockOutlivedItsHolder(
+                    f"warehouse {path} is locked, but the devportal run that locked it (pid "
+                    f"{holder}) has ended: a process it started still holds {lock_path}; find "
+                    f"it with `fuser -v {lock_path}` (or `lsof {lock_path}`) and stop it, then "
+                    "run again"
+                )
             raise WarehouseBusy(
                 f"warehouse {path} is busy: a sync (pid {holder}) is running; "
                 "wait for it to finish or stop it"
@@ -54,6 +62,20 @@ def warehouse_lock(warehouse: str | Path) -> Iterator[None]:
             filelock.release(fd)
     finally:
         os.close(fd)
+
+
+def _alive(holder: str) -> bool:
+    """Whether the process HOLDER (the pid the lock's taker wrote) still runs; True when that
+    cannot be told (no pid written, another host's, no permission to ask)."""
+    if not holder.isdigit() or sys.platform == "win32":  # os.kill there would end it
+        return True
+    try:
+        os.kill(int(holder), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists under another user, or the platform cannot say
+        return True
+    return True
 
 
 def looks_busy(warehouse: str | Path) -> bool:
