@@ -420,11 +420,11 @@ KILL_AT_LOAD = """
 import os, sys
 import devportal.load.packages as s
 from devportal.cli import main
-real = s.Snapshot.take
+real = s.DraftRollback.take
 def take_then_die(*a, **k):
     real(*a, **k)
     os._exit(9)  # killed after the snapshot, before the load
-s.Snapshot.take = take_then_die
+s.DraftRollback.take = take_then_die
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -29,10 +29,10 @@ def test_devportal_source_in_a_users_own_pipeline(sandbox_factory: Any, tmp_path
 def test_the_run_record_is_one_definition_and_names_its_load(
     sandbox_factory: Any, warehouse: Path
 ) -> None:
-    """`sync_runs` has exactly the columns of `RunRecord` (plus dlt's own), its `load_id` is the
+    """`sync_runs` has exactly the columns of `SyncRecord` (plus dlt's own), its `load_id` is the
     package's (dlt's `_dlt_load_id`, complete in `_dlt_loads`), and the summary the sync prints
     comes from the same record: its figures are the row's."""
-    from devportal.extract.sync_record import RunRecord
+    from devportal.extract.sync_record import SyncRecord
     from tests.helpers import sync_from
 
     sb = sandbox_factory(subscriptions=300, users=30, seed=71)
@@ -48,7 +48,7 @@ def test_the_run_record_is_one_definition_and_names_its_load(
         )
         if not name.startswith("_dlt_")
     ]
-    assert columns == list(RunRecord.columns())
+    assert columns == list(SyncRecord.columns())
     rows = query(
         warehouse,
         "select r.run_id, r.load_id, r._dlt_load_id, l.status, r.requests, r.mode "

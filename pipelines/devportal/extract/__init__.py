@@ -5,7 +5,7 @@ the rows over. Nothing here calls the load layer.
 
 One job per module, imports running one way (each only from those above it):
 
-    sync_record        `RunRecord`, the row of `sync_runs`: its fields and dlt hints, filled as
+    sync_record        `SyncRecord`, the row of `sync_runs`: its fields and dlt hints, filled as
                        the read goes
     extra_fields       fields the spec does not show: where each lands and how it is typed
                        (extra-fields.md)

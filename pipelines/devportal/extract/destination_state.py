@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from dlt.common.configuration.exceptions import ConfigurationException
@@ -25,6 +25,9 @@ from devportal.base.errors import DevportalError, WarehouseBusy, first_line
 from devportal.extract import schema_drift
 from devportal.extract.reading import HeldSettings
 from devportal.warehouse import damage_in, damaged_error, open_error, shown
+
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
 
 # a destination column's SQL type (DuckDB's or PostgreSQL's information_schema) -> dlt's type,
 # by the type's first word
@@ -55,7 +58,7 @@ _DLT_TYPES = {
 class DatasetReader:
     """One session on a pipeline's dataset for a few bookkeeping queries (None: no pipeline)."""
 
-    def __init__(self, pipeline: Any | None) -> None:
+    def __init__(self, pipeline: Pipeline | None) -> None:
         self._pipeline = pipeline
         self._client: Any = None
 
@@ -318,7 +321,7 @@ class Holdings:
     refreshed: dict[str, datetime] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, pipeline: Any | None) -> Holdings:
+    def read(cls, pipeline: Pipeline | None) -> Holdings:
         with DatasetReader(pipeline) as dest:
             known_fields, last_full_fields = dest.held_fields()
             settings, settings_current = dest.held_settings()
@@ -387,7 +390,7 @@ def _driver_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-def _cannot_open(pipeline: Any, err: BaseException) -> DevportalError:
+def _cannot_open(pipeline: Pipeline, err: BaseException) -> DevportalError:
     cause = first_line(err)
     if "lock" in cause.lower():  # DuckDB: another process has the file open
         return WarehouseBusy(
@@ -405,7 +408,7 @@ def _cannot_open(pipeline: Any, err: BaseException) -> DevportalError:
     )
 
 
-def _duckdb_file(pipeline: Any) -> Path | None:
+def _duckdb_file(pipeline: Pipeline | None) -> Path | None:
     """The DuckDB file PIPELINE loads into (the warehouse's draft), or None for another
     destination."""
     from devportal.warehouse.destination import warehouse_duckdb
@@ -417,7 +420,7 @@ def _duckdb_file(pipeline: Any) -> Path | None:
     return Path(database) if database else None
 
 
-def _cannot_read(pipeline: Any, err: BaseException) -> DevportalError:
+def _cannot_read(pipeline: Pipeline | None, err: BaseException) -> DevportalError:
     database = _duckdb_file(pipeline)
     damage = damage_in(err) if database is not None else None
     if database is not None and damage is not None:  # the warehouse file is damaged

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from dlt.common.schema.typing import TSchemaContract
 
@@ -53,10 +53,13 @@ from devportal.extract.resources import (
     formats_for,
 )
 from devportal.extract.server_clock import clock_page, server_clock
-from devportal.extract.sync_record import RunRecord
+from devportal.extract.sync_record import SyncRecord
 from devportal.http import RESOURCES, ApiClient, Page
 from devportal.settings.config import DevportalConfig, schema_contract
 from devportal.warehouse.paths import spool_root
+
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
 
 log = logging.getLogger("devportal.source")
 
@@ -75,7 +78,7 @@ def wanted_resources(resources: Sequence[str]) -> tuple[str, ...]:
     return tuple(resources)
 
 
-def window_cursor(pipeline: Any) -> str | None:
+def window_cursor(pipeline: Pipeline) -> str | None:
     """The window cursor kept in PIPELINE's state by its last run (the clock of that run),
     what a window run starts from when the destination holds no `sync_runs` row."""
     sources = pipeline.state.get("sources", {}) if pipeline is not None else {}
@@ -89,7 +92,7 @@ class Reads:
     read), the rows and child rows of each per-user table read (by table name), the run's record
     and its data-quality rows."""
 
-    record: RunRecord
+    record: SyncRecord
     problems: Rows
     subscriptions: SubscriptionsHandover | None = None
     per_user: dict[str, PerUserHandover] = field(default_factory=dict)
@@ -123,7 +126,7 @@ class ReadInputs:
     has_state: bool  # a pipeline whose state holds the window cursor
 
     @classmethod
-    def of(cls, pipeline: Any | None) -> ReadInputs:
+    def of(cls, pipeline: Pipeline | None) -> ReadInputs:
         return cls(
             holdings=Holdings.read(pipeline),
             spool_dir=_spool_dir(pipeline),
@@ -163,7 +166,7 @@ class ReadPlan:
     resources: tuple[str, ...]
     window: tuple[datetime, datetime] | None
     first_page: Page | None  # page 1 of the first list to read, when the clock came from it
-    # the lists without a time filter this run reads whole (`RunRecord.refreshed`): a sweep
+    # the lists without a time filter this run reads whole (`SyncRecord.refreshed`): a sweep
     # reads them all; a window only those due (`_due`)
     refreshes: frozenset[str] = frozenset()
 
@@ -251,7 +254,7 @@ def read_api(
     run = ReadPlan.start(
         client, cfg, held, asked.resources, asked.since, asked.window, asked.cursor
     )
-    reads = Reads(RunRecord(), [])
+    reads = Reads(SyncRecord(), [])
     dq = transform.DataQuality()
     rows: dict[str, int] = {}
     list_reads: list[dict[str, Any]] = []
@@ -369,7 +372,7 @@ def _subscriptions_plan(
     return plan
 
 
-def _spool_dir(pipeline: Any | None) -> Path:
+def _spool_dir(pipeline: Pipeline | None) -> Path:
     """The folder this run spools its subscription reads to, its own: under the pipeline's
     working folder (`spool/run-*`; what a killed run left there is removed by the next writer,
     `transaction.writing`, under the lock), else a temporary folder."""
@@ -386,9 +389,9 @@ def _run_record(
     list_reads: list[dict[str, Any]],
     dq: transform.DataQuality,
     client: ApiClient,
-) -> RunRecord:
+) -> SyncRecord:
     stats = client.concurrency.stats()
-    return RunRecord(
+    return SyncRecord(
         run_id=run.run_id,
         mode=run.mode,
         requested_mode=run.requested_mode,

@@ -17,14 +17,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dlt
 from dlt.common.schema.typing import TFileFormat, TSchemaContract
 
 from devportal.extract import extra_fields, transform
 from devportal.extract.reading import RowSpool, SubscriptionsRead
-from devportal.extract.sync_record import ProblemRecord, RunRecord
+from devportal.extract.sync_record import ProblemRecord, SyncRecord
+
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
 
 log = logging.getLogger("devportal.source")
 
@@ -43,7 +46,7 @@ class Formats:
         return {} if file_format is None else {"file_format": file_format}
 
 
-def formats_for(pipeline: Any | None) -> Formats:
+def formats_for(pipeline: Pipeline | None) -> Formats:
     """Dicts as jsonl where the destination loads it (DuckDB: its default `insert_values` costs
     several times the memory and time, measured in benchmarks/results/profile-*.md), Arrow
     tables then as dlt chooses (parquet). Where jsonl is not loadable, Arrow tables as csv
@@ -334,7 +337,7 @@ def _user_table(
 
 
 def run_tables(
-    read: Callable[[], tuple[RunRecord, Rows]], file_format: TFileFormat | None
+    read: Callable[[], tuple[SyncRecord, Rows]], file_format: TFileFormat | None
 ) -> list[Any]:
     """`sync_runs` and `data_quality`, in the same package as the data they describe: the run's
     record and its problems (`read()`, complete once every list is read)."""
@@ -363,7 +366,7 @@ def run_tables(
             name="sync_runs",
             **Formats.hint(file_format),
             write_disposition="append",
-            columns=RunRecord.columns(),
+            columns=SyncRecord.columns(),
         ),
     ]
 

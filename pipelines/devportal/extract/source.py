@@ -67,7 +67,7 @@ from devportal.extract.resources import (
     subscriptions_resource,
     unlisted_table,
 )
-from devportal.extract.sync_record import RunRecord
+from devportal.extract.sync_record import SyncRecord
 from devportal.http import (
     RESOURCES,
     ApiClient,
@@ -195,7 +195,7 @@ class _Handover:
     def unlisted(self) -> Rows:
         return self.reads().unlisted
 
-    def records(self) -> tuple[RunRecord, Rows]:
+    def records(self) -> tuple[SyncRecord, Rows]:
         reads = self.reads()
         return reads.record, reads.problems
 

@@ -35,7 +35,7 @@ class _Record:
 
 
 @dataclass
-class RunRecord(_Record):
+class SyncRecord(_Record):
     """`sync_runs`: one row per run, in the same load package as the data it describes."""
 
     run_id: str = _column("text", "", nullable=False, primary_key=True)

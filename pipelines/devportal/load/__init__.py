@@ -3,7 +3,7 @@
 One job per module, imports running one way (each only from those above it):
 
     pipeline     the dlt pipeline per warehouse and destination, and the DuckDB draft it writes
-    packages     a package loaded whole (`load_whole`), what a killed run left settled, set-
+    packages     a package loaded whole (`load_whole`), what a killed run left recovered, set-
                  aside packages
     pruning      finished packages and spools pruned so dlt's folder does not grow per run
     transaction  `writing`: the one whole-or-nothing transaction every writer goes through

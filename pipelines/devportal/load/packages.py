@@ -4,7 +4,7 @@ left (`finish_pending`, `discard_unfinished`), and the packages set aside with t
 
 On DuckDB a package loads into the warehouse's draft (`warehouse.Draft`), published with one
 rename once every job has loaded; on PostgreSQL a snapshot of the dataset's tables
-(`SchemaSnapshot`) is taken first and put back if the load fails. Where dlt has no public call
+(`SchemaBackup`) is taken first and put back if the load fails. Where dlt has no public call
 for what is needed, the pipeline's load and normalize storages are used (each such use says so).
 """
 
@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devportal.base.errors import DevportalError, causes, first_line
 from devportal.base.errors import PackageSetAside as PackageSetAside
@@ -26,21 +26,24 @@ from devportal.load.pipeline import LOAD_WORKERS, open_pipeline, pipelines_dir
 from devportal.warehouse import Draft, fit, quote_ident
 from devportal.warehouse.target import Target
 
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
+
 log = logging.getLogger("devportal.packages")
 
 VERSION_TABLE = "_dlt_version"  # dlt's stored schemas, one row per version
 
 
-class Snapshot:
+class DraftRollback:
     """On DuckDB: the warehouse's draft, marked as loading one package. The warehouse is not
     touched until the draft is published, so putting it back is removing the draft; a draft
-    left by a killed process is settled by the next writer (`finish_pending`)."""
+    left by a killed process is recovered by the next writer (`finish_pending`)."""
 
     def __init__(self, draft: Draft) -> None:
         self.draft = draft
 
     @classmethod
-    def take(cls, warehouse: str | Path, load_id: str) -> Snapshot:
+    def take(cls, warehouse: str | Path, load_id: str) -> DraftRollback:
         draft = Draft(warehouse)
         draft.ensure()
         draft.mark_loading(load_id)
@@ -90,7 +93,7 @@ def discard_set_aside(warehouse: str | Path, package: Path) -> None:
         shutil.rmtree(folder)
 
 
-def set_aside(pipeline: Any, warehouse: str | Path, load_id: str, reason: str) -> Path:
+def set_aside(pipeline: Pipeline, warehouse: str | Path, load_id: str, reason: str) -> Path:
     """Move a package that cannot load out of dlt's way, keeping its files for inspection.
 
     The package is aborted through dlt (which rewinds the local pipeline state to before the
@@ -171,14 +174,17 @@ def _set_aside_error(
     )
 
 
-def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | None = None) -> None:
+def load_whole(pipeline: Pipeline, target: Target, *, publish: bool = True) -> Callable[[], None]:
     """Load the pending package whole or not at all.
 
     dlt commits each table's job on its own, so a job failing halfway (a value the warehouse
     refuses, a full disk) would leave the other tables of the run committed and the package
     pending for ever. On DuckDB the package loads into the warehouse's draft, published when
-    every job has loaded (AFTER_LOAD, e.g. reading back what the run loaded, runs on the draft
-    first) and removed if one fails: the warehouse is untouched until the one rename. On
+    every job has loaded and removed if one fails: the warehouse is untouched until the one
+    rename. PUBLISH False leaves the loaded package unpublished (what it loaded can then be read
+    from the draft) and returns what publishes it, which the caller runs whatever happens next
+    (`transaction.writing` does); True publishes at once (the returned callable then does
+    nothing). On
     PostgreSQL a snapshot of the dataset's tables is taken first and put back if the load
     fails. Either survives a killed process: the next run resumes the load into the same draft
     (or snapshot) or settles it. A package that fails is set aside, with the command that
@@ -188,12 +194,12 @@ def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | N
 
     load_ids = pipeline.list_normalized_load_packages()
     if not load_ids:
-        return
+        return _published
     load_id = load_ids[0]
     warehouse = target.warehouse
-    if target.snapshot == "draft":
+    if target.rollback == "draft":
         _refuse_unfit(pipeline, target, load_id)
-        snapshot = Snapshot.take(warehouse, load_id)
+        rollback = DraftRollback.take(warehouse, load_id)
         try:
             with _said_once():
                 pipeline.load(workers=LOAD_WORKERS)
@@ -202,36 +208,50 @@ def load_whole(pipeline: Any, target: Target, after_load: Callable[[], None] | N
             # killed before the package is set aside, the next run sets it aside (its jobs
             # have started and no draft holds them: `finish_pending`). Any other error (a
             # bug, a setting dlt refuses before loading) leaves draft and package as a killed
-            # run would, for the next run to settle.
-            snapshot.restore()
+            # run would, for the next run to recover.
+            rollback.restore()
             where = set_aside(pipeline, warehouse, load_id, _failure(err, target))
             raise _set_aside_error(load_id, err, where, restored=True, target=target) from err
         _drop_ledger(pipeline, load_id)
         _drop_superseded_schemas(pipeline)
-        try:
-            if after_load is not None:
-                after_load()
-        finally:
-            snapshot.publish()
-        return
-    schema_snapshot = (
-        SchemaSnapshot.take(pipeline, load_id) if target.snapshot == "schema" else None
-    )
+        return _then(rollback.publish, publish)
+    backup = SchemaBackup.take(pipeline, load_id) if target.rollback == "schema" else None
     try:
         with _said_once():
             pipeline.load()
     except PipelineStepFailed as err:  # dlt wraps every failure of the load step in it
-        restored = schema_snapshot.restore() if schema_snapshot is not None else False
+        restored = backup.restore() if backup is not None else False
         where = set_aside(pipeline, warehouse, load_id, _failure(err, target))
         raise _set_aside_error(load_id, err, where, restored, target=target) from err
-    if after_load is not None:
-        after_load()
-    if schema_snapshot is not None:
-        schema_snapshot.drop()
-    _drop_superseded_schemas(pipeline)
+
+    def finish() -> None:
+        if backup is not None:
+            backup.drop()
+        _drop_superseded_schemas(pipeline)
+
+    return _then(finish, publish)
 
 
-def _package_tables(pipeline: Any, load_id: str, cap: int) -> dict[str, tuple[int, int]]:
+def _published() -> None:
+    """What publishes a load that is published already: nothing."""
+
+
+def _then(finish: Callable[[], None], now: bool) -> Callable[[], None]:
+    """FINISH run now (NOW) and nothing left to run, or FINISH to run once, later."""
+    if now:
+        finish()
+        return _published
+    done: list[bool] = []
+
+    def once() -> None:
+        if not done:
+            done.append(True)
+            finish()
+
+    return once
+
+
+def _package_tables(pipeline: Pipeline, load_id: str, cap: int) -> dict[str, tuple[int, int]]:
     """{table: (columns, rows)} of the package's tables wide enough to exceed CAP (`fit`):
     columns from the package's schema, rows counted in its job files (only for those)."""
     import gzip
@@ -265,7 +285,7 @@ def _package_tables(pipeline: Any, load_id: str, cap: int) -> dict[str, tuple[in
     return tables
 
 
-def _refuse_unfit(pipeline: Any, target: Target, load_id: str) -> None:
+def _refuse_unfit(pipeline: Pipeline, target: Target, load_id: str) -> None:
     """Refuse, before anything loads, a package a table of which is too wide for DuckDB's
     memory cap (`warehouse.fit`): set aside, with the setting and a value that fits."""
     limit = target.settings.load().duckdb_memory_limit
@@ -290,7 +310,7 @@ def _refuse_unfit(pipeline: Any, target: Target, load_id: str) -> None:
     )
 
 
-def _drop_ledger(pipeline: Any, load_id: str) -> None:
+def _drop_ledger(pipeline: Pipeline, load_id: str) -> None:
     """The package has loaded whole: the draft's ledger of loaded files goes (`loader`). If
     that fails the draft stays, whole, and the next writer publishes it (`finish_pending`)."""
     from dlt.common.destination.exceptions import DestinationException
@@ -308,7 +328,7 @@ def _drop_ledger(pipeline: Any, load_id: str) -> None:
         ) from err
 
 
-def _drop_superseded_schemas(pipeline: Any) -> None:
+def _drop_superseded_schemas(pipeline: Pipeline) -> None:
     """Keep only the newest stored schema of each name in dlt's version table, of the dataset
     and of its staging dataset.
 
@@ -355,15 +375,15 @@ def _said_once() -> Iterator[None]:
 
 
 @dataclass
-class Settled:
-    resumed: list[str] = field(default_factory=list)  # packages of a killed run, settled
+class Recovered:
+    resumed: list[str] = field(default_factory=list)  # packages of a killed run, recovered
     ids: list[str] = field(default_factory=list)  # of those, the ones set aside
 
 
-def finish_pending(pipeline: Any, target: Target) -> Settled:
+def finish_pending(pipeline: Pipeline, target: Target) -> Recovered:
     """Settle what a killed run left, before a writer reads or writes anything new.
 
-    On DuckDB the draft a killed writer left is settled first (`Draft.settle`): removed, or,
+    On DuckDB the draft a killed writer left is recovered first (`Draft.recover`): removed, or,
     when a package was loading into it, kept to resume that load (the package is still
     pending), published (its load had finished) or removed (it was set aside). A pending
     package whose jobs had started without such a draft cannot be loaded whole any more: it is
@@ -374,12 +394,12 @@ def finish_pending(pipeline: Any, target: Target) -> Settled:
     so it is discarded with what a failed extract or normalize left (`discard_unfinished`: dlt
     restores the local state it had started from) and its data is simply read again.
     """
-    settled = Settled()
+    recovered = Recovered()
     warehouse = target.warehouse
     normalized = list(pipeline.list_normalized_load_packages())
-    if target.snapshot == "draft":
+    if target.rollback == "draft":
         draft = Draft(warehouse)
-        loading = draft.settle()
+        loading = draft.recover()
         if loading is not None and loading not in normalized:
             if not draft.is_stale() and draft.holds_load(loading):
                 _drop_ledger(pipeline, loading)
@@ -397,7 +417,7 @@ def finish_pending(pipeline: Any, target: Target) -> Settled:
             draft.publish()
             # no public call marks a package loaded without loading it: dlt's load storage
             pipeline._get_load_storage().complete_load_package(loading, False)
-            settled.resumed.append(loading)
+            recovered.resumed.append(loading)
             loading = None
         for load_id in list(pipeline.list_normalized_load_packages()):
             if load_id != loading and _started(pipeline, load_id):
@@ -407,29 +427,29 @@ def finish_pending(pipeline: Any, target: Target) -> Settled:
                 )
                 where = set_aside(pipeline, warehouse, load_id, reason)
                 log.warning("set aside package %s (%s) in %s", load_id, reason, where)
-                settled.resumed.append(load_id)
-                settled.ids.append(load_id)
+                recovered.resumed.append(load_id)
+                recovered.ids.append(load_id)
         normalized = list(pipeline.list_normalized_load_packages())
-    settled.ids.extend(_collect_aborted(warehouse))
+    recovered.ids.extend(_collect_aborted(warehouse))
     if normalized:
         log.warning("finishing %d load package(s) left by an interrupted run", len(normalized))
-        settled.resumed.extend(normalized)
+        recovered.resumed.extend(normalized)
         try:
             load_whole(pipeline, target)
         except PackageSetAside as aside:
             log.warning("%s; this run goes on", aside)
-            settled.ids.append(aside.load_id)
+            recovered.ids.append(aside.load_id)
     extracted = discard_unfinished(pipeline)
     if extracted:
         log.warning(
             "discarded %d unloaded package(s) of an interrupted run; their data is read again",
             len(extracted),
         )
-        settled.resumed.extend(extracted)
-    return settled
+        recovered.resumed.extend(extracted)
+    return recovered
 
 
-def discard_unfinished(pipeline: Any) -> list[str]:
+def discard_unfinished(pipeline: Pipeline) -> list[str]:
     """Discard what a run that failed or was killed before its package was normalized left;
     the ids of the extracted packages discarded.
 
@@ -458,25 +478,25 @@ def discard_unfinished(pipeline: Any) -> list[str]:
     return extracted
 
 
-def _started(pipeline: Any, load_id: str) -> bool:
+def _started(pipeline: Pipeline, load_id: str) -> bool:
     """Whether any job of the pending package LOAD_ID has started loading."""
     jobs = pipeline.get_load_package_info(load_id).jobs  # dlt's public package info
     return any(jobs.get(state) for state in ("started_jobs", "completed_jobs", "failed_jobs"))
 
 
-def settle_for_writer(warehouse: str | Path) -> None:
+def recover_for_writer(warehouse: str | Path) -> None:
     """For a DuckDB writer outside a sync (the models' build): settle a draft a killed writer
     left. One with a package half loaded into it needs dlt: the package's load is finished
     (or set aside) first, as the next sync would."""
-    if Draft(warehouse).settle() is not None:
+    if Draft(warehouse).recover() is not None:
         target = Target.of(warehouse)
         finish_pending(open_pipeline(target), target)
 
 
-class SchemaSnapshot:
+class SchemaBackup:
     """On PostgreSQL: a copy of every table of the dataset, in the schema `<dataset>_snapshot`,
     taken before a package loads, to put back on failure (the server's counterpart of the file
-    copy `Snapshot`; PostgreSQL copies a million rows in about a second).
+    copy `DraftRollback`; PostgreSQL copies a million rows in about a second).
 
     The schema is written in one transaction, its marker table naming the load id last: a
     snapshot that exists is complete, and one left by a killed process is reused for the same
@@ -485,12 +505,12 @@ class SchemaSnapshot:
 
     MARKER = "_devportal_snapshot"
 
-    def __init__(self, pipeline: Any, schema: str) -> None:
+    def __init__(self, pipeline: Pipeline, schema: str) -> None:
         self.pipeline = pipeline
         self.schema = schema
 
     @classmethod
-    def take(cls, pipeline: Any, load_id: str) -> SchemaSnapshot:
+    def take(cls, pipeline: Pipeline, load_id: str) -> SchemaBackup:
         with pipeline.sql_client() as client:
             dataset = client.dataset_name
             snapshot = cls(pipeline, f"{dataset}_snapshot")

@@ -15,7 +15,7 @@ import logging
 import os
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devportal.warehouse import (
     NO_EXTENSION_AUTOLOAD,
@@ -28,12 +28,15 @@ from devportal.warehouse import (
 )
 from devportal.warehouse.target import Target
 
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
+
 log = logging.getLogger("devportal.pipeline")
 
 DATASET = RAW_SCHEMA  # dlt's dataset is the warehouse's raw schema
 
 
-def open_pipeline(target: Target, progress: Any = None) -> Any:
+def open_pipeline(target: Target, progress: Any = None) -> Pipeline:
     """The dlt pipeline of TARGET writing dataset `devportal`.
 
     The DuckDB warehouse file: the pipeline writes its `Draft` (see `begin_writing`,
@@ -146,12 +149,12 @@ def begin_writing(target: Target) -> None:
     """Before a writer reads or writes the destination through its pipeline: on DuckDB, the
     draft it writes (the warehouse copied, unless a package is already loading into it). For
     other destinations nothing."""
-    if target.snapshot == "draft":
+    if target.rollback == "draft":
         Draft(target.warehouse).ensure()
 
 
 def publish(target: Target) -> None:
     """For a caller that runs the pipeline itself (`pipeline.run`) between `begin_writing` and
     this: on DuckDB, publish the draft it wrote. For other destinations nothing."""
-    if target.snapshot == "draft":
+    if target.rollback == "draft":
         Draft(target.warehouse).publish()

@@ -18,15 +18,18 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devportal.base.errors import first_line
 from devportal.warehouse.paths import spool_root
 
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
+
 log = logging.getLogger("devportal.pruning")
 
 
-def prune_loaded(pipeline: Any) -> list[str]:
+def prune_loaded(pipeline: Pipeline) -> list[str]:
     """After a successful run: the job files of the newest loaded package and every older loaded
     package go; the load ids deleted. Housekeeping: what cannot be deleted is a warning, never
     the run's failure (the next run tries again)."""
@@ -73,7 +76,7 @@ def _completion(packages: Any, load_id: str, marker: str) -> str | None:
         return None
 
 
-def clear_spools(pipeline: Any) -> None:
+def clear_spools(pipeline: Pipeline) -> None:
     """Remove what runs spooled (each run its own folder under `spool/`; loose files of older
     versions). Only under the writer's lock: no other run of this pipeline is reading then."""
     root = spool_root(pipeline)

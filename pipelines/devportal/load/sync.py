@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlt.common.configuration.exceptions import ConfigurationException
 from dlt.common.destination.exceptions import DestinationException
@@ -37,11 +37,14 @@ from devportal.extract import schema_drift
 from devportal.extract.destination_state import DatasetReader
 from devportal.extract.read import Asked, ReadInputs, read_api, wanted_resources, window_cursor
 from devportal.extract.source import devportal_source
-from devportal.extract.sync_record import RunRecord
+from devportal.extract.sync_record import SyncRecord
 from devportal.http import RESOURCES, ApiClient, adopt
 from devportal.load.transaction import writing
 from devportal.settings import config as settings
 from devportal.warehouse.target import Target, Where
+
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
 
 log = logging.getLogger("devportal.sync")
 
@@ -57,7 +60,7 @@ class SyncResult:
     `result.record.rows_read`, `.run_id`, `.load_id`, ...) and what the load did to the
     history; `summary()` is the one line it prints."""
 
-    record: RunRecord
+    record: SyncRecord
     new_versions: int
     closed_versions: int
     seconds: float = 0.0
@@ -220,7 +223,6 @@ def sync(
     contract = settings.schema_contract(cfg)
     asked_for = wanted_resources(resources)
     started = time.monotonic()
-    loaded: dict[str, Any] = {}
     shown = progress_of(progress)
     with shown, writing(target, shown.collector()) as run:
         with DatasetReader(run.pipeline) as dest:
@@ -234,24 +236,23 @@ def sync(
         record = reads.record
         source = devportal_source(resources=asked_for, config=cfg, reads=reads, inputs=inputs)
 
-        def read_back(load_id: str) -> None:
-            # what the load did to the history and the columns of the tables whose shape
-            # changed, read before it is published (on DuckDB, from the copy)
-            with DatasetReader(run.pipeline) as dest:
-                loaded["after"] = dest.history_counts()
-                tables = {str(c.get("table")) for c in record.schema_changes if isinstance(c, dict)}
-                loaded["columns"] = {t: set(dest.columns(t)) for t in tables}
-
         def refusal(cause: BaseException) -> DevportalError | None:
             if isinstance(cause, DataValidationError):
                 return DevportalError(_refusal(cause, contract))
             return None
 
-        run.load(source, what="sync", after_load=read_back, refusal=refusal)
+        run.load(source, what="sync", publish=False, refusal=refusal)
+        # what the load did to the history and the columns of the tables whose shape changed,
+        # read before it is published (on DuckDB, from the draft); then it is published
+        with DatasetReader(run.pipeline) as dest:
+            after = dest.history_counts()
+            tables = {str(c.get("table")) for c in record.schema_changes if isinstance(c, dict)}
+            columns = {t: set(dest.columns(t)) for t in tables}
+        run.publish()
         where = written_to(target, run.pipeline)
-    set_aside = run.settled
-    result = _result(record, before, loaded["after"])
-    result.schema_changes = _landed(result.schema_changes, loaded["columns"], contract)
+    set_aside = run.recovered
+    result = _result(record, before, after)
+    result.schema_changes = _landed(result.schema_changes, columns, contract)
     result.status_map = _status_map(target)
     result.written_to = where
     if result.schema_changes:
@@ -267,7 +268,7 @@ def sync(
     return result
 
 
-def written_to(target: Target, pipeline: Any) -> str:
+def written_to(target: Target, pipeline: Pipeline) -> str:
     """Where a run wrote, for its summary line: the DuckDB file's absolute path (a relative
     one depends on the folder a scheduler starts in), else the destination's name with what
     its credentials say of where (database, host and port; never a password) and the
@@ -287,7 +288,7 @@ def written_to(target: Target, pipeline: Any) -> str:
     return f"{target.name} ({database}dataset {pipeline.dataset_name})"
 
 
-def _result(record: RunRecord, before: tuple[int, int], after: tuple[int, int]) -> SyncResult:
+def _result(record: SyncRecord, before: tuple[int, int], after: tuple[int, int]) -> SyncResult:
     """The summary of a loaded run, from its record and the history counts."""
     new_versions = after[0] - before[0]
     list_reads = record.sweeps

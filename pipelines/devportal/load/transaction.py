@@ -7,7 +7,7 @@
 `writing` holds the writer lock (`runlock`), opens the pipeline, settles what a killed run left
 (`pipeline.finish_pending`: pending packages are loaded first, so new data never makes dlt load
 only the old package, and one that cannot load is set aside while this run goes on) and, on
-DuckDB, starts the draft this run writes. `Run.load` extracts and normalizes the data into one
+DuckDB, starts the draft this run writes. `Transaction.load` extracts and normalizes the data into one
 package and loads it whole (`pipeline.load_whole`); a failed extract or normalize leaves
 nothing behind (`pipeline.discard_unfinished`) and ends in one line naming the step. What the
 run leaves in dlt's folder is pruned when it ends (`pruning`): the folder does not grow per run.
@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devportal.base.errors import (
     DevportalError,
@@ -34,38 +34,45 @@ from devportal.base.errors import (
     first_line,
     stop_signal,
 )
-from devportal.load.packages import Settled, discard_unfinished, finish_pending, load_whole
+from devportal.load.packages import Recovered, discard_unfinished, finish_pending, load_whole
 from devportal.load.pipeline import begin_writing, open_pipeline
 from devportal.load.pruning import clear_spools, prune_loaded
 from devportal.warehouse import disk_error
 from devportal.warehouse.target import Target
 from devportal.warehouse.writer_lock import writer_lock
 
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
+
 log = logging.getLogger("devportal.transaction")
 
 
 @dataclass
-class Run:
-    """One writer's run on a settled pipeline: `load` what it read."""
+class Transaction:
+    """One writer's transaction on a recovered pipeline: `load` what it read."""
 
-    pipeline: Any
+    pipeline: Pipeline
     target: Target
-    settled: Settled  # what a killed run left, loaded or set aside first
+    recovered: Recovered  # what a killed run left, loaded or set aside first
     loaded: bool = False  # this run's package has loaded (a stop after it changes nothing)
+    # what publishes the loaded package (`load(publish=False)`): run by `publish`, or when the
+    # transaction ends, whatever ends it
+    unpublished: Callable[[], None] | None = None
 
     def load(
         self,
         data: Any,
         *,
         what: str,
-        after_load: Callable[[str], None] | None = None,
+        publish: bool = True,
         refusal: Callable[[BaseException], DevportalError | None] | None = None,
     ) -> str | None:
         """Extract and normalize DATA (a dlt source or resources) into one package and load it
-        whole; its load id (None when DATA held nothing). AFTER_LOAD(load_id) runs once it has
-        loaded, before it is published. REFUSAL(cause) may turn a cause of a failed extract or
-        normalize into the run's one line (the sync's schema contract). WHAT names the run in
-        that line."""
+        whole; its load id (None when DATA held nothing). PUBLISH False keeps the loaded package
+        unpublished until `publish()` or the end of the transaction, so what it loaded can be
+        read from the pipeline first (on DuckDB, from the draft). REFUSAL(cause) may turn a
+        cause of a failed extract or normalize into the run's one line (the sync's schema
+        contract). WHAT names the run in that line."""
         from dlt.pipeline.exceptions import PipelineStepFailed  # deferred: dlt is heavy
 
         try:
@@ -83,9 +90,8 @@ class Run:
         if not load_ids:
             return None
         load_id = str(load_ids[0])
-        then = (lambda: after_load(load_id)) if after_load is not None else None
         try:
-            load_whole(self.pipeline, self.target, then)
+            self.unpublished = load_whole(self.pipeline, self.target, publish=publish)
         except DevportalError as err:
             signum = stop_signal(err)
             if signum is None:
@@ -96,6 +102,12 @@ class Run:
             raise Stopped(signum).during(f"while loading: {left}") from err
         self.loaded = True
         return load_id
+
+    def publish(self) -> None:
+        """Publish the package `load(publish=False)` loaded (once; nothing when none waits)."""
+        waiting, self.unpublished = self.unpublished, None
+        if waiting is not None:
+            waiting()
 
     def _failure(
         self,
@@ -127,9 +139,9 @@ class Run:
 
 
 @contextmanager
-def writing(target: Target, progress: Any = None) -> Iterator[Run]:
-    """Hold TARGET's writer lock for the whole run, open the pipeline, settle what a killed run
-    left and begin writing (DuckDB: the draft). A run that succeeds leaves one loaded package's
+def writing(target: Target, progress: Any = None) -> Iterator[Transaction]:
+    """Hold TARGET's writer lock for the whole run, open the pipeline, recover what a killed run
+    left and begin writing (DuckDB: the draft); publish what the run loaded when it ends. A run that succeeds leaves one loaded package's
     record in dlt's folder (`prune_loaded`); any run, its spooled reads removed. A disk that
     fills or turns read-only under the run, or a warehouse path that cannot be used, ends it in
     one line."""
@@ -137,16 +149,18 @@ def writing(target: Target, progress: Any = None) -> Iterator[Run]:
         with writer_lock(target):
             pipeline = open_pipeline(target, progress)
             try:
-                settled = finish_pending(pipeline, target)
+                recovered = finish_pending(pipeline, target)
                 clear_spools(pipeline)  # a killed run's
                 begin_writing(target)
-                run = Run(pipeline, target, settled)
+                run = Transaction(pipeline, target, recovered)
                 try:
                     yield run
                 except Stopped as err:
                     if not run.loaded and _bare(err):
                         raise err.during("while reading: nothing was loaded") from err
                     raise
+                finally:
+                    run.publish()  # a load that waited for its caller's read-back
                 prune_loaded(pipeline)
             finally:
                 clear_spools(pipeline)  # this run's, whatever its end: the next may be a day away

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from devportal.base.errors import DevportalError
 from devportal.load.pipeline import DATASET
@@ -25,6 +25,9 @@ from devportal.manifest.reader import ManifestInput, read_manifest
 from devportal.manifest.tables import MANIFESTS, PLATFORMS
 from devportal.manifest.validate import validate_manifest
 from devportal.warehouse import locate_warehouse, open_duckdb, quote_ident
+
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
 
 _HISTORY_SQL = """
 select distinct p.platform
@@ -71,7 +74,9 @@ def recorded_platforms(
     return {row[0] for row in rows}
 
 
-def pipeline_platforms(pipeline: Any, name: str, *, exclude_hash: str | None = None) -> set[str]:
+def pipeline_platforms(
+    pipeline: Pipeline, name: str, *, exclude_hash: str | None = None
+) -> set[str]:
     """Same as `recorded_platforms`, through the dlt pipeline's own SQL client (any SQL
     destination, not only a DuckDB file)."""
     from dlt.destinations.exceptions import DatabaseUndefinedRelation  # deferred: dlt is heavy
@@ -94,7 +99,7 @@ def platform_history(
     manifest: ManifestInput,
     *,
     warehouse: str | Path | None = None,
-    pipeline: Any = None,
+    pipeline: Pipeline | None = None,
 ) -> set[str] | None:
     """Platforms recorded for MANIFEST's app by other versions, read through PIPELINE (its
     destination) or else from the DuckDB file WAREHOUSE. None, the platform-removal check
@@ -115,7 +120,7 @@ def validate_with_history(
     previous_platforms: Collection[str] | None = None,
     *,
     warehouse: str | Path | None = None,
-    pipeline: Any = None,
+    pipeline: Pipeline | None = None,
 ) -> ManifestReport:
     """Validate the manifest at PATH; unless PREVIOUS_PLATFORMS is given, check platform
     removal against the versions recorded through PIPELINE or in WAREHOUSE.

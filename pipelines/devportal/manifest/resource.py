@@ -57,6 +57,7 @@ from devportal.manifest.tables import (
 from devportal.warehouse.target import Target, Where
 
 if TYPE_CHECKING:
+    from dlt import Pipeline
     from dlt.extract.resource import DltResource
 
 Row = dict[str, Any]
@@ -334,7 +335,7 @@ def manifest_resources(
     path: str | Path,
     previous_platforms: Collection[str] | None = None,
     *,
-    pipeline: Any = None,
+    pipeline: Pipeline | None = None,
 ) -> list[DltResource]:
     """Validate the manifest at PATH and return the dlt resources recording it.
 

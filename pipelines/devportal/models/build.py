@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from devportal.base.errors import DevportalError, first_line
 from devportal.base.progress import Progress
-from devportal.load.packages import settle_for_writer
+from devportal.load.packages import recover_for_writer
 from devportal.models.checks import DataTestsFailed, run_tests
 from devportal.models.engine_sql import EngineSql, for_engine, render
 from devportal.models.project import SCHEMA, SOURCE_DIALECT, Model, load_models
@@ -226,7 +226,7 @@ def _draft(warehouse: str | Path) -> Draft:
     """The copy of the DuckDB warehouse the models are built into, published when built (see
     `warehouse.Draft`: the warehouse file is never opened for writing, readers may hold it). A
     run a killed sync left half loaded is finished first, as the next sync would."""
-    settle_for_writer(warehouse)
+    recover_for_writer(warehouse)
     draft = Draft(warehouse)
     draft.create()
     return draft

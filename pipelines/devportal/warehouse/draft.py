@@ -339,7 +339,7 @@ class Draft:
         if self.folder.exists() and (self.loading() is None or not self.exists()):
             self.discard()
 
-    def settle(self) -> str | None:
+    def recover(self) -> str | None:
         """Settle what a writer killed earlier left, before this one writes. A partial copy,
         one already published (its file renamed away), a plain copy (a run killed before it
         loaded, a models build) or a copy of a warehouse that changed since is removed: the

@@ -9,9 +9,12 @@ from __future__ import annotations
 import errno
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from devportal.base.errors import ConfigError, DevportalError, first_line
+
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
 
 # A DuckDB file starts with an 8-byte checksum, then this magic (every storage version).
 DUCKDB_MAGIC = b"DUCK"
@@ -253,7 +256,7 @@ def unwritable(folder: Path, err: OSError) -> DevportalError:
     )
 
 
-def spool_root(pipeline: Any) -> Path:
+def spool_root(pipeline: Pipeline) -> Path:
     """Where the runs of PIPELINE (a dlt pipeline) spool their reads, each in a folder of its
     own: `spool/` in the pipeline's working folder beside the warehouse."""
     return Path(pipeline.working_dir) / "spool"

@@ -5,8 +5,9 @@ The decisions it owns, each written once here:
 - which destination: the DuckDB warehouse file (`--destination` unset or `duckdb`; dlt's own
   `duckdb` would be a file named after the pipeline in the working directory), or any other dlt
   destination, by name or as a dlt destination object;
-- how a load is made whole: the DuckDB file through its draft (`draft`), PostgreSQL through a
-  snapshot of the dataset's tables (`schema`), anything else without one (`none`);
+- how a load is made whole (`rollback`): the DuckDB file through its draft (`draft`),
+  PostgreSQL through a backup of the dataset's tables (`schema`), anything else without one
+  (`none`);
 - which engine runs the SQL models and the report: `duckdb`, `postgres`, or none;
 - which dlt pipeline (state, packages) it has: `devportal`, or `devportal_<destination>`.
 
@@ -77,8 +78,9 @@ class Target:
         return self.name == "postgres"
 
     @property
-    def snapshot(self) -> str:
-        """How a load is made whole: `draft`, `schema` or `none`."""
+    def rollback(self) -> str:
+        """How a load is made whole (what puts the warehouse back when it fails): `draft`,
+        `schema` or `none`."""
         return "draft" if self.is_file else "schema" if self.is_postgres else "none"
 
     @property

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlt.common.normalizers.naming import NamingConvention
 from dlt.common.normalizers.naming.snake_case import NamingConvention as SnakeCase
@@ -14,6 +14,9 @@ from dlt.common.typing import VARIANT_FIELD_FORMAT
 
 from devportal.extract.extra_fields import keyed
 from devportal.extract.extra_fields.fields import EMPTY_KEY, FieldStats, Path, dotted
+
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
 
 COLLISION_PREFIX = "api"
 
@@ -145,7 +148,7 @@ def flat_extras(
 # -- the destination --------------------------------------------------------------------------
 
 
-def naming_of(pipeline: Any | None, schema_name: str) -> Naming:
+def naming_of(pipeline: Pipeline | None, schema_name: str) -> Naming:
     """The naming convention the destination's columns get: the stored schema's, else dlt's
     snake_case shortened to the destination's identifier length."""
     schema = stored_schema(pipeline, schema_name)
@@ -158,13 +161,13 @@ def naming_of(pipeline: Any | None, schema_name: str) -> Naming:
     return Naming(SnakeCase(max_length=length))
 
 
-def stored_schema(pipeline: Any | None, schema_name: str) -> Any | None:
+def stored_schema(pipeline: Pipeline | None, schema_name: str) -> Any | None:
     if pipeline is None or schema_name not in pipeline.schema_names:
         return None
     return pipeline.schemas[schema_name]
 
 
-def stored_columns(pipeline: Any | None, schema_name: str, table: str) -> dict[str, Any]:
+def stored_columns(pipeline: Pipeline | None, schema_name: str, table: str) -> dict[str, Any]:
     """TABLE's columns in the pipeline's stored dlt schema (empty: no table yet)."""
     schema = stored_schema(pipeline, schema_name)
     if schema is None or table not in schema.tables:

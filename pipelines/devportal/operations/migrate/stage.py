@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devportal.base.errors import DevportalError, first_line
 from devportal.operations.migrate.bookkeeping import VERSION_TABLE
@@ -36,13 +36,16 @@ from devportal.warehouse import (
 from devportal.warehouse.engines import postgres_connection
 from devportal.warehouse.target import Target
 
+if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
+    from dlt import Pipeline
+
 log = logging.getLogger("devportal.migrate")
 
 # where the PostgreSQL copy is staged before it is renamed to the dataset
 STAGING_SCHEMA = f"{RAW_SCHEMA}_migrating"
 # the schemas that go with the dataset and go when it is replaced: dlt's staging dataset for
 # merges (recreated by the next merge) and the snapshot a sync takes before a load on
-# PostgreSQL (`packages.SchemaSnapshot`), which belongs to the data it was taken of
+# PostgreSQL (`packages.SchemaBackup`), which belongs to the data it was taken of
 COMPANIONS = (f"{RAW_SCHEMA}_staging", f"{RAW_SCHEMA}_snapshot")
 # how many of the tables holding data a refusal names
 NAMED = 3
@@ -59,7 +62,7 @@ class Stage:
     dataset = RAW_SCHEMA  # where the copy is written on `end`
     end: End
 
-    def __init__(self, target: Target, pipeline: Any, replace: bool) -> None:
+    def __init__(self, target: Target, pipeline: Pipeline, replace: bool) -> None:
         self.target = target
         self.pipeline = pipeline  # the target's dlt pipeline (its destination, its local state)
         self.replace = replace
@@ -239,7 +242,7 @@ class DuckDbStage(Stage):
             self.draft.discard()
 
 
-def stage_for(target: Target, pipeline: Any, replace: bool) -> Stage:
+def stage_for(target: Target, pipeline: Pipeline, replace: bool) -> Stage:
     return (
         DuckDbStage(target, pipeline, replace)
         if target.is_file
