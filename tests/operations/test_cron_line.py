@@ -67,3 +67,45 @@ def test_the_documented_cron_line_mails_only_a_failure(
         busy = as_cron(nightly_line(), tmp_path, env)
     assert (busy.stdout, busy.stderr) == ("", "")
     assert "busy" in log.read_text().splitlines()[-1]
+
+
+def hourly_line() -> str:
+    """The command of the documented hourly window sync (`15 * * * *`)."""
+    [line] = [x for x in DOCS.read_text("utf-8").splitlines() if x.startswith("15 * * * *")]
+    return line.split(None, 5)[5]
+
+
+def test_the_cron_lines_on_a_postgres_home_log_one_line_per_success(
+    sandbox_factory: Any, postgres: str, tmp_path: Path
+) -> None:
+    """With `warehouse_destination = "postgres"` (its environment variable) the documented lines
+    run unchanged on PostgreSQL: each success adds one line to the log and prints nothing (no dlt
+    warning, no second line), a failure is mailed, a busy warehouse is quiet."""
+    from devportal.warehouse import warehouse_lock
+
+    sb = sandbox_factory(subscriptions=100, users=20, seed=28)
+    (tmp_path / "warehouse").mkdir()
+    log = tmp_path / "warehouse" / "sync.log"
+    env = {
+        "SOURCES__DEVPORTAL__BASE_URL": sb.base_url,
+        "SOURCES__DEVPORTAL__ACCESS_TOKEN": sb.token,
+        "SOURCES__DEVPORTAL__WAREHOUSE_DESTINATION": "postgres",
+    }
+    for line in (nightly_line(), hourly_line(), hourly_line(), nightly_line()):
+        sb.advance(hours=1)
+        ok = as_cron(line, tmp_path, env)
+        assert (ok.returncode, ok.stdout, ok.stderr) == (0, "", "")
+    logged = log.read_text().splitlines()
+    assert len(logged) == 4, logged
+    assert all(x.startswith("sync ok (") and "postgres (database " in x for x in logged), logged
+    assert [x.split()[2] for x in logged] == ["(sweep)", "(window)", "(window)", "(sweep)"]
+
+    failed = as_cron(
+        hourly_line(), tmp_path, {**env, "SOURCES__DEVPORTAL__ACCESS_TOKEN": "wrong-token-0042"}
+    )
+    assert failed.stdout.splitlines()[-1].startswith("devportal: error: access token rejected")
+
+    with warehouse_lock(tmp_path / "warehouse" / "warehouse.duckdb"):
+        busy = as_cron(nightly_line(), tmp_path, env)
+    assert (busy.stdout, busy.stderr) == ("", "")
+    assert "busy" in log.read_text().splitlines()[-1]
