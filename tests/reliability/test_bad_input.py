@@ -20,7 +20,7 @@ from devportal.load.sync import SyncResult, sync
 from devportal.warehouse import pipelines_dir
 from tests.helpers import FAST_RETRY, WRAPPER_FIELDS, current_rows, query, truth_rows
 
-EXAMPLES = int(os.environ.get("DEVPORTAL_FUZZ_EXAMPLES", "20"))
+EXAMPLES = int(os.environ.get("DEVPORTAL_FUZZ_EXAMPLES", "8"))  # make soak: 200
 
 odd_values = st.one_of(
     st.none(),
