@@ -1,4 +1,4 @@
-"""One body's cap (client/body.py): sized from the list's per_page unless max_body_mb is set."""
+"""One body's cap (http/body.py): sized from the list's per_page unless max_body_mb is set."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ import pytest
 
 from devportal.base.errors import ConfigError
 from devportal.http import ApiClient
+from devportal.http.body import MIB
 from devportal.settings.config import DevportalConfig
 
 
 def test_the_body_cap_is_sized_from_per_page_unless_set() -> None:
-    from devportal.http import MIB
-
     with ApiClient(DevportalConfig(base_url="http://127.0.0.1:1", access_token="t" * 20)) as c:
         assert c.body_cap() == 16 * MIB  # page 1, an account, an error: per_page unknown
         assert c.body_cap(200) == 16 * MIB

@@ -1,4 +1,4 @@
-"""Walking a list (client/paging.py): pages in order, concurrently or by next_page_url, and
+"""Walking a list (http/paging.py): pages in order, concurrently or by next_page_url, and
 never to another origin."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from devportal.base.errors import ApiError
 from devportal.http import SUBSCRIPTIONS_PATH
 from devportal.load.sync import sync
-from tests.client.conftest import client_for
 from tests.helpers import current_rows, truth_rows
+from tests.http.conftest import client_for
 
 
 def test_pages_concurrently_in_order(sandbox_factory: Any) -> None:

@@ -1,4 +1,4 @@
-"""The client (client/session.py) against the sandbox: what is retried and what is not, the
+"""The client (http/session.py) against the sandbox: what is retried and what is not, the
 `Retry-After` cap, what it counts, and adopting the early start's client."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from devportal.base.errors import ApiError
 from devportal.http import SUBSCRIPTIONS_PATH, ApiClient, NotFound
 from devportal.settings.config import DevportalConfig
-from tests.client.conftest import client_for
+from tests.http.conftest import client_for
 
 
 @pytest.mark.parametrize(

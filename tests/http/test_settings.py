@@ -1,4 +1,4 @@
-"""The HTTP settings and the checks made before anything is sent (client/settings.py): plain
+"""The HTTP settings and the checks made before anything is sent (settings/http.py): plain
 http to a remote host, credentials in base_url, the one definition of the HTTP settings."""
 
 from __future__ import annotations
