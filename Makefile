@@ -65,7 +65,7 @@ chromium:  ## Debian's chromium and chromium-driver for the browser test (apt-ge
 TEST_WORKERS ?= 2
 
 test: $(STAMP) chromium  ## run the test suite (sandbox over real HTTP, real DuckDB files, Chromium)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) -m "not soak" $(ARGS)
+	$(BIN)/pytest -q -n $(TEST_WORKERS) -m "not soak and not lint" $(ARGS)
 
 soak: $(STAMP)  ## the long reliability suite: 12 random kill points, 200 fuzz examples
 	DEVPORTAL_FUZZ_EXAMPLES=200 $(BIN)/pytest -q -m "soak or fuzz" $(ARGS)
@@ -77,7 +77,7 @@ lint: $(STAMP)  ## ruff, mypy, deptry (every import declared), the layers and th
 	$(BIN)/deptry pipelines
 	$(BIN)/deptry tests benchmarks --known-first-party devportal --known-first-party tests \
 	    --known-first-party benchmarks --exclude '(^|/)(\.venv|__pycache__)/' --ignore DEP002,DEP004
-	$(BIN)/pytest -q -p no:cacheprovider -p no:xdist tests/test_import_layers.py tests/test_exports.py  # the layers and each package's exports
+	$(BIN)/pytest -q -p no:cacheprovider -p no:xdist tests/test_import_layers.py tests/test_exports.py tests/test_style_rules.py  # the layers, each package's exports, the style rules
 
 bench: $(STAMP)  ## benchmarks: devportal vs dlt rest_api vs the HTTP floor (writes benchmarks/results/)
 	$(BIN)/python -m benchmarks.run $(ARGS)

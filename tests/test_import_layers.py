@@ -135,7 +135,6 @@ def test_the_cli_parser_imports_no_heavy_library() -> None:
 DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 TREE_LINE = re.compile(r"^((?:  )*)([a-z_]+)(/|\.py)(?:\s{2,}\S.*)?$")
 MAP_LINE = re.compile(r"^    ([a-z_]+)\s{2,}\S")  # a package docstring's map: `    module  owns`
-MAX_LINES = 600  # issue 19: no module over 600 lines (the sandbox aside)
 
 
 def documented_tree() -> dict[str, list[str]]:
@@ -239,15 +238,3 @@ def test_the_client_is_free_of_dlt_and_the_warehouse() -> None:
                 names = [node.module or ""]
             for name in names:
                 assert name.split(".")[0] not in ("dlt", "duckdb", "pyarrow"), (module, name)
-
-
-def test_no_module_is_over_600_lines() -> None:
-    """One job per module: none of the package's modules is over 600 lines (the sandbox, a
-    separate server, aside)."""
-    sandbox = ROOT / PACKAGE / "sandbox"
-    long = {
-        str(path.relative_to(ROOT)): n
-        for path in (ROOT / PACKAGE).rglob("*.py")
-        if sandbox not in path.parents and (n := len(path.read_text("utf-8").splitlines())) > 600
-    }
-    assert not long, long

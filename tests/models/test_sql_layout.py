@@ -95,17 +95,6 @@ def test_render_qualifies_the_names_sqlglot_tokenizes() -> None:
         assert ours == tokenized(sql, dialect), sql[:80]
 
 
-def test_long_models_end_in_a_final_cte() -> None:
-    for model in models.load_models():
-        lines = model.sql.splitlines()
-        if model.layer == "staging" or (len(lines) <= 60 and model.sql.count(" as (\n") < 2):
-            continue
-        assert "\nfinal as (\n" in model.sql, model.relative_path
-        closing = model.sql[model.sql.rindex("\nselect * from final") :].strip().splitlines()
-        assert closing[0] == "select * from final", model.relative_path
-        assert all(line.startswith("order by ") for line in closing[1:]), model.relative_path
-
-
 def test_every_chart_has_its_query_file_with_a_header() -> None:
     files = {path.stem for path in (charts.SQL_DIR / charts.CHARTS_DIR).glob("*.sql")}
     assert files == set(charts.TITLES) == set(charts.QUERIES)
