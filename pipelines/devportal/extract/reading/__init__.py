@@ -2,10 +2,12 @@
 
 A *read* pages through a whole list (or a `start`/`end` window of it) and is checked before
 anything reaches dlt; a list that only grew while it was paged (the rows read stayed put) is
-read to its new end; if it moved, it is read again, and after `sweep_attempts` reads (or two
-that failed the same way) the run fails having loaded nothing, saying what differed. Every function here returns what it
-read, checked, with the fields its rows had (`extra_fields.FieldStats`); the source (`source.py`)
-turns the results into dlt resources.
+read to its new end; if it moved (a row that slid across a page edge unseen included: the
+pages before the edges whose ids jump are read again at its end), it is read again, and after
+`sweep_attempts` reads (or two that failed the same way) the run fails having loaded nothing,
+saying what differed. Every function here returns what it read, checked, with the fields its
+rows had (`extra_fields.FieldStats`); the source (`source.py`) turns the results into dlt
+resources.
 
 One job per module, imports running one way (moves <- list_read <- subscription_spool <-
 subscription_list <- closing; list_read, row_spool <- user_lists):

@@ -4,7 +4,8 @@ sweep never closes a subscription the API still has; and the mass-close guard.
 
 A verified read is still not a snapshot: a subscription created while another is removed keeps
 the `total`, and the rows behind the removed one slide back one place, so the row that crosses
-a page boundary is never seen. Hence `settle_closes`.
+a page boundary is never seen. In a list ordered by id the read notices that itself and is read
+again (`list_read._check_edges`); in any other order it cannot. Hence `settle_closes`.
 """
 
 from __future__ import annotations

@@ -5,12 +5,23 @@ aside for lacking an id add up to the last `total` (else `ListMoved`: the read i
 A list that grew is read to its new end: the page holding its old end is read again, and must
 still begin with the rows read before (they stayed put), its new rows are added. A read whose
 pages carry no `total` cannot be verified. `read_until_it_adds_up`: a list paged again until
-one read passes them, refused in words that say what differed (`moves.refusal`)."""
+one read passes them, refused in words that say what differed (`moves.refusal`).
+
+The counts cannot see one thing: a row removed behind the reader while a signup lands at the
+end keeps every `total`, and the rows behind the removed one slide back one place, so the row
+at the edge of the page the reader is about to ask for slides onto the page it has read and is
+never seen; the ids still add up. In a list ordered by id (either way), that row's id lies
+between the ids at the two sides of the edge, so an edge whose ids are consecutive hides
+nothing. Every edge whose ids jump is checked once the read is over (`_check_edges`): the page
+before it is read again and must still hold the rows read from it; if it does not, rows were
+removed behind the reader and the list is read again. One request per such edge, none where
+ids are consecutive; a list in no id order is not checked (a signup in its middle moves rows
+the same way as a removal)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
@@ -25,6 +36,7 @@ from devportal.extract.reading.moves import (
     REPEAT,
     SHIFTED,
     SHRANK,
+    SLID,
     WRAPPER,
     Failure,
     ListMoved,
@@ -50,7 +62,8 @@ class ListRead:
     rows set aside for lacking an id). Only a verified sweep may retire history. A list that
     grew while it was read adds up to its last `total`: `total_at_start` is page 1's, `added`
     the rows it grew by (read to its new end, `tail_pages` pages read again or beyond the end
-    page 1 reported); `reread_because`: why each read thrown away did not add up.
+    page 1 reported); `edge_pages`: pages read again at the end because the ids at their edge
+    jump (`_check_edges`); `reread_because`: why each read thrown away did not add up.
     """
 
     endpoint: str
@@ -72,6 +85,7 @@ class ListRead:
     total_at_start: int | None = None
     added: int = 0
     tail_pages: int = 0
+    edge_pages: int = 0
     reread_because: list[str] = field(default_factory=list)
 
 
@@ -112,13 +126,16 @@ def check_pages(
     report: ListRead,
     log_to: PageLog | None = None,
     fetch: Callable[[int], Page] | None = None,
+    fetch_all: Callable[[list[int]], Iterable[Page]] | None = None,
 ) -> Iterator[Page]:
     """Pass pages through, failing as soon as they disagree about the list (`_same_list`);
     each is logged to LOG_TO. When the list grew while it was paged, FETCH(n) reads page n
-    again: the pages up to its new end follow (`_tail`)."""
+    again: the pages up to its new end follow (`_tail`). Once every page is through, the
+    pages before the edges whose ids jump are read again (`_check_edges`; FETCH_ALL(numbers):
+    those pages in that order, at once; else FETCH one by one)."""
     pages_log = log_to if log_to is not None else PageLog()
     first: Page | None = None
-    report.pages, report.added, report.tail_pages = 0, 0, 0
+    report.pages, report.added, report.tail_pages, report.edge_pages = 0, 0, 0, 0
     for page in pages:
         report.pages += 1
         if first is None:
@@ -133,7 +150,10 @@ def check_pages(
         pages_log.add(page)
         yield page
     if first is not None and fetch is not None:
+        read_once = len(pages_log.numbers)  # the pages of the read itself, before its tail
         yield from _tail(first, report, pages_log, fetch)
+        again = fetch_all or (lambda numbers: map(fetch, numbers))
+        _check_edges(first, report, pages_log, read_once, again)
     if report.total is not None and report.total_at_start is not None:
         report.added = report.total - report.total_at_start
 
@@ -194,6 +214,71 @@ def _tail(
         yield tail
 
 
+def _check_edges(
+    first: Page,
+    report: ListRead,
+    pages: PageLog,
+    read_once: int,
+    fetch_all: Callable[[list[int]], Iterable[Page]],
+) -> None:
+    """Once the read is over: the page before each edge whose ids jump, read again, must still
+    hold the rows read from it at their places; else `ListMoved` (SLID), naming the rows that
+    slid onto it unseen. See the module's docstring for why; READ_ONCE: the pages logged by
+    the read itself (a grown list's tail is checked by `_tail`).
+
+    Only for a read that adds up so far (else it is read again anyway) and whose ids run in
+    one direction (ids ascending or descending: only then does a row missed at an edge have an
+    id between the ids at its sides). A row without a usable id at an edge: that edge is
+    checked."""
+    every = np.concatenate(pages.ids) if pages.ids else np.zeros(0, np.int64)
+    known = every[every != NO_ID]
+    unique = np.unique(known)
+    if report.total is None or unique.size != known.size:
+        return  # no total to add up to, or an id came twice: read again whatever the edges
+    if unique.size + (every.size - known.size) != report.total or known.size < 2:
+        return
+    steps = np.diff(known)
+    if not ((steps > 0).all() or (steps < 0).all()):
+        return  # in no id order: a row missed at an edge has no place to be looked for
+    edges = []  # index in the log of the page before each edge whose ids jump
+    for n in range(1, read_once):
+        before, after = pages.ids[n - 1], pages.ids[n]
+        if not before.size or not after.size or pages.numbers[n] != pages.numbers[n - 1] + 1:
+            continue
+        a, c = int(before[-1]), int(after[0])
+        if NO_ID not in (a, c) and abs(c - a) == 1:
+            continue  # consecutive ids: no row fits between them
+        edges.append(n - 1)
+    if not edges:
+        return
+    numbers = [pages.numbers[n] for n in edges]
+    for n, page in zip(edges, fetch_all(numbers), strict=True):
+        report.edge_pages += 1
+        _same_list(first, page)
+        held = [None if i == NO_ID else i for i in pages.ids[n].tolist()]
+        if [pages.row_id(row) for row in page.data[: len(held)]] == held:
+            continue
+        a, c = pages.ids[n][-1], pages.ids[n + 1][0]
+        low, high = (
+            (min(a, c), max(a, c)) if NO_ID not in (a, c) else (NO_ID, np.iinfo(np.int64).max)
+        )
+        now = np.array([i for i in map(pages.row_id, page.data) if i is not None], np.int64)
+        slid = now[(now > low) & (now < high) & ~np.isin(now, unique)]
+        number = pages.numbers[n]
+        if slid.size == 1:
+            seen = f"the row with id {slid[0]} slid back onto it from page {number + 1} unseen"
+        elif slid.size:
+            named = ", ".join(str(i) for i in slid[:5].tolist())
+            seen = f"the rows with ids {named} slid back onto it from page {number + 1} unseen"
+        else:
+            seen = "a row may have slid back across its edge unseen"
+        raise ListMoved(
+            f"page {number}, read again at the end, no longer holds the rows read from it: "
+            f"rows before them were removed while the list was paged, and {seen}",
+            SLID,
+        )
+
+
 def verify_ids(ids: np.ndarray, report: ListRead, dropped: int = 0) -> None:
     """Check the ids of one read against the wrapper's `total` (the last one, for a list that
     grew while it was read).
@@ -248,8 +333,11 @@ def read_until_it_adds_up(
             size = read.sizes[0] if read.sizes else None  # page 1's: the body cap
             return client.fetch_page(report.endpoint, report.params, number, size)
 
+        def fetch_all(numbers: list[int], one: Callable[[int], Page] = fetch) -> Iterator[Page]:
+            return (page for _number, page in client.map_concurrent(one, numbers))
+
         try:
-            result = read_pages(check_pages(pages, report, pages_log, fetch))
+            result = read_pages(check_pages(pages, report, pages_log, fetch, fetch_all))
         except ListMoved as moved:
             failure = Failure.of(moved, pages_log, report.total_at_start, report.total,
                                  report.dropped)  # fmt: skip

@@ -29,6 +29,7 @@ PAGE_SIZE = "page_size"  # pages of two sizes
 WRAPPER = "wrapper"  # some pages carry a total, others none
 SHIFTED = "shifted"  # a page read again at the end no longer held the rows read before
 OUTRUN = "outrun"  # the list grew faster than its tail could be read
+SLID = "slid"  # a page read again at the end moved: a row could have slid across its edge unseen
 COMPLETE_KINDS = (REPEAT, COUNT)  # kinds found only once the whole list was read
 
 
@@ -228,6 +229,12 @@ def refusal(what: str, noun: str, failures: Sequence[Failure]) -> str:
         )
     said = [f"read {k}: {f.describe(noun)}" for k, f in enumerate(failures, start=1)]
     said += differences(failures, noun)
+    if {f.kind for f in failures} == {SLID}:  # the totals were right every time
+        return (
+            f"the {what} list kept changing while it was read, in all {reads} "
+            f"({'; '.join(said)}): rows were removed behind the reader while others were "
+            "added, every time; nothing was loaded: run the sync again later"
+        )
     return (
         f"the {what} list kept changing while it was read, in all {reads} ({'; '.join(said)}); "
         "nothing was loaded: run the sync again later, and if it keeps failing the API's "
