@@ -238,3 +238,34 @@ def test_the_client_is_free_of_dlt_and_the_warehouse() -> None:
                 names = [node.module or ""]
             for name in names:
                 assert name.split(".")[0] not in ("dlt", "duckdb", "pyarrow"), (module, name)
+
+
+WHY = re.compile(r"#.*\b(deferred|startup|cycle)\b", re.I)
+
+
+def test_an_import_inside_a_function_says_why() -> None:
+    """An import inside a function hides a dependency from the top of its module: it is there
+    only for a measured startup cost (dlt, DuckDB, pandas, matplotlib, the sandbox server...;
+    a command's handler imports what it runs so the parser stays light), and a comment says so,
+    on the import, above it, or above the run of imports it belongs to."""
+    unexplained = []
+    for module, path in module_names().items():
+        lines = path.read_text("utf-8").splitlines()
+        for function in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            said = False  # the run of imports this one belongs to has its why
+            last = -1
+            for node in sorted(
+                (n for n in ast.walk(function) if isinstance(n, ast.Import | ast.ImportFrom)),
+                key=lambda n: n.lineno,
+            ):
+                own = [*lines[node.lineno - 1 : node.end_lineno], lines[node.lineno - 2]]
+                between = lines[last : node.lineno - 1]  # only blank lines: the same run
+                said = any(WHY.search(x) for x in own) or (
+                    said and not any(map(str.strip, between))
+                )
+                last = node.end_lineno or node.lineno
+                if not said:
+                    unexplained.append(f"{module}:{node.lineno}")
+    assert not unexplained, unexplained

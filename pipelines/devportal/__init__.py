@@ -20,6 +20,7 @@ order (docs/architecture.md; `tests/test_import_layers.py` holds the code to it)
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 __version__ = "0.1.0"
@@ -31,7 +32,5 @@ _MOVED = {"charts": "devportal.reporting.charts", "notebook": "devportal.reporti
 
 def __getattr__(name: str) -> ModuleType:
     if name in _MOVED:
-        import importlib  # only for a notebook of the old layout
-
         return importlib.import_module(_MOVED[name])
     raise AttributeError(f"module 'devportal' has no attribute {name!r}")

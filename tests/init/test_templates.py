@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "pipelines" / "devportal"
 # packaged template -> the checkout's file it is
 SOURCES = {
-    "templates/config.toml": ".dlt/config.toml",
-    "templates/secrets.toml": ".dlt/secrets.toml.example",
-    "templates/notebooks": "notebooks",
+    "starter/templates/config.toml": ".dlt/config.toml",
+    "starter/templates/secrets.toml": ".dlt/secrets.toml.example",
+    "starter/templates/notebooks": "notebooks",
 }
 
 
@@ -48,4 +48,4 @@ def test_the_wheel_ships_the_templates() -> None:
 
     data = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
     patterns = data["tool"]["setuptools"]["package-data"]["devportal"]
-    assert {"templates/*.toml", "templates/notebooks/*.ipynb"} <= set(patterns)
+    assert {"starter/templates/*.toml", "starter/templates/notebooks/*.ipynb"} <= set(patterns)

@@ -14,6 +14,7 @@ error body, or put escape sequences in a message that would rewrite the user's t
 from __future__ import annotations
 
 import re
+import signal
 import threading
 from typing import Any
 
@@ -203,8 +204,6 @@ class Stopped(DevportalError):
 
 
 def signal_name(signum: int) -> str:
-    import signal
-
     try:
         return signal.Signals(signum).name
     except ValueError:

@@ -104,7 +104,7 @@ class Lines(Progress):
             self._say(f"{what} {done}/{total} {unit}")
 
     def collector(self) -> Any:
-        import dlt  # heavy: only for a run that loads
+        import dlt  # deferred: dlt loads only for a run that loads
 
         # memory and CPU figures where psutil is installed (without it dlt would warn)
         stats = importlib.util.find_spec("psutil") is not None
@@ -131,8 +131,9 @@ class Bar(Progress):
         if self._closed:
             return None
         if self._rich is None:
+            # deferred: loads rich, kept out of startup
             from rich import progress as rp  # only for a terminal
-            from rich.console import Console
+            from rich.console import Console  # deferred: loads rich, kept out of startup
 
             console = Console(file=self._stream, highlight=False, soft_wrap=True)
             self._rich = rp.Progress(
@@ -204,7 +205,8 @@ def _steps_collector(bar: Bar) -> Any:
     """A dlt collector feeding BAR: each step's main counter (the first with a total:
     Resources, Files, Jobs); the per-table counters and labelled sub-counters are left out.
     A step that runs twice (dlt extracts the data, then its state) adds to the same bar."""
-    from dlt.common.runtime.collector_base import Collector  # heavy: only for a run that loads
+    # deferred: dlt loads only for a run that loads
+    from dlt.common.runtime.collector_base import Collector
 
     class Steps(Collector):
         def __init__(self) -> None:

@@ -39,6 +39,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     import os
     from contextlib import nullcontext
 
@@ -60,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, target: Target) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.load.sync import sync
     from devportal.reporting import report
     from devportal.sandbox import Sandbox

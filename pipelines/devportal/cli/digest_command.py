@@ -30,6 +30,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.operations.alerts.digest import headline
     from devportal.operations.alerts.events import configured
     from devportal.operations.status import where

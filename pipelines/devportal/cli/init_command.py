@@ -31,6 +31,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.starter.init import init
 
     folder = Path(args.dir)

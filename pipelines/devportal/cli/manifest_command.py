@@ -107,6 +107,7 @@ def _action(
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.manifest.history import validate_with_history
     from devportal.manifest.output import print_findings, unreadable_annotation
 
@@ -135,6 +136,7 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_schema(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.manifest.schema import schema_text
 
     sys.stdout.write(schema_text())
@@ -142,6 +144,7 @@ def run_schema(args: argparse.Namespace) -> int:
 
 
 def run_load(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.manifest.output import load_and_report
 
     return load_and_report(args.path, options.target(args), as_json=args.json)

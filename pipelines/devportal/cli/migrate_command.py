@@ -60,6 +60,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.operations.migrate import migrate
     from devportal.settings.config import home_destination
 

@@ -43,6 +43,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.operations.alerts.events import watched
 
     target = options.target(args)
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, target: Target) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal import models
 
     with options.progress(args) as shown:

@@ -82,11 +82,13 @@ def target(args: argparse.Namespace, *, moved_ok: bool = False) -> Target:
     destination = getattr(args, "destination", None)
     explicit = destination is not None or getattr(args, "warehouse_given", False)
     if not explicit and getattr(args, "configured_home", False):
+        # deferred: the handler's own imports; the parser (every command) stays light
         from devportal.settings.config import home_destination
 
         destination = home_destination()
     chosen = Target.of(args.warehouse, destination)
     if chosen.is_file and not moved_ok:
+        # deferred: the handler's own imports; the parser (every command) stays light
         from devportal.warehouse.moved import refuse_moved
 
         refuse_moved(chosen.warehouse)
@@ -97,6 +99,7 @@ def build_models(args: argparse.Namespace, target: Target, *, after_sync: bool =
     """Build the SQL models after a load and say so (`detail` AFTER_SYNC: the sync's line said
     the result; else `say`), or say why not: they are built on DuckDB (the warehouse) and
     PostgreSQL only (`models.build_after_load`)."""
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal import models
 
     with progress(args) as shown:
@@ -121,6 +124,7 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
     --verbose: a report's stdout stays its figures, a cron's digest stays quiet. Where no
     `[analytics]` setting is set at all (a command run outside the project's folder), the
     figures keep the settings of their build."""
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal import models
     from devportal.base.errors import ConfigError, DevportalError, first_line
     from devportal.warehouse import engines
@@ -150,6 +154,7 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
             f"`devportal models` applies them (not now: {first_line(err)})"
         )
         return
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.operations import outcomes
     from devportal.operations.alerts.events import check_churn
 
@@ -163,6 +168,7 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
 def _analytics_set() -> bool:
     """Whether any `[analytics]` setting is set where dlt reads settings now (a settings file
     of the current or global folder, or the environment)."""
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.settings import files
 
     return bool(files.written(("analytics",)) or files.environment("ANALYTICS__"))
@@ -272,6 +278,7 @@ def date(text: str) -> datetime:
 
 def resources(text: str) -> list[str]:
     """A comma list of names from `devportal.http.RESOURCES`."""
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.http import RESOURCES  # not config: that imports dlt
 
     names = [n.strip() for n in text.split(",") if n.strip()]

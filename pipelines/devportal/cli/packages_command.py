@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.load.packages import discard_set_aside, set_aside_packages, set_aside_reason
 
     packages = set_aside_packages(args.warehouse)

@@ -200,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _sandbox(args: argparse.Namespace) -> tuple[Any, str]:
     """The sandbox the arguments describe (not started), and the banner's description of it."""
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.sandbox import DEFAULT_KINDS, FaultConfig, Sandbox
 
     users = args.users if args.users is not None else max(10, args.subscriptions // 5)

@@ -55,6 +55,7 @@ def _hours(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.operations.alerts.events import stale
     from devportal.operations.status import as_json, as_lines, collect
     from devportal.settings.config import warn_unknown_keys

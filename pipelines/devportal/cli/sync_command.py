@@ -77,6 +77,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.operations.alerts.events import watched
 
     target = options.target(args)
@@ -111,6 +112,7 @@ def _record_manifest(args: argparse.Namespace, manifest: str, target: Target) ->
     (the findings, the `recorded ...` line) is the sync's detail: the same manifest is recorded
     on every scheduled run. A manifest with errors is recorded with its findings, which then
     go to stderr, and exits 1, so that a scheduler notices."""
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.manifest.output import load_and_report
 
     said = io.StringIO()
@@ -139,18 +141,21 @@ SETTINGS_PASSED = tuple(name for name in PASSED if name not in ("since", "window
 
 
 def _sync(args: argparse.Namespace, target: Target, early: Any) -> Any:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.http import RESOURCES
     from devportal.load.sync import sync
 
     if not args.no_models and target.engine is not None:
         # the settings the models read, checked before anything is loaded: a misspelt price
         # key must not be found after the data loaded (one line, exit 2, nothing written)
+        # deferred: the handler's own imports; the parser (every command) stays light
         from devportal.models import seeds_from_settings
 
         seeds_from_settings(target.settings)
     # [alerts] too: a bad one stops the sync here, not at the first alert it would post
     target.settings.alerts()
     if target.is_file:  # room for the copy the load writes, known before the API is read
+        # deferred: the handler's own imports; the parser (every command) stays light
         from devportal.warehouse.draft import check_room
 
         check_room(target.warehouse)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from dlt.common.configuration.exceptions import ConfigurationException
 from dlt.common.destination.exceptions import DestinationException
+from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
 from devportal.base.errors import DevportalError, WarehouseBusy, first_line
 from devportal.extract import schema_drift
@@ -92,7 +93,6 @@ class DatasetReader:
     def query(self, sql: str, *params: Any) -> list[tuple[Any, ...]] | None:
         """Rows of `sql` (`{name}` placeholders are tables of the dataset), or None when a
         table does not exist yet; a real failure shows in the load."""
-        from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
         if self._client is None:
             return None
@@ -110,7 +110,6 @@ class DatasetReader:
     def int_columns(self, sql: str, *params: Any) -> list[np.ndarray]:
         """Every column as an int64 array, in the query's order (one empty array when there is
         no pipeline or no table yet)."""
-        from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
         empty = [np.zeros(0, dtype=np.int64)]
         if self._client is None:
@@ -378,11 +377,11 @@ def _dlt_type(sql_type: str) -> str:
 
 def _driver_errors() -> tuple[type[BaseException], ...]:
     """What the engines' drivers raise when dlt does not wrap it (PostgreSQL's connect)."""
-    import duckdb
+    import duckdb  # deferred: loads DuckDB, kept out of startup
 
     errors: list[type[BaseException]] = [duckdb.Error, OSError]
     try:
-        import psycopg2
+        import psycopg2  # deferred: loads psycopg2, kept out of startup
 
         errors.append(psycopg2.Error)
     except ImportError:  # pragma: no cover - declared, but a DuckDB-only install may lack it
@@ -411,6 +410,7 @@ def _cannot_open(pipeline: Pipeline, err: BaseException) -> DevportalError:
 def _duckdb_file(pipeline: Pipeline | None) -> Path | None:
     """The DuckDB file PIPELINE loads into (the warehouse's draft), or None for another
     destination."""
+    # deferred: loads dlt, kept out of startup
     from devportal.warehouse.destination import warehouse_duckdb
 
     destination = getattr(pipeline, "destination", None)

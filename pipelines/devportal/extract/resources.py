@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import dlt
 from dlt.common.schema.typing import TFileFormat, TSchemaContract
+from dlt.common.storages.exceptions import CurrentLoadPackageStateNotAvailable
 
 from devportal.extract import extra_fields, transform
 from devportal.extract.reading import RowSpool, SubscriptionsRead
@@ -373,7 +374,6 @@ def run_tables(
 
 def _load_id() -> str | None:
     """dlt's id of the load package being extracted (None outside an extract)."""
-    from dlt.common.storages.exceptions import CurrentLoadPackageStateNotAvailable
 
     try:
         return str(dlt.current.load_package_state()["load_id"])

@@ -40,6 +40,8 @@ from datetime import datetime
 from typing import Any
 
 import dlt
+from dlt.common.configuration.container import Container
+from dlt.common.pipeline import PipelineContext
 from dlt.common.typing import TSecretStrValue
 
 from devportal.base.progress import Lines
@@ -202,8 +204,6 @@ class _Handover:
 
 def _active_pipeline() -> Any | None:
     """The pipeline this source is created for (the last one made or attached), if any."""
-    from dlt.common.configuration.container import Container
-    from dlt.common.pipeline import PipelineContext
 
     context = Container()[PipelineContext]
     return context.pipeline() if context.is_active() else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import gzip
 import logging
 import os
 import shutil
@@ -254,8 +255,7 @@ def _then(finish: Callable[[], None], now: bool) -> Callable[[], None]:
 def _package_tables(pipeline: Pipeline, load_id: str, cap: int) -> dict[str, tuple[int, int]]:
     """{table: (columns, rows)} of the package's tables wide enough to exceed CAP (`fit`):
     columns from the package's schema, rows counted in its job files (only for those)."""
-    import gzip
-
+    # deferred: loads dlt, kept out of startup
     from dlt.common.storages.load_storage import ParsedLoadJobFileName
 
     # dlt has no public call listing a package's job files: its load storage (private) does
@@ -270,7 +270,7 @@ def _package_tables(pipeline: Pipeline, load_id: str, cap: int) -> dict[str, tup
             continue
         path = storage.storage.make_full_path(job)
         if parsed.file_format == "parquet":
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # deferred: loads pyarrow, kept out of startup
 
             rows = pq.ParquetFile(path).metadata.num_rows
         else:
@@ -313,8 +313,10 @@ def _refuse_unfit(pipeline: Pipeline, target: Target, load_id: str) -> None:
 def _drop_ledger(pipeline: Pipeline, load_id: str) -> None:
     """The package has loaded whole: the draft's ledger of loaded files goes (`loader`). If
     that fails the draft stays, whole, and the next writer publishes it (`finish_pending`)."""
+    # deferred: loads dlt, kept out of startup
     from dlt.common.destination.exceptions import DestinationException
 
+    # deferred: loads dlt, kept out of startup
     from devportal.warehouse.destination import drop_ledger
 
     try:
@@ -338,7 +340,10 @@ def _drop_superseded_schemas(pipeline: Pipeline) -> None:
     run, one that changed nothing included. dlt reads only the newest (`get_stored_schema`, a
     pipeline restored from the destination) or the one it is about to store (by hash). This is
     housekeeping: when it fails, a warning, and the next run drops them."""
+    # deferred: loads dlt, kept out of startup
     from dlt.common.destination.exceptions import DestinationException
+
+    # deferred: loads dlt, kept out of startup
     from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
     try:
@@ -535,6 +540,7 @@ class SchemaBackup:
         return f"{quote_ident(self.schema)}.{quote_ident(table)}"
 
     def _marker(self, client: Any) -> str | None:
+        # deferred: loads dlt, kept out of startup
         from dlt.destinations.exceptions import DatabaseUndefinedRelation
 
         try:

@@ -45,6 +45,7 @@ def open_pipeline(target: Target, progress: Any = None) -> Pipeline:
     working folder. Each destination has a pipeline (state, pending packages) of its own
     (`Target.pipeline_name`): syncing DuckDB and PostgreSQL from one folder never mixes them.
     """
+    # deferred: loads dlt, kept out of startup
     import dlt  # here, not at import: the CLI's other commands need no dlt
 
     path = check_warehouse_path(target.warehouse, duckdb=target.is_file)
@@ -82,6 +83,7 @@ def _destination(dlt: Any, target: Target) -> Any:
     gets the credentials every command reads (`config.postgres_login`: dlt's own, with the
     password optional for a server that trusts the connection or libpq's ~/.pgpass)."""
     if target.is_postgres and isinstance(target.destination, str):
+        # deferred: loads dlt, kept out of startup
         from devportal.settings.config import postgres_login
 
         return dlt.destinations.postgres(credentials=postgres_login())
@@ -93,8 +95,9 @@ def _percent_safe_job_files() -> None:
     file's whole path: a warehouse folder with `%` in its name (`sales 100%`, `my%20data`)
     failed every extract with a format error. Its two storages get the folder part escaped
     (`%%`); nothing else changes. Idempotent."""
+    # deferred: loads dlt, kept out of startup
     from dlt.common.storages.load_storage import LoadItemStorage
-    from dlt.extract.storage import ExtractorItemStorage
+    from dlt.extract.storage import ExtractorItemStorage  # deferred: loads dlt, kept out of startup
 
     for storage in (ExtractorItemStorage, LoadItemStorage):
         original = storage._get_data_item_path_template
@@ -121,6 +124,7 @@ def _duckdb(target: Target, path: Path) -> Any:
     the peak went from 381 MB to 339 MB, and the load got faster on 2 cores. The jobs of a
     package load one at a time (`LOAD_WORKERS`), so the cap is never shared.
     """
+    # deferred: loads dlt, kept out of startup
     from devportal.warehouse.destination import warehouse_duckdb
 
     cfg = target.settings.load()  # the command's (only these when it read no other)

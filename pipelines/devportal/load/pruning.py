@@ -33,6 +33,7 @@ def prune_loaded(pipeline: Pipeline) -> list[str]:
     """After a successful run: the job files of the newest loaded package and every older loaded
     package go; the load ids deleted. Housekeeping: what cannot be deleted is a warning, never
     the run's failure (the next run tries again)."""
+    # deferred: loads dlt, kept out of startup
     from dlt.common.storages.load_package import PackageStorage
 
     try:

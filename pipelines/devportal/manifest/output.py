@@ -37,7 +37,7 @@ def load_and_report(path: str | Path, target: Target, *, as_json: bool = False) 
     """Load PATH into TARGET and print the findings and a summary line (also used by
     `devportal sync --manifest`). Returns the exit code: 0 recorded valid, 1 recorded with
     errors; unreadable input raises `ManifestUnreadable` (exit 2) before anything is written."""
-    from devportal.manifest.resource import load_manifest  # dlt: only when recording
+    from devportal.manifest.resource import load_manifest  # deferred: dlt, only when recording
 
     result = load_manifest(path, target)
     report = result.report

@@ -13,7 +13,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from dlt.common.configuration import configspec
-from dlt.common.configuration.specs import BaseConfiguration
+from dlt.common.configuration.exceptions import (
+    ConfigurationException,
+    ConfigValueCannotBeCoercedException,
+    ValueNotSecretException,
+)
+from dlt.common.configuration.resolve import resolve_configuration
+from dlt.common.configuration.specs import BaseConfiguration, RuntimeConfiguration
 from dlt.common.typing import TSecretStrValue
 
 from devportal.base.errors import ConfigError, register_secret
@@ -50,11 +56,6 @@ class AlertsConfigError(ConfigError):
 def resolve_alerts() -> AlertsConfig:
     """`[alerts]` from env/secrets/config; a bad value is one line naming the key (never the
     webhook's URL), and the URLs alerts post to are registered as secrets."""
-    from dlt.common.configuration.exceptions import (
-        ConfigValueCannotBeCoercedException,
-        ValueNotSecretException,
-    )
-    from dlt.common.configuration.resolve import resolve_configuration
 
     try:
         cfg = resolve_configuration(AlertsConfig(), sections=SECTIONS)
@@ -107,9 +108,6 @@ def dlt_slack_hook() -> str | None:
     """dlt's own `[runtime] slack_incoming_hook`, as dlt resolves it (its pseudo-secret
     decoding included); None when unset or unreadable (it is dlt's setting, not ours to
     refuse)."""
-    from dlt.common.configuration.exceptions import ConfigurationException
-    from dlt.common.configuration.resolve import resolve_configuration
-    from dlt.common.configuration.specs import RuntimeConfiguration
 
     try:
         hook = resolve_configuration(RuntimeConfiguration()).slack_incoming_hook

@@ -22,6 +22,12 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from dlt.common.configuration import configspec
+from dlt.common.configuration.exceptions import (
+    ConfigFieldMissingException,
+    ConfigurationException,
+    ConfigValueCannotBeCoercedException,
+)
+from dlt.common.configuration.resolve import resolve_configuration
 from dlt.common.configuration.specs import BaseConfiguration
 from dlt.common.typing import TSecretStrValue
 from dlt.destinations.impl.postgres.configuration import PostgresCredentials
@@ -209,8 +215,6 @@ class AnalyticsConfig(BaseConfiguration):
 
 def resolve_analytics() -> AnalyticsConfig:
     """`[analytics]` from env/config; a bad value is one line naming the key."""
-    from dlt.common.configuration.exceptions import ConfigValueCannotBeCoercedException
-    from dlt.common.configuration.resolve import resolve_configuration
 
     warn_unknown_keys()
     try:
@@ -244,11 +248,6 @@ def resolve(*, require_api: bool = True, **explicit: Any) -> DevportalConfig:
     """`[sources.devportal]` from env/secrets/config, with the non-None `explicit` on top.
 
     `require_api`: fail unless a base URL and a token are set (what reading the API needs)."""
-    from dlt.common.configuration.exceptions import (
-        ConfigFieldMissingException,
-        ConfigValueCannotBeCoercedException,
-    )
-    from dlt.common.configuration.resolve import resolve_configuration
 
     warn_unknown_keys()
     given = {k: v for k, v in explicit.items() if v is not None}
@@ -271,8 +270,6 @@ def resolve(*, require_api: bool = True, **explicit: Any) -> DevportalConfig:
 
 def resolve_load() -> LoadConfig:
     """Only the DuckDB load connection's settings from env/config; a bad value is one line."""
-    from dlt.common.configuration.exceptions import ConfigValueCannotBeCoercedException
-    from dlt.common.configuration.resolve import resolve_configuration
 
     warn_unknown_keys()
     try:
@@ -285,8 +282,6 @@ def home_destination() -> str | None:
     """The configured warehouse (`[sources.devportal] warehouse_destination`, or
     SOURCES__DEVPORTAL__WAREHOUSE_DESTINATION): None for the DuckDB file, else the dlt destination's name
     (lower case). A value that is no name is one line naming the key."""
-    from dlt.common.configuration.exceptions import ConfigValueCannotBeCoercedException
-    from dlt.common.configuration.resolve import resolve_configuration
 
     warn_unknown_keys()
     try:
@@ -349,6 +344,7 @@ _warned_lock = threading.Lock()
 def alerts_spec() -> type[BaseConfiguration] | None:
     """`[alerts]`' configspec (`devportal.settings.alerts.AlertsConfig`), None where absent."""
     try:
+        # deferred: loads dlt, kept out of startup
         from devportal.settings.alerts import AlertsConfig
     except ImportError:
         return None
@@ -490,11 +486,6 @@ def postgres_login() -> PostgresLogin:
     """The `postgres` destination's credentials from env/secrets/config, resolved once the same
     way for every command (the sync's pipeline, the models, the report, the writer lock); what
     is missing or malformed is one line naming it, never a value."""
-    from dlt.common.configuration.exceptions import (
-        ConfigFieldMissingException,
-        ConfigurationException,
-    )
-    from dlt.common.configuration.resolve import resolve_configuration
 
     warn_unknown_keys()
     try:

@@ -51,6 +51,7 @@ class Folder:
 
 
 def _toml_providers() -> list[Any]:
+    # deferred: loads dlt, kept out of startup
     import dlt  # here: the modules that only name this one need no dlt
 
     with readable_settings():
@@ -59,7 +60,7 @@ def _toml_providers() -> list[Any]:
 
 def folders() -> list[Folder]:
     """The settings folders dlt reads, the project's first, as its TOML providers tried them."""
-    import dlt
+    import dlt  # deferred: loads dlt, kept out of startup
 
     with readable_settings():
         global_dir = Path(os.path.abspath(dlt.current.run_context().global_dir))
@@ -147,6 +148,7 @@ def readable_settings() -> Iterator[None]:
     command still does (its failure record, its alert, a report's figures) works and never
     prints dlt's message. Raised apart from dlt's exception (neither cause nor context): dlt's
     message quotes the character it stopped at, which may be part of a secret."""
+    # deferred: loads dlt, kept out of startup
     from dlt.common.configuration.providers.toml import TomlProviderReadException
 
     problem = None
@@ -162,14 +164,22 @@ def readable_settings() -> Iterator[None]:
 def _read_without_unreadable_files() -> None:
     """Give dlt the run context it would make, less the TOML files it cannot read (each of
     its TOML providers that fails is left out)."""
-    from dlt.common.configuration import plugins
+    from dlt.common.configuration import plugins  # deferred: loads dlt, kept out of startup
+
+    # deferred: loads dlt, kept out of startup
     from dlt.common.configuration.container import Container
+
+    # deferred: loads dlt, kept out of startup
     from dlt.common.configuration.providers import EnvironProvider
+
+    # deferred: loads dlt, kept out of startup
     from dlt.common.configuration.providers.toml import (
         ConfigTomlProvider,
         SecretsTomlProvider,
         TomlProviderReadException,
     )
+
+    # deferred: loads dlt, kept out of startup
     from dlt.common.configuration.specs.pluggable_run_context import PluggableRunContext
 
     try:
@@ -202,8 +212,8 @@ def settings_file_error(paths: Iterable[str], file_name: str = "") -> str:
 
 def _file_problem(path: Path) -> str | None:
     """What is wrong with the settings file at PATH, None when dlt's reader takes it."""
-    import tomlkit
-    from tomlkit.exceptions import ParseError
+    import tomlkit  # deferred: loads tomlkit, kept out of startup
+    from tomlkit.exceptions import ParseError  # deferred: loads tomlkit, kept out of startup
 
     try:
         data = path.read_bytes()

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from devportal.base.errors import ConfigError, DevportalError
+from devportal.manifest import load_manifest
+from devportal.warehouse.engines import connect
 
 if TYPE_CHECKING:
     from devportal.manifest.findings import ManifestReport
@@ -39,8 +41,6 @@ def clock_start(advance_days: float, syncs: int) -> datetime:
 def record_release(target: Target, *, first: bool) -> ManifestReport:
     """Record the example app's manifest in TARGET; FIRST records the older release (v1.3.0:
     the same bundle before facebook and mixer were added). Returns the manifest's ManifestReport."""
-    from devportal.manifest import load_manifest
-
     bundle = DEMO_APP
     with tempfile.TemporaryDirectory() as tmp:
         if first:
@@ -67,6 +67,7 @@ def demo_prices() -> Iterator[None]:
     a prices_file) wins whole, and the user's currency is kept with the demo's prices. The
     user's .dlt/config.toml is never touched; the variables set are removed afterwards. A bad
     setting is left for the models' build to refuse in its one line."""
+    # deferred: loads dlt, kept out of startup
     from devportal.settings.config import resolve_analytics
 
     try:
@@ -109,7 +110,7 @@ def local_postgres() -> Iterator[LocalPostgres]:
     pgserver runs the server as an OS user of its own, which must reach the folder: it is made
     by `tempfile.mkdtemp`, not under a 0700 folder of this user (as pytest's are)."""
     try:
-        import pgserver
+        import pgserver  # deferred: loads pgserver, kept out of startup
     except ImportError as err:
         raise ConfigError(
             f"no PostgreSQL: set {POSTGRES_ENV} to a server's URI, or install pgserver "
@@ -146,8 +147,6 @@ def throwaway_postgres() -> Iterator[str]:
 
 def require_empty_postgres(target: Target) -> None:
     """The demo writes the datasets `devportal` and `analytics`: refuse a server that has them."""
-    from devportal.warehouse.engines import connect
-
     with connect(target, read_only=True) as engine:
         taken = engine.execute(
             "select schema_name from information_schema.schemata "

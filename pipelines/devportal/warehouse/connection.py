@@ -117,6 +117,7 @@ def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
     """duckdb.connect for the warehouse file PATH, extensions never autoloaded; errors as one
     line. The one place devportal's own code (models, report, manifest history) connects to
     DuckDB; dlt's loads go through `devportal.load.pipeline` with the same settings."""
+    # deferred: loads DuckDB, kept out of startup
     import duckdb  # here, not at import: `devportal --help` stays fast
 
     try:
@@ -173,7 +174,7 @@ def _is_devportal(pid: int) -> bool:
 
 def damage_in(err: BaseException) -> BaseException | None:
     """The DuckDB error among ERR and its causes that says the file is damaged, or None."""
-    import duckdb
+    import duckdb  # deferred: loads DuckDB, kept out of startup
 
     for cause in causes(err):
         if isinstance(cause, duckdb.Error) and _DAMAGE_AT_QUERY.search(first_line(cause)):

@@ -283,6 +283,7 @@ class Draft:
                 "program's version: run again"
             )
         if _wal(self.path).exists():
+            # deferred: loads DuckDB, kept out of startup
             import duckdb  # loaded already: open_duckdb imported it
 
             con = open_duckdb(self.path)

@@ -19,6 +19,7 @@ from typing import Any
 
 from devportal.base.errors import DevportalError, first_line
 from devportal.warehouse.connection import catalog_of, quote_ident
+from devportal.warehouse.connection import connect as connect_duckdb
 from devportal.warehouse.target import Target, Where
 
 
@@ -44,7 +45,7 @@ class Engine:
 
     def frame(self, sql: str, params: Sequence[Any] = ()) -> Any:
         """A pandas DataFrame of one query (pandas imported here, on use)."""
-        import pandas as pd
+        import pandas as pd  # deferred: loads pandas, kept out of startup
 
         names, rows = self.columns(sql, params)
         return pd.DataFrame.from_records(rows, columns=names)
@@ -79,7 +80,7 @@ class DuckDbEngine(Engine):
     dialect = "duckdb"
 
     def __init__(self, con: Any) -> None:
-        import duckdb
+        import duckdb  # deferred: loads DuckDB, kept out of startup
 
         super().__init__(con)
         self.catalog = catalog_of(con)
@@ -104,7 +105,7 @@ class PostgresEngine(Engine):
     dialect = "postgres"
 
     def __init__(self, con: Any) -> None:
-        import psycopg2
+        import psycopg2  # deferred: loads psycopg2, kept out of startup
 
         super().__init__(con)
         self.errors = (psycopg2.Error,)
@@ -139,7 +140,7 @@ class PostgresEngine(Engine):
 def postgres_dsn() -> str:
     """The connection string of dlt's `postgres` destination (`config.postgres_login`: the same
     credentials the sync's pipeline loads with; a password is optional)."""
-    from devportal.settings.config import postgres_login
+    from devportal.settings.config import postgres_login  # deferred: loads dlt, kept out of startup
 
     return str(postgres_login().to_native_representation())
 
@@ -147,7 +148,7 @@ def postgres_dsn() -> str:
 def postgres_connection(**options: Any) -> Any:
     """A psycopg2 connection to the database of dlt's `postgres` destination (OPTIONS go to
     `psycopg2.connect`, e.g. `application_name`); one line when it cannot be made."""
-    import psycopg2
+    import psycopg2  # deferred: loads psycopg2, kept out of startup
 
     try:
         return psycopg2.connect(postgres_dsn(), **options)
@@ -170,8 +171,6 @@ def connect(target: Where, *, read_only: bool = False) -> Iterator[Engine]:
     warehouse, or its destination's server."""
     target = Target.of(target)
     if target.require_engine() == "duckdb":
-        from devportal.warehouse.connection import connect as connect_duckdb
-
         with connect_duckdb(target.warehouse, read_only=read_only) as con:
             yield DuckDbEngine(con)
         return

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from devportal.base.errors import WarehouseBusy
+from devportal.warehouse.engines import postgres_connection
 from devportal.warehouse.lock import warehouse_lock
 from devportal.warehouse.paths import RAW_SCHEMA
 from devportal.warehouse.target import Target
@@ -51,8 +52,6 @@ def writer_lock(target: Target) -> Iterator[None]:
 def postgres_lock(dataset: str = RAW_SCHEMA) -> Iterator[None]:
     """The advisory lock of DATASET in the database of dlt's `postgres` destination, held on a
     connection of its own until the block ends."""
-    from devportal.warehouse.engines import postgres_connection
-
     me = f"{APPLICATION_PREFIX} pid {os.getpid()} on {socket.gethostname()}"[:63]
     con = postgres_connection(application_name=me)
     try:

@@ -11,7 +11,9 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-from dlt.common.data_types.type_helpers import coerce_value
+from dlt.common.data_types.type_helpers import _COERCE_DISPATCH, coerce_value
+from dlt.common.destination.capabilities import DestinationCapabilitiesContext
+from dlt.common.libs.pyarrow import get_py_arrow_datatype
 
 from devportal.extract.extra_fields import keyed
 from devportal.extract.extra_fields.column_spool import (
@@ -46,7 +48,6 @@ def _fits(data_type: str, kind: str) -> bool | None:
         return True
     if kind == "wei":
         return False  # 64 bits cannot hold it
-    from dlt.common.data_types.type_helpers import _COERCE_DISPATCH
 
     return None if (data_type, kind) in _COERCE_DISPATCH else False
 
@@ -87,8 +88,6 @@ def _arrow_type(column: Mapping[str, Any]) -> pa.DataType:
     native = NATIVE.get(column["data_type"])
     if native is not None:
         return native
-    from dlt.common.destination.capabilities import DestinationCapabilitiesContext
-    from dlt.common.libs.pyarrow import get_py_arrow_datatype
 
     caps = DestinationCapabilitiesContext.generic_capabilities()
     return get_py_arrow_datatype(column, caps, "UTC")  # type: ignore[arg-type]

@@ -47,7 +47,10 @@ def configured(settings: CommandSettings | None = None) -> Hooks | None:
     `[alerts]` cannot be read: an alert setting never fails a run)."""
     # dlt's configuration, loaded only once an alert may be due: `devportal sync` imports this
     # module before its early read, which overlaps with dlt's import (cli.speedups)
+    # deferred: loads dlt, kept out of startup
     from devportal.settings.alerts import hooks, resolve_alerts
+
+    # deferred: loads dlt, kept out of startup
     from devportal.settings.config import warn_unknown_keys
 
     warn_unknown_keys()  # a misspelt [alerts] key: one warning per run (not in settings.py: a cycle)
@@ -98,6 +101,7 @@ def failed(command: str, target: Target, err: BaseException) -> None:
     one that hangs holding it shows as stale data."""
     if isinstance(err, WarehouseBusy):
         return
+    # deferred: loads dlt, kept out of startup
     from devportal.settings.alerts import AlertsConfigError
 
     posting = not isinstance(err, AlertsConfigError)  # the alerts' own settings are the fault

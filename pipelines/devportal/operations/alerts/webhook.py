@@ -51,6 +51,7 @@ def post(urls: Sequence[str], message: str, timeout_s: float) -> int:
     """Post MESSAGE to each of URLS; how many took it. A webhook that refuses the connection,
     answers an error or no answer within TIMEOUT_S is one warning line on stderr, never an
     exception: an alert never fails the run it reports on."""
+    # deferred: loads requests, kept out of startup
     import requests  # here: `devportal --help` never imports it
 
     body = payload(message)

@@ -178,7 +178,7 @@ class DuckDbEnd(End):
     engine = "duckdb"
 
     def __init__(self, con: Any) -> None:
-        import duckdb
+        import duckdb  # deferred: loads DuckDB, kept out of startup
 
         super().__init__(con)
         self.errors = (duckdb.Error,)
@@ -234,7 +234,7 @@ class PostgresEnd(End):
     engine = "postgres"
 
     def __init__(self, con: Any) -> None:
-        import psycopg2
+        import psycopg2  # deferred: loads psycopg2, kept out of startup
 
         super().__init__(con)
         self.errors = (psycopg2.Error,)

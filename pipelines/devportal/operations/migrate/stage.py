@@ -75,6 +75,7 @@ class Stage:
         """Make TABLES (each from the first of SCHEMAS that holds it) in the copy with dlt's
         DDL; the tables made, with their columns. Only the source's versions of dlt's stored
         schemas stay in `_dlt_version` (dlt records the one it made the tables of)."""
+        # deferred: loads dlt, kept out of startup
         from dlt.dataset.utils import get_destination_clients
 
         wanted = set(tables)
