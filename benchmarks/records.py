@@ -63,6 +63,11 @@ class Settings:
     growth_rss_mb: float = 400.0  # peak RSS of every run of the growth sequence
     growth_requests_share: float = 0.01  # a window run's requests / the first sweep's
     only: str | None = None  # `growth`: nothing but the growth scenario
+    # issue 35's worlds for `devportal models` on PostgreSQL beside DuckDB: [subscriptions,
+    # users, syncs, days between them, expiries moved up to two years out (1/0), a copy carried
+    # over by `devportal migrate` (1/0)] per world; `models_ratio` bounds PostgreSQL / DuckDB
+    models_worlds: list[list[int]] = field(default_factory=list)
+    models_ratio: float = 2.0
 
     @property
     def pinned(self) -> int:
@@ -131,6 +136,9 @@ class Run:
     warehouse_wal_bytes: int | None = None  # its write-ahead log, when one is left
     dlt_dir_bytes: int | None = None  # `.<stem>.dlt/` beside the warehouse
     dlt_dir_files: int | None = None
+    # `devportal models --verbose`: each model's seconds, as its `built analytics.<name> in`
+    # line says (the models worlds, issue 35)
+    model_seconds: dict[str, float] | None = None
 
     def derive(self) -> Run:
         sent = self.server_requests if self.server_requests is not None else self.requests
@@ -494,4 +502,64 @@ def growth_worlds(res: Result) -> list[GrowthWorld]:
                     next(iter(by["nightly_sweep"]), None),
                 )
             )
+    return out
+
+
+# the models worlds (issue 35): the measured `devportal models` of each engine, by scenario
+WORLD_PREFIX = "world_"
+WORLD_MODELS = {
+    "world_models": "DuckDB",
+    "world_models_postgres": "PostgreSQL",
+    "world_models_migrated": "PostgreSQL, carried over by `devportal migrate`",
+}
+
+
+@dataclass
+class ModelsWorld:
+    """One models world (issue 35): its spec and its measured `devportal models` runs, by
+    scenario (`WORLD_MODELS`), in round order."""
+
+    size: int
+    users: int
+    syncs: int
+    days: int
+    two_years: bool
+    migrated: bool
+    runs: dict[str, list[Run]]
+
+    @property
+    def label(self) -> str:
+        label = f"{self.size:,} subscriptions / {self.users:,} users, {self.syncs} syncs"
+        label += f" {self.days} days apart" if self.syncs > 1 else ""
+        return label + (", expiries up to two years out" if self.two_years else "")
+
+    def ratios(self, scenario: str) -> list[float]:
+        """SCENARIO's wall time / DuckDB's, round by round (both successful)."""
+        duck = {r.round: r for r in self.runs.get("world_models", []) if r.ok}
+        return [
+            v
+            for r in self.runs.get(scenario, [])
+            if r.ok and r.round in duck and (v := ratio(r.wall_s, duck[r.round].wall_s))
+        ]
+
+    def model_medians(self, scenario: str) -> dict[str, float]:
+        """Each model's median seconds over SCENARIO's successful runs."""
+        runs = [r for r in self.runs.get(scenario, []) if r.ok and r.model_seconds]
+        names = {name for r in runs for name in r.model_seconds or {}}
+        found = {n: median([(r.model_seconds or {}).get(n) for r in runs]) for n in names}
+        return {n: v for n, v in found.items() if v is not None}
+
+
+def models_worlds(res: Result) -> list[ModelsWorld]:
+    """The models worlds of `res` that ran (`Settings.models_worlds`)."""
+    out = []
+    for size, users, syncs, days, two_years, migrated in res.settings.models_worlds:
+        runs = {
+            name: sorted(
+                (r for r in res.runs if (r.size, r.scenario) == (size, name)), key=lambda r: r.round
+            )
+            for name in WORLD_MODELS
+        }
+        if any(runs.values()):
+            out.append(ModelsWorld(size, users, syncs, days, bool(two_years), bool(migrated), runs))
     return out

@@ -10,8 +10,11 @@ from typing import Any
 from benchmarks.records import (
     GROWTH_PREFIX,
     MB,
+    WORLD_MODELS,
+    WORLD_PREFIX,
     Group,
     GrowthWorld,
+    ModelsWorld,
     Result,
     Run,
     fmt,
@@ -19,6 +22,7 @@ from benchmarks.records import (
     fmt_mb,
     growth_worlds,
     median,
+    models_worlds,
     ratio,
     slow_difference,
     slow_server_pairs,
@@ -282,7 +286,7 @@ def render_markdown(res: Result) -> str:
     if res.settings.only == "growth":
         return _render_growth_only(res)
     s = res.settings
-    summary = [g for g in res.summary if not g.scenario.startswith(GROWTH_PREFIX)]
+    summary = [g for g in res.summary if not g.scenario.startswith((GROWTH_PREFIX, WORLD_PREFIX))]
     off = any(p.speedups_off_wall_vs_on is not None for p in res.pairs)
     models = any(
         p.models_wall_vs_peer is not None or p.models_minus_floor_s is not None for p in res.pairs
@@ -321,6 +325,7 @@ def render_markdown(res: Result) -> str:
         *_slow_server_section(res),
         *_rate_limited_section(res),
         *_postgres_section(res),
+        *_models_worlds_section(res),
         *_growth_section(res),
         *_method(res),
     ]
@@ -667,6 +672,90 @@ def _postgres_section(res: Result) -> list[str]:
                 "rss_ratio": fmt(ratio(pgm.peak_rss_bytes, duck.peak_rss_bytes)),
             }
             lines += ["", text("postgres_models", size=size, **figures)]
+    return lines
+
+
+WORLD_RUNS: Columns = [
+    ("engine", lambda e: WORLD_MODELS[e[0]]),
+    ("ok/runs", lambda e: f"{sum(r.ok for r in e[1])}/{len(e[1])}"),
+    ("wall s, median (min-max)", lambda e: _walls(e[1])),
+    ("build s (its own line)", lambda e: fmt(median([r.work_s for r in e[1] if r.ok]))),
+    ("server CPU s", lambda e: fmt(median([r.db_cpu_s for r in e[1] if r.ok]))),
+    ("peak RSS MB", lambda e: fmt_mb(median([r.peak_rss_bytes for r in e[1] if r.ok]))),
+    ("/ DuckDB, per round", lambda e: ", ".join(fmt(v) for v in e[2]) or "-"),
+    ("/ DuckDB, median", lambda e: fmt(median(list(e[2])))),
+]
+
+
+def _walls(runs: list[Run]) -> str:
+    walls = [r.wall_s for r in runs if r.ok]
+    if not walls:
+        return "-"
+    return f"{fmt(median(walls))} ({fmt(min(walls))}-{fmt(max(walls))})"
+
+
+def _slowest_models(w: ModelsWorld, top: int = 10) -> list[str]:
+    """The models' median seconds per engine, the slowest on PostgreSQL first."""
+    engines = [name for name in WORLD_MODELS if w.runs.get(name)]
+    times = {name: w.model_medians(name) for name in engines}
+    pg = times.get("world_models_postgres") or {}
+    duck = times.get("world_models") or {}
+    names = sorted(pg or duck, key=lambda n: -(pg or duck).get(n, 0.0))[:top]
+    columns: Columns = [("model", lambda n: f"`{n}`")]
+    for engine in engines:
+        columns.append((f"{WORLD_MODELS[engine]} s", _model_cell(times[engine])))
+    if pg and duck:
+        columns.append(("PostgreSQL / DuckDB", lambda n: fmt(ratio(pg.get(n), duck.get(n)), 1)))
+    total = ["all models"] + [fmt(sum(times[e].values())) for e in engines]
+    total += [fmt(ratio(sum(pg.values()), sum(duck.values())), 1)] if pg and duck else []
+    return table(columns, names, [total])
+
+
+def _model_cell(seconds: dict[str, float]) -> Callable[[Any], str]:
+    return lambda name: fmt(seconds.get(name))
+
+
+def _models_worlds_section(res: Result) -> list[str]:
+    worlds = models_worlds(res)
+    if not worlds:
+        return []
+    lines = [
+        "",
+        text(
+            "models_worlds", server=res.postgres.server or "PostgreSQL", rounds=res.settings.rounds
+        ),
+    ]
+    for w in worlds:
+        entries = [
+            (name, runs, w.ratios(name) if name != "world_models" else [])
+            for name, runs in w.runs.items()
+            if runs
+        ]
+        setup = [
+            r
+            for r in res.runs
+            if r.size == w.size
+            and r.scenario.startswith(WORLD_PREFIX)
+            and r.scenario not in WORLD_MODELS
+        ]
+        took = next(
+            (
+                b.get("models_world_s")
+                for b in res.sandboxes
+                if b["subscriptions"] == w.size and "models_world_s" in b
+            ),
+            None,
+        )
+        made = ", ".join(
+            f"{r.scenario} {r.round}: {fmt(r.wall_s)} s{'' if r.ok else ' FAILED'}" for r in setup
+        )
+        lines += section(
+            f"### {w.label}"
+            + (" (and a copy carried over by `devportal migrate`)" if w.migrated else ""),
+            table(WORLD_RUNS, entries),
+            f"Setup (wall s): {made or '-'}; the world took {fmt(took, 0)} s in all.",
+            _slowest_models(w),
+        )
     return lines
 
 

@@ -41,7 +41,15 @@ from benchmarks.records import (
 )
 from benchmarks.report import render_markdown
 from benchmarks.sandbox import START, SandboxProcess
-from benchmarks.scenarios import NIGHTLY_AT, SCENARIOS, Scenario
+from benchmarks.scenarios import (
+    NIGHTLY_AT,
+    SCENARIOS,
+    WORLD_MIGRATE,
+    WORLD_MODELS,
+    WORLD_SYNC,
+    WORLD_SYNC_POSTGRES,
+    Scenario,
+)
 from benchmarks.targets import evaluate
 from devportal.extract.sync_record import CONCURRENCY_FIELDS
 
@@ -52,6 +60,17 @@ WAREHOUSE = "bench.duckdb"  # not devportal.duckdb: the catalog would clash with
 MODELS_SCENARIOS = ("models", "models_postgres")  # may fail while a backend lacks models
 CLOCK_FORMAT = "%Y-%m-%d %H:%M:%S"  # the sandbox's `now`
 GROWTH_WORLD = re.compile(r"(\d+)(?:/(\d+))?(?::(\d+))?")  # SIZE[/USERS][:HOURS]
+# a models world: SIZE[/USERS]:SYNCSxDAYS[+2y][+migrate]
+MODELS_WORLD = re.compile(r"(\d+)(?:/(\d+))?:(\d+)x(\d+)((?:\+(?:2y|migrate))*)")
+# `devportal models --verbose`: a model's time; the build's own time
+MODEL_LINE = re.compile(r"built analytics\.(\w+) in ([\d.]+)s")
+BUILD_LINE = re.compile(r"built \d+ models on \w+ in ([\d.]+)s")
+# the world's expiries moved up to two years out (+2y): every tenth current version's, a year
+# on, identically in the warehouse and the database (the sandbox sells monthly and yearly plans)
+TWO_YEARS = (
+    "update devportal.subscriptions set expires_at = expires_at + interval '1 year' "
+    "where _dlt_valid_to is null and expires_at is not null and id % 10 = 0"
+)
 # Inherited settings that would change what a contender does; each run gets only ours.
 SCRUB_PREFIXES = (
     *("SOURCES__", "DESTINATION__", "NORMALIZE__", "LOAD__", "EXTRACT__", "DATA_WRITER__"),
@@ -209,6 +228,7 @@ class Bench:
         self.hours = 1  # the growth phase's hourly runs in this world
         self.clock: str | None = None  # the sandbox clock (growth phase)
         self.changes: dict[str, int] | None = None  # what the last advance changed
+        self.source: Path | None = None  # the warehouse `devportal migrate` copies (models worlds)
         self._started = time.perf_counter()
 
     def run_all(self) -> None:
@@ -231,6 +251,7 @@ class Bench:
                 with self.sandbox(s.big_size) as sandbox:
                     self.note_sandbox(sandbox)
                     self.phase("big", sandbox, self.workdir / f"s{s.big_size}" / "big", 0.0)
+            self.run_models_worlds()
         finally:
             if self.pg is not None:
                 self.pg.stop()
@@ -247,6 +268,85 @@ class Bench:
                 self.phase("growth", sandbox, self.workdir / f"s{size}" / "growth", 0.0)
             # the whole sequence, the sandbox's start and the clock's advances included
             self.sandboxes[-1]["growth_s"] = round(time.perf_counter() - t0, 1)
+
+    def run_models_worlds(self) -> None:
+        """Issue 35: `devportal models` on PostgreSQL beside DuckDB on the same data, once per
+        `--models-worlds` world, each with its own sandbox (scenarios.WORLD_*)."""
+        if self.pg is None:
+            return
+        for size, users, syncs, days, two_years, migrated in self.settings.models_worlds:
+            t0 = time.perf_counter()
+            with self.sandbox(size, users) as sandbox:
+                self.note_sandbox(sandbox)
+                self.world, self.expected = sandbox, int(sandbox.state()["counts"]["live"])
+                if self._latency != 0.0:
+                    sandbox.set_latency(0.0)
+                    self._latency = 0.0
+                wdir = self.workdir / f"s{size}" / "models_world"
+                try:
+                    self.models_world(wdir, size, syncs, days, bool(two_years), bool(migrated))
+                finally:
+                    for name in ("synced", "migrated"):
+                        self.drop_database(f"bench_{size}_world_{name}")
+                    if not self.settings.keep:
+                        shutil.rmtree(wdir, ignore_errors=True)
+            self.sandboxes[-1]["models_world_s"] = round(time.perf_counter() - t0, 1)
+
+    def models_world(
+        self, wdir: Path, size: int, syncs: int, days: int, two_years: bool, migrated: bool
+    ) -> None:
+        """Sync the world into a warehouse and a database in lockstep (SYNCS syncs, DAYS apart),
+        move its expiries out (TWO_YEARS), carry the warehouse over by `devportal migrate`
+        (MIGRATED), then build the models on each engine from nothing, round after round."""
+        duck, pg_wh = wdir / "duckdb" / WAREHOUSE, wdir / "postgres" / WAREHOUSE
+        pg = self.pg
+        synced = self.create_database(f"bench_{size}_world_synced")
+        if synced is None or pg is None:
+            return
+        for i in range(1, syncs + 1):
+            if i > 1:
+                answer = self.world.advance(days=days)
+                self.clock, self.changes = answer["now"], dict(answer["changes"])
+                self.expected = int(self.world.state()["counts"]["live"])
+            for sc, database, warehouse in (
+                (WORLD_SYNC, None, duck),
+                (WORLD_SYNC_POSTGRES, synced, pg_wh),
+            ):
+                run = self.contender(sc, warehouse.parent, warehouse, database)
+                run.scenario, run.latency_ms, run.round = sc.name, 0.0, i
+                self.record(run)
+                if not run.ok:
+                    return
+        if two_years:
+            with closing(_duckdb(duck, read_only=False)) as con:
+                con.execute(TWO_YEARS)
+            with closing(pg.connect(synced)) as pg_con, pg_con.cursor() as cur:
+                cur.execute(TWO_YEARS)
+        databases = {"world_models": None, "world_models_postgres": synced}
+        if migrated and (carried := self.create_database(f"bench_{size}_world_migrated")):
+            self.source = duck
+            mig_wh = wdir / "migrated" / WAREHOUSE
+            run = self.contender(WORLD_MIGRATE, mig_wh.parent, mig_wh, carried)
+            run.scenario, run.latency_ms, run.round = WORLD_MIGRATE.name, 0.0, 1
+            self.record(run)
+            if run.ok:
+                databases["world_models_migrated"] = carried
+        for round_no in range(1, self.settings.rounds + 1):
+            for sc in WORLD_MODELS:
+                if sc.name not in databases:
+                    continue
+                database = databases[sc.name]
+                if database is None:  # a fresh copy of the synced warehouse, no models yet
+                    warehouse = wdir / f"r{round_no}" / WAREHOUSE
+                    warehouse.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(duck, warehouse)
+                else:  # the same database, its models dropped: built from nothing
+                    warehouse = (pg_wh if database == synced else wdir / "migrated") / WAREHOUSE
+                    with closing(pg.connect(database)) as pg_con, pg_con.cursor() as cur:
+                        cur.execute("drop schema if exists analytics cascade")
+                run = self.contender(sc, warehouse.parent, warehouse, database)
+                run.scenario, run.latency_ms, run.round = sc.name, 0.0, round_no
+                self.record(run)
 
     def sandbox(self, size: int, users: int | None = None) -> SandboxProcess:
         self._latency = None
@@ -341,6 +441,10 @@ class Bench:
         elif sc.contender == "models":
             cmd, workers = [*self.devportal, "models", "--warehouse", str(warehouse)], None
             cmd += ["--destination", "postgres"] if database else []
+            cmd += ["--verbose"] if sc.verbose else []
+        elif sc.contender == "migrate":
+            cmd, workers = [*self.devportal, "migrate", "--from-warehouse", str(self.source)], None
+            cmd += ["--destination", "postgres", "--warehouse", str(warehouse), "--no-models"]
         elif sc.contender == "peer":
             cmd, workers = [sys.executable, str(HERE / "peer_rest_api.py"), "--base-url", url], None
             cmd += ["--warehouse", str(cwd / "peer.duckdb"), "--pipelines-dir", str(cwd / "dlt")]
@@ -350,9 +454,14 @@ class Bench:
         run, m = self.measure(sc, cmd, cwd, database, workers)
         if sc.disk:
             measure_disk(run, warehouse)
-        if sc.contender == "models":
+        if sc.contender in ("models", "migrate"):
             run.contender = "devportal"
-            if not run.ok:
+            if sc.verbose and run.ok:
+                seconds = {name: float(v) for name, v in MODEL_LINE.findall(m.stderr)}
+                run.model_seconds = seconds or None
+                built = BUILD_LINE.search(m.stderr)
+                run.work_s = float(built.group(1)) if built else None
+            if sc.contender == "models" and not run.ok:
                 what = "`devportal models" + (" --destination postgres`" if database else "`")
                 run.note = f"skipped: {what} failed or is not available yet"
         elif run.ok and sc.contender == "devportal":
@@ -480,10 +589,10 @@ def measure_disk(run: Run, warehouse: Path) -> None:
     run.dlt_dir_bytes, run.dlt_dir_files = found if found is not None else (None, None)
 
 
-def _duckdb(warehouse: Path) -> Any:
+def _duckdb(warehouse: Path, read_only: bool = True) -> Any:
     import duckdb
 
-    return duckdb.connect(str(warehouse), read_only=True)
+    return duckdb.connect(str(warehouse), read_only=read_only)
 
 
 def sandbox_state(sandbox: SandboxProcess) -> dict[str, Any] | None:
@@ -599,6 +708,15 @@ OPTIONS: list[tuple[str, Any, Any, str]] = [
     ("--growth-hours", int, 24, "hourly window runs per growth world (default 24)"),
     ("--growth-folder-mb", float, 5.0, "the dlt folder's bound over the first sweep's, MB"),
     ("--growth-warehouse-mb", float, 1.0, "warehouse growth per window run (mean), MB"),
+    (
+        "--models-worlds",
+        str,
+        None,
+        "comma list of SIZE[/USERS]:SYNCSxDAYS[+2y][+migrate], `devportal models` on PostgreSQL "
+        "beside DuckDB (default 100000/2000:4x10+2y,20000/4000:2x15+migrate)",
+    ),
+    ("--skip-models-worlds", bool, False, "leave the models worlds out"),
+    ("--models-ratio", float, 2.0, "the bound of PostgreSQL's models time / DuckDB's"),
     ("--source", str, None, "run devportal and the sandbox from this commit's pipelines/"),
     ("--name", str, None, "results file stem (default latest, quick with --quick)"),
     ("--out", Path, RESULTS, "results folder (default benchmarks/results)"),
@@ -612,6 +730,7 @@ QUICK_DEFAULTS = {  # (full run, --quick) where an option is not given
     **{"sizes": ("100000", "10000"), "users": (2000, 200), "rounds": (3, 1)},
     **{"rate_limit": (50, 20), "rate_burst": (50, 10)},
     "growth_sizes": ("100000", "10000:3"),
+    "models_worlds": ("100000/2000:4x10+2y,20000/4000:2x15+migrate", "10000/200:2x15+2y+migrate"),
 }
 
 
@@ -639,12 +758,28 @@ def settings_from(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]
     given["growth_worlds"] = (
         [] if a.skip_growth else growth_worlds(p, a.growth_sizes, a.growth_hours)
     )
+    skip_worlds = a.skip_models_worlds or a.skip_postgres or a.only is not None
+    given["models_worlds"] = [] if skip_worlds else parse_models_worlds(p, a.models_worlds)
+    given["models_ratio"] = a.models_ratio
     given["growth_folder_mb"], given["growth_warehouse_mb"] = (
         a.growth_folder_mb,
         a.growth_warehouse_mb,
     )
     postgres = postgres and a.only is None
     return a, Settings(**given, window_since=WINDOW_SINCE, postgres=postgres, models_rss=models_rss)
+
+
+def parse_models_worlds(p: argparse.ArgumentParser, spec: str) -> list[list[int]]:
+    """`--models-worlds` as [subscriptions, users, syncs, days, two years (1/0), migrate (1/0)];
+    users default to a fifth of the subscriptions."""
+    worlds = []
+    for item in spec.split(","):
+        if not (match := MODELS_WORLD.fullmatch(item.strip())):
+            p.error(f"--models-worlds takes SIZE[/USERS]:SYNCSxDAYS[+2y][+migrate], not {item!r}")
+        size, users, syncs, days, extras = match.groups()
+        flags = [int("+2y" in extras), int("+migrate" in extras)]
+        worlds.append([int(size), int(users or int(size) // 5), int(syncs), int(days), *flags])
+    return worlds
 
 
 def growth_worlds(p: argparse.ArgumentParser, spec: str, hours: int) -> list[list[int]]:

@@ -2,7 +2,9 @@
 (per latency, round after round, every scenario whose `when` holds), `accounts` (once per size),
 `big` (once at `--big-size`), `growth` (once per `--growth-sizes` world: a first sweep, hourly
 windows with the sandbox clock advanced an hour before each, a nightly sweep). `on`/`after` name
-the scenario whose warehouse a run reuses."""
+the scenario whose warehouse a run reuses. The models worlds (issue 35: `devportal models` on
+PostgreSQL beside DuckDB on the same data) are played by `run.Bench.run_models_worlds` with the
+`WORLD_*` scenarios below."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class Scenario:
     advance: str = ""  # hour | night: move the sandbox clock (an hour; to NIGHTLY_AT) first
     hourly: bool = False  # growth phase: once per hourly run of the world (else once)
     disk: bool = False  # record the warehouse file and the dlt folder beside it after the run
+    verbose: bool = False  # `--verbose` (`devportal models`: each model's time, `model_seconds`)
 
     def when(self, s: Settings, latency: float, round_no: int) -> bool:
         """Whether it runs in this round at this latency."""
@@ -145,5 +148,27 @@ SCENARIOS: list[Scenario] = [
         after="growth_first_sweep",
         advance="night",
         disk=True,
+    ),
+]
+
+
+# The models worlds (`--models-worlds`, issue 35), each with a sandbox of its own: the world is
+# synced into a DuckDB warehouse and a PostgreSQL database in lockstep (`WORLD_SYNC`,
+# `WORLD_SYNC_POSTGRES`, the clock advanced between syncs), optionally carried over by `devportal
+# migrate` into another database (`WORLD_MIGRATE`), then each round builds the models on each
+# engine from nothing (`WORLD_MODELS`: a fresh copy of the warehouse; the database's
+# `analytics` dropped first), `--verbose`, so every model's time is in the run's record.
+WORLD_SYNC = Scenario("world_sync", phase="world", resources=None, check=False)
+WORLD_SYNC_POSTGRES = Scenario(
+    "world_sync_postgres", phase="world", resources=None, check=False, postgres=True
+)
+WORLD_MIGRATE = Scenario("world_migrate", contender="migrate", phase="world", postgres=True)
+WORLD_MODELS = [
+    Scenario("world_models", contender="models", phase="world", verbose=True),
+    Scenario(
+        "world_models_postgres", contender="models", phase="world", postgres=True, verbose=True
+    ),
+    Scenario(
+        "world_models_migrated", contender="models", phase="world", postgres=True, verbose=True
     ),
 ]

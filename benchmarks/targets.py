@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from benchmarks.records import (
     MB,
+    WORLD_MODELS,
     GrowthWorld,
+    ModelsWorld,
     Result,
     Run,
     TargetResult,
@@ -18,6 +20,7 @@ from benchmarks.records import (
     fmt_int,
     growth_worlds,
     median,
+    models_worlds,
     ratio,
     settled_range,
     slow_difference,
@@ -365,6 +368,44 @@ def growth_targets(res: Result) -> list[Target]:
     return out
 
 
+def models_world_ratio(w: ModelsWorld, scenario: str) -> Metric:
+    """SCENARIO's `devportal models` wall time over DuckDB's, the median of the round-by-round
+    ratios (issue 35)."""
+
+    def metric(_res: Result, _limit: float) -> Measure:
+        values = w.ratios(scenario)
+        walls = {
+            name: median([r.wall_s for r in w.runs.get(name, []) if r.ok])
+            for name in ("world_models", scenario)
+        }
+        return Measure(
+            median(values),
+            f"median of {len(values)} round-by-round ratio(s) of `devportal models` wall times "
+            f"(each engine's models built from nothing, `--verbose`); medians "
+            f"{fmt(walls[scenario])} s vs DuckDB's {fmt(walls['world_models'])} s",
+        )
+
+    return metric
+
+
+def models_world_targets(res: Result) -> list[Target]:
+    """Issue 35: `devportal models` on PostgreSQL within `models_ratio` x DuckDB's time, per
+    models world and per PostgreSQL database of it (synced, carried over by migrate)."""
+    out = []
+    for w in models_worlds(res):
+        for scenario in ("world_models_postgres", "world_models_migrated"):
+            if w.runs.get(scenario):
+                engine = WORLD_MODELS[scenario]
+                out.append(
+                    Target(
+                        f"models, {w.label}: {engine} <= {res.settings.models_ratio:g}x DuckDB's "
+                        "time",
+                        *(models_world_ratio(w, scenario), res.settings.models_ratio),
+                    )
+                )
+    return out
+
+
 def verdict(value: float | None, limit: float, at_least: bool) -> tuple[str, str]:
     if value is None:
         return "n/a", "not measured in this run"
@@ -379,10 +420,11 @@ def verdict(value: float | None, limit: float, at_least: bool) -> tuple[str, str
 
 def evaluate(res: Result, targets: list[Target] | None = None) -> list[TargetResult]:
     """Every target's verdict in `res` (its runs, summary and pairs already computed): by
-    default `TARGETS` (unless the run was `--only growth`) and the growth worlds' targets."""
+    default `TARGETS` (unless the run was `--only growth`), the models worlds' targets and the
+    growth worlds' targets."""
     if targets is None:
         targets = [] if res.settings.only == "growth" else list(TARGETS)
-        targets += growth_targets(res)
+        targets += models_world_targets(res) + growth_targets(res)
     out = []
     for t in targets:
         m = t.metric(res, t.limit)

@@ -29,7 +29,7 @@
 -- @test not_null(subscription_id, spell_start, spell_end, period)
 -- @test accepted_values(period: monthly, yearly, unknown, lifetime)
 
-with usable_spells as (
+with usable_spells as not materialized (
     select
         subscription_id,
         service_id,

@@ -152,7 +152,7 @@ estimated as (
     from bounded
 ),
 
-starts as (
+starts as not materialized (
     -- the starts of use: every first listing after the first sync; the reactivations that
     -- came after a lapse (see the header), the rest are saves
     select

@@ -47,7 +47,7 @@ snapshots as (
     from analytics.day_spine
 ),
 
-usable_spells as (
+usable_spells as not materialized (
     -- the stretch of time each live version vouches for (subscription_spells), and the part of
     -- it before a sync had seen it (estimated_until)
     select

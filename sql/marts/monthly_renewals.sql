@@ -38,16 +38,29 @@
 -- @test accepted_values(period: all, monthly, yearly, unknown)
 
 with live_versions as (
-    select *
+    -- `later_expires_at`: the latest `expires_at` of the versions seen after this one
+    -- (valid_from is never NULL; `nulls first` is the null order every engine can spell in a
+    -- window aggregate)
+    select
+        id,
+        expires_at,
+        valid_from,
+        max(expires_at) over (
+            partition by id order by valid_from nulls first
+            rows between 1 following and unbounded following
+        ) as later_expires_at
     from analytics.subscription_versions
     where not is_test and expires_at is not null
 ),
 
 due_dates as (
+    -- `is_extended`: a version seen after the one that first carried the due date has a later
+    -- `expires_at` (the versions seen after the first are a superset of those seen after any
+    -- later one carrying it, so the group's greatest `later_expires_at` is the first's)
     select
         id,
         expires_at,
-        min(valid_from) as first_seen_at
+        coalesce(max(later_expires_at) > expires_at, false) as is_extended
     from live_versions
     group by id, expires_at
 ),
@@ -60,34 +73,19 @@ expiries as (
     where event_type = 'expired'
 ),
 
-extended as (
-    -- due dates a later version moved on
-    select distinct
-        due_dates.id,
-        due_dates.expires_at
-    from due_dates
-    inner join live_versions
-        on live_versions.id = due_dates.id
-        and live_versions.valid_from > due_dates.first_seen_at
-        and live_versions.expires_at > due_dates.expires_at
-),
-
 outcomes as (
     select
         date_trunc('month', due_dates.expires_at - interval 1 microsecond) as month_start,
         coalesce(periods.period, 'unknown') as period,
         case
             when expiries.subscription_id is not null then 'churned'
-            when extended.id is not null then 'renewed'
+            when due_dates.is_extended then 'renewed'
             else 'undecided'
         end as outcome
     from due_dates
     left join expiries
         on expiries.subscription_id = due_dates.id
         and expiries.expires_at = due_dates.expires_at
-    left join extended
-        on extended.id = due_dates.id
-        and extended.expires_at = due_dates.expires_at
     left join analytics.billing_periods as periods on periods.subscription_id = due_dates.id
     -- up to the end of as_of's month (month_spine's last)
     where due_dates.expires_at <= (select max(spine.month_end) from analytics.month_spine as spine)

@@ -87,11 +87,12 @@ estimated_by_day as (
 ),
 
 user_changes as (
-    -- each user's count of paying spells changes where one starts or ends
+    -- each user's count of paying spells changes where one starts or ends, up to as_of (the
+    -- count after a change sums the changes up to it: later ones never enter it)
     select
-        service_id,
-        changed_at,
-        sum(delta) as delta
+        spell_edges.service_id,
+        spell_edges.changed_at,
+        sum(spell_edges.delta) as delta
     from (
         select
             service_id,
@@ -107,7 +108,9 @@ user_changes as (
         from analytics.mrr_spells
         where service_id is not null and (mrr_amount is null or mrr_amount <> 0)
     ) as spell_edges
-    group by service_id, changed_at
+    cross join clock
+    where spell_edges.changed_at <= clock.as_of
+    group by spell_edges.service_id, spell_edges.changed_at
 ),
 
 user_counts as (

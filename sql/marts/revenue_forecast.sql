@@ -111,72 +111,91 @@ current_subscriptions as (
     where spells.spell_start <= clock.as_of and spells.spell_end > clock.as_of
 ),
 
-due_counts as (
-    -- a subscription's due dates within a horizon: its `expires_at`, then (unless yearly) one
-    -- month later, up to three times; each falls after the one before, so a date within the
-    -- horizon is counted only while every earlier one is
+due_instants as materialized (
+    -- a subscription's due dates: its `expires_at`, then (unless yearly) one month later, up to
+    -- three times, each computed once (the horizons compare them; materialized, or PostgreSQL
+    -- computes them again for every horizon)
     select
-        horizons.horizon_days,
         subs.mrr_amount,
         subs.renewal_rate,
-        case
-            when subs.expires_at <= clock.as_of + horizons.horizon_days * interval 1 day
-                then 1
-            else 0
-        end
-        + case
-            when
-                subs.period <> 'yearly'
-                and subs.expires_at + interval 1 month
-                <= clock.as_of + horizons.horizon_days * interval 1 day
-                then 1
-            else 0
-        end
-        + case
-            when
-                subs.period <> 'yearly'
-                and subs.expires_at + interval 2 month
-                <= clock.as_of + horizons.horizon_days * interval 1 day
-                then 1
-            else 0
-        end
-        + case
-            when
-                subs.period <> 'yearly'
-                and subs.expires_at + interval 3 month
-                <= clock.as_of + horizons.horizon_days * interval 1 day
-                then 1
-            else 0
-        end as due_dates
+        subs.expires_at as first_due,
+        case when subs.period <> 'yearly' then subs.expires_at + interval 1 month end
+            as second_due,
+        case when subs.period <> 'yearly' then subs.expires_at + interval 2 month end
+            as third_due,
+        case when subs.period <> 'yearly' then subs.expires_at + interval 3 month end
+            as fourth_due
     from current_subscriptions as subs
-    cross join horizons
+),
+
+horizon_ends as (
+    select
+        horizons.horizon_days,
+        clock.as_of + horizons.horizon_days * interval 1 day as horizon_end
+    from horizons
     cross join clock
+),
+
+due_counts as (
+    -- its due dates within a horizon: each falls after the one before, so a date within the
+    -- horizon is counted only while every earlier one is
+    select
+        horizon_ends.horizon_days,
+        dues.mrr_amount,
+        dues.renewal_rate,
+        case when dues.first_due <= horizon_ends.horizon_end then 1 else 0 end
+        + case when dues.second_due <= horizon_ends.horizon_end then 1 else 0 end
+        + case when dues.third_due <= horizon_ends.horizon_end then 1 else 0 end
+        + case when dues.fourth_due <= horizon_ends.horizon_end then 1 else 0 end as due_dates
+    from due_instants as dues
+    cross join horizon_ends
+),
+
+due_groups as (
+    -- the subscriptions of a horizon with the same renewal rate and number of due dates share
+    -- their chance to be still renewed at its end: grouped first, so it is computed per group
+    -- (`mrr_squares`, for the variance, in double precision as before)
+    select
+        horizon_days,
+        renewal_rate,
+        due_dates,
+        count(*) as subscriptions,
+        count(*) filter (where mrr_amount is null) as unpriced,
+        sum(mrr_amount) as mrr,
+        sum(cast(mrr_amount as double) * cast(mrr_amount as double)) as mrr_squares
+    from due_counts
+    group by horizon_days, renewal_rate, due_dates
 ),
 
 outcomes as (
     select
         horizon_days,
-        mrr_amount,
+        subscriptions,
+        unpriced,
+        mrr,
+        mrr_squares,
         due_dates > 0 as is_coming_due,
         case
             when due_dates > 0 then cast(power(renewal_rate, due_dates) as decimal(18, 6))
         end as still_renewed
-    from due_counts
+    from due_groups
 ),
 
 sums as (
     select
         horizons.horizon_days,
-        count(outcomes.horizon_days) filter (where outcomes.is_coming_due) as coming_due,
-        count(outcomes.horizon_days) filter (where outcomes.mrr_amount is null) as unpriced,
-        coalesce(sum(outcomes.mrr_amount), 0) as mrr_now,
-        coalesce(sum(outcomes.mrr_amount) filter (where not outcomes.is_coming_due), 0)
-            as mrr_not_due,
-        coalesce(sum(outcomes.still_renewed), 0) as expected_renewals,
-        coalesce(sum(outcomes.mrr_amount * outcomes.still_renewed), 0) as expected_due_mrr,
+        coalesce(sum(outcomes.subscriptions) filter (where outcomes.is_coming_due), 0)
+            as coming_due,
+        coalesce(sum(outcomes.unpriced), 0) as unpriced,
+        coalesce(sum(outcomes.mrr), 0) as mrr_now,
+        coalesce(sum(outcomes.mrr) filter (where not outcomes.is_coming_due), 0) as mrr_not_due,
+        coalesce(sum(outcomes.still_renewed * outcomes.subscriptions), 0) as expected_renewals,
+        coalesce(
+            sum(cast(outcomes.mrr as decimal(18, 6)) * outcomes.still_renewed), 0
+        ) as expected_due_mrr,
         coalesce(
             sum(
-                cast(outcomes.mrr_amount as double) * cast(outcomes.mrr_amount as double)
+                outcomes.mrr_squares
                 * cast(outcomes.still_renewed as double)
                 * (1 - cast(outcomes.still_renewed as double))
             ),

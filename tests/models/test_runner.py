@@ -319,3 +319,93 @@ def test_the_memory_cap_grows_with_the_history(tmp_path: Path) -> None:
         assert cap(engine) == models.MEMORY_FLOOR_MB
         engine.execute("insert into devportal.subscriptions select range from range(999990)")
         assert cap(engine) == 256
+
+
+def test_each_model_says_how_long_it_took(
+    engine: OnEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`devportal models --verbose` prints every model's time, on either engine (issue 35):
+    one info line each, and the summary's `timings`; on PostgreSQL a table a later model reads
+    is analyzed in the build (its planner has statistics), with no JIT for the build's
+    connection."""
+    sql_dir = write_models(
+        engine.warehouse.parent,
+        {
+            "staging/base.sql": "-- base: one row per raw row\nselect n from devportal.numbers",
+            "marts/total.sql": "-- total: one row\nselect sum(n) as n from analytics.base",
+        },
+    )
+    engine.execute(
+        "create schema devportal",
+        "create table devportal.numbers as select * from (values (1), (2), (3)) t(n)",
+    )
+    with caplog.at_level("INFO", logger="devportal.models"):
+        summary = models.build(engine.target, sql_dir=sql_dir)
+    assert list(summary["timings"]) == summary["built"] == ["base", "total"]
+    assert all(seconds >= 0 for seconds in summary["timings"].values())
+    for name in ("base", "total"):
+        assert re.search(rf"built analytics\.{name} in \d+\.\d{{3}}s", caplog.text), caplog.text
+    if engine.name == "postgres":
+        analyzed = engine.query(
+            "select relname from pg_stat_user_tables where schemaname = 'analytics' "
+            "and last_analyze is not null order by relname"
+        )
+        assert analyzed == [("base",)]  # read by `total`; `total` is read by nothing
+
+
+def test_translations_are_kept_beside_the_warehouse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """sqlglot's translations, kept in a file: a build after the first translates nothing that
+    did not change; a file made by another sqlglot or lint, or unreadable, is read as empty."""
+    from devportal.models import portability
+
+    path = tmp_path / "translations-postgres.json"
+    kept = portability.Translations(path)
+    sql = "select cast(n as double) as x from devportal.t"
+    expected = portability.translate(sql, "postgres")
+    assert kept.translate(sql, "postgres") == expected
+    kept.save()
+    assert path.is_file()
+
+    def refuse(_sql: str, _dialect: str) -> str:
+        raise AssertionError("translated again")
+
+    monkeypatch.setattr(portability, "translate", refuse)
+    assert portability.Translations(path).translate(sql, "postgres") == expected
+
+    held = path.read_text(encoding="utf-8")
+    path.write_text(held.replace("sqlglot ", "sqlglot 0.0.0-"), encoding="utf-8")
+    with pytest.raises(AssertionError, match="translated again"):
+        portability.Translations(path).translate(sql, "postgres")
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(AssertionError, match="translated again"):
+        portability.Translations(path).translate(sql, "postgres")
+
+
+def test_a_postgres_build_keeps_its_translations(
+    tmp_path: Path, postgres: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file is written beside the `--warehouse` path (dlt's folder) and read by the next
+    build, which then translates nothing."""
+    from devportal.models import portability
+    from devportal.warehouse import engines
+    from devportal.warehouse.paths import pipelines_dir
+    from devportal.warehouse.target import Target
+
+    sql_dir = write_models(
+        tmp_path,
+        {"marts/total.sql": "-- total: one row\nselect sum(n) as n from devportal.numbers"},
+    )
+    target = Target.of(tmp_path / "wh" / "warehouse.duckdb", "postgres")
+    with engines.connect(target) as engine, engine.transaction():
+        engine.execute("create schema devportal")
+        engine.execute("create table devportal.numbers as select 2 as n")
+    models.build(target, sql_dir=sql_dir)
+    assert (pipelines_dir(target.warehouse) / "translations-postgres.json").is_file()
+
+    def refuse(_sql: str, _dialect: str) -> str:
+        raise AssertionError("translated again")
+
+    monkeypatch.setattr(portability, "translate", refuse)
+    assert models.build(target, sql_dir=sql_dir)["built"] == ["total"]

@@ -20,7 +20,7 @@ from pathlib import Path
 from devportal.base.errors import DataTestsFailed as DataTestsFailed
 from devportal.base.errors import DevportalError, first_line
 from devportal.models.engine_sql import render
-from devportal.models.portability import translate
+from devportal.models.portability import Translations, translate
 from devportal.models.project import (
     NAME,
     SCHEMA,
@@ -84,20 +84,25 @@ def data_tests(models: Sequence[Model]) -> list[DataTest]:
     return [t for m in models for t in m.tests] + seed_tests() + reconciliations()
 
 
-def data_test_sql(test: DataTest, dialect: str) -> str:
-    """TEST's query in DIALECT's SQL; DevportalError naming the test when sqlglot cannot."""
+def data_test_sql(test: DataTest, dialect: str, translations: Translations | None = None) -> str:
+    """TEST's query in DIALECT's SQL (from TRANSLATIONS when it holds it); DevportalError naming
+    the test when sqlglot cannot."""
     if dialect == SOURCE_DIALECT:
         return test.sql
     try:
+        if translations is not None:
+            return translations.translate(test.sql, dialect)
         return translate(test.sql, dialect)
     except DevportalError as err:
         raise DevportalError(f"data test {test.name}: {err}") from err
 
 
-def _run_test(engine: engines.Engine, test: DataTest) -> str | None:
+def _run_test(
+    engine: engines.Engine, test: DataTest, translations: Translations | None = None
+) -> str | None:
     """Why TEST fails on ENGINE (its failing rows, or why it could not run); None if it passes."""
     try:
-        sql = render(data_test_sql(test, engine.dialect), engine.catalog)
+        sql = render(data_test_sql(test, engine.dialect, translations), engine.catalog)
     except DevportalError as err:
         return f"{test.name}: could not run: {err}"
     failing = f"(\n{sql}\n) as failing_rows"
@@ -113,15 +118,21 @@ def _run_test(engine: engines.Engine, test: DataTest) -> str | None:
     return f"{test.name}: {total} failing row(s), e.g. {sample}"
 
 
-def run_tests(engine: engines.Engine, models: Sequence[Model], built: set[str]) -> int:
-    """Run the data tests of the built models; raise DevportalError naming each failure."""
+def run_tests(
+    engine: engines.Engine,
+    models: Sequence[Model],
+    built: set[str],
+    translations: Translations | None = None,
+) -> int:
+    """Run the data tests of the built models (translated through TRANSLATIONS, when given);
+    raise DevportalError naming each failure."""
     failures: list[str] = []
     ran = 0
     for test in data_tests(models):
         if not test.models <= built:
             continue
         ran += 1
-        failure = _run_test(engine, test)
+        failure = _run_test(engine, test, translations)
         if failure is not None:
             failures.append(failure)
     for failure in failures:

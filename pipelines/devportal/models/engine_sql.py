@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from devportal.base.errors import DevportalError
-from devportal.models.portability import translate
+from devportal.models.portability import Translations, translate
 from devportal.models.project import (
     SOURCE_DIALECT,
     Lexeme,
@@ -43,14 +43,16 @@ class EngineSql:
     stubs: dict[str, str]
 
 
-def for_engine(model: Model, dialect: str) -> EngineSql:
+def for_engine(model: Model, dialect: str, translations: Translations | None = None) -> EngineSql:
     """MODEL as DIALECT runs it: the file as written on DuckDB, an override file when the model
-    has one for DIALECT, else sqlglot's translation. Raises DevportalError naming the file."""
+    has one for DIALECT, else sqlglot's translation (from TRANSLATIONS when it holds it).
+    Raises DevportalError naming the file."""
     stubs = {table: _stub(columns) for table, columns in model.optional.items()}
     if dialect == SOURCE_DIALECT:
         return EngineSql(model.sql, model.relative_path, stubs)
+    convert = translations.translate if translations is not None else translate
     try:
-        stubs = {table: translate(stub, dialect) for table, stub in stubs.items()}
+        stubs = {table: convert(stub, dialect) for table, stub in stubs.items()}
     except DevportalError as err:
         raise DevportalError(f"{model.relative_path}: @optional: {err}") from err
     where = model.file_for(dialect)
@@ -59,7 +61,7 @@ def for_engine(model: Model, dialect: str) -> EngineSql:
         sql = override.read_text(encoding="utf-8").strip().rstrip(";").strip()
         return EngineSql(sql, where, stubs)
     try:
-        sql = translate(model.sql, dialect)
+        sql = convert(model.sql, dialect)
     except DevportalError as err:
         raise DevportalError(
             f"{where}: cannot run on {dialect}: {err}. Rewrite it in the portable subset "

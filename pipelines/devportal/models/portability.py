@@ -16,7 +16,8 @@ each refused by name):
   (functions PostgreSQL lacks under sqlglot's name, or returns another type).
 
 Every model, data test and reconciliation is written in the subset of DuckDB SQL that passes
-both (README: Analytics), so one file serves every engine. The readers' queries in `sql/charts/`
+both (README: Analytics), so one file serves every engine. sqlglot is imported where it is used
+(0.1 s of startup that a DuckDB build never needs). The readers' queries in `sql/charts/`
 and `sql/report/` are not translated: DuckDB and PostgreSQL run them as written, and
 `check_as_written` holds them to the same lint (tested, not run by the report).
 """
@@ -24,18 +25,26 @@ and `sql/report/` are not translated: DuckDB and PostgreSQL run them as written,
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
+import logging
+import os
 import re
+from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 from devportal.base.errors import DevportalError, first_line
 from devportal.models.project import SOURCE_DIALECT
+
+log = logging.getLogger("devportal.models")
 
 
 def _unportable(statement: Any, split_ok: bool = False) -> str | None:
     """The first construct of STATEMENT (parsed DuckDB SQL) that sqlglot would translate silently
     wrong, or pass on unchanged for the engine to misread; None when there is none. SPLIT_OK
     lets a split pass (`check_as_written`: spelled string_to_array, as both engines have it)."""
-    from sqlglot import exp
+    from sqlglot import exp  # deferred: sqlglot's import costs startup time (module docstring)
 
     for node in statement.walk():
         if isinstance(node, exp.Anonymous):
@@ -59,7 +68,7 @@ def _unportable(statement: Any, split_ok: bool = False) -> str | None:
 def _unportable_function(node: Any) -> str | None:
     """Why NODE, a function sqlglot knows, differs or fails on PostgreSQL; None when it does not.
     Checked before the build, so such a model stops it before anything runs."""
-    from sqlglot import exp
+    from sqlglot import exp  # deferred: sqlglot's import costs startup time (module docstring)
 
     if isinstance(node, exp.TryCast):  # before Cast: TryCast is one
         return (
@@ -84,7 +93,7 @@ def _unportable_function(node: Any) -> str | None:
 def _unportable_functions() -> tuple[tuple[tuple[type, ...], str], ...]:
     """sqlglot's classes of the functions refused outright, each with why (sqlglot is imported
     lazily, so this is built on first use)."""
-    from sqlglot import exp
+    from sqlglot import exp  # deferred: sqlglot's import costs startup time (module docstring)
 
     return (
         (
@@ -130,7 +139,7 @@ def _using_after_other_joins(select: Any) -> str | None:
 
 def _alias_in_filter(select: Any) -> str | None:
     """DuckDB lets WHERE and HAVING read a name the SELECT list gives; PostgreSQL does not."""
-    from sqlglot import exp
+    from sqlglot import exp  # deferred: sqlglot's import costs startup time (module docstring)
 
     aliases = {
         e.alias.lower()
@@ -157,7 +166,7 @@ def translate(sql: str, dialect: str) -> str:
     """SQL, written in DuckDB SQL, in DIALECT's SQL: sqlglot's translation, raising on anything it
     cannot translate (`unsupported_level=RAISE`) and on what it translates silently wrong
     (`_unportable`). DevportalError says what; callers add where."""
-    import sqlglot
+    import sqlglot  # deferred: sqlglot's import costs startup time (module docstring)
 
     try:
         statements = [s for s in sqlglot.parse(sql, read=SOURCE_DIALECT) if s is not None]
@@ -184,7 +193,7 @@ def check_as_written(sql: str, where: str) -> None:
     `sql/report/`). One difference from `translate`: a split spelled `string_to_array`, a name
     both engines have, passes (sqlglot reads it as DuckDB's string_split); string_split does
     not, as PostgreSQL lacks it."""
-    import sqlglot
+    import sqlglot  # deferred: sqlglot's import costs startup time (module docstring)
 
     try:
         statements = [s for s in sqlglot.parse(sql, read=SOURCE_DIALECT) if s is not None]
@@ -194,3 +203,59 @@ def check_as_written(sql: str, where: str) -> None:
     problem = next((p for s in statements if (p := _unportable(s, split_ok))), None)
     if problem is not None:
         raise DevportalError(f"{where}: not portable as written: {problem}")
+
+
+class Translations:
+    """`translate`, remembered in a file: the translations a build made, keyed by the SQL's
+    digest, so the next build translates only what changed (sqlglot parses and writes every model
+    and data test at every build, a third of a second at every `devportal models` on PostgreSQL,
+    more with `--check`). The file holds the sqlglot version and this module's digest it was made
+    with: after an upgrade or an edit of the lint it is read as empty. A file that cannot be read
+    or written is a cache miss, never a failure: the translation is the same either way."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.made: dict[str, str] = {}  # this build's translations, what `save` writes
+        self._known: dict[str, str] = self._read() if path is not None else {}
+
+    @staticmethod
+    @functools.cache
+    def _maker() -> str:
+        """What made a translation: the sqlglot version and this module's source."""
+        source = Path(__file__).read_bytes()
+        return f"sqlglot {version('sqlglot')}, lint {hashlib.sha256(source).hexdigest()[:16]}"
+
+    def _read(self) -> dict[str, str]:
+        assert self.path is not None
+        try:
+            held = json.loads(self.path.read_text(encoding="utf-8"))
+            if held.get("made_with") == self._maker() and isinstance(held["sql"], dict):
+                return {str(k): str(v) for k, v in held["sql"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass
+        return {}
+
+    def translate(self, sql: str, dialect: str) -> str:
+        """`translate(SQL, DIALECT)`, from the file when it holds it."""
+        key = hashlib.sha256(f"{dialect}\0{sql}".encode()).hexdigest()
+        found = self._known.get(key)
+        if found is None:
+            found = translate(sql, dialect)
+        self.made[key] = found
+        return found
+
+    def save(self) -> None:
+        """Write this build's translations (only those: the file never grows past the project),
+        when they differ from what the file held."""
+        if self.path is None or self.made == self._known:
+            return
+        text = json.dumps({"made_with": self._maker(), "sql": self.made}, sort_keys=True)
+        partial = self.path.with_name(f"{self.path.name}.{os.getpid()}.partial")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, self.path)
+            self._known = dict(self.made)
+        except OSError as err:
+            partial.unlink(missing_ok=True)
+            log.debug("models: could not keep the translations in %s: %s", self.path, err)

@@ -242,6 +242,7 @@ def _optional_source(spec: str, where: str) -> tuple[str, list[tuple[str, str]]]
 
 def table_references(sql: str, where: str, dialect: str = SOURCE_DIALECT) -> set[tuple[str, str]]:
     """(schema, table) of every table SQL (in DIALECT) reads; unqualified names must be CTEs."""
+    # deferred: sqlglot's import costs startup time, and only a caller's own sql_dir needs it
     import sqlglot
     from sqlglot import exp
 

@@ -123,6 +123,7 @@ def seeds_from_settings(settings: CommandSettings | None = None) -> list[Seed]:
     handed = os.environ.pop(HANDED_OVER, None)
     if handed:
         return decode_seeds(handed)
+    # deferred: dlt's configuration costs startup time, which a sync's handed seeds skip
     from devportal.settings.config import resolve_analytics, unknown_keys
 
     analytics = settings.analytics() if settings is not None else resolve_analytics()
