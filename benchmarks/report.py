@@ -285,6 +285,8 @@ def _machine(res: Result) -> list[str]:
 def render_markdown(res: Result) -> str:
     if res.settings.only == "growth":
         return _render_growth_only(res)
+    if res.settings.only == "models-worlds":
+        return _render_models_worlds_only(res)
     s = res.settings
     summary = [g for g in res.summary if not g.scenario.startswith((GROWTH_PREFIX, WORLD_PREFIX))]
     off = any(p.speedups_off_wall_vs_on is not None for p in res.pairs)
@@ -340,6 +342,18 @@ def _render_growth_only(res: Result) -> str:
         *section("## Targets", table(TARGETS, res.targets)),
         *_growth_section(res),
         *section("## Method", text("growth_method", night=_night())),
+    ]
+    lines += [text("interrupted")] if res.interrupted else []
+    return "\n".join(lines) + "\n"
+
+
+def _render_models_worlds_only(res: Result) -> str:
+    lines = [
+        text("models_worlds_intro"),
+        "",
+        *_machine(res),
+        *section("## Targets", table(TARGETS, res.targets)),
+        *_models_worlds_section(res),
     ]
     lines += [text("interrupted")] if res.interrupted else []
     return "\n".join(lines) + "\n"

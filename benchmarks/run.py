@@ -237,6 +237,14 @@ class Bench:
             self.run_growth()
             return
         self.start_postgres()
+        if s.only == "models-worlds":
+            try:
+                self.run_models_worlds()
+            finally:
+                if self.pg is not None:
+                    self.pg.stop()
+                    self.pg = None
+            return
         try:
             for size in s.sizes:
                 with self.sandbox(size) as sandbox:
@@ -644,16 +652,17 @@ VERSIONS = (
 
 
 def use_source(commit: str) -> tuple[str, Path]:
-    """Unpack COMMIT's pipelines/ (`git archive`, the repository untouched) into a temporary
-    folder outside the checkout (mypy would find a second `devportal` under benchmarks/) and put
-    it first on every child's PYTHONPATH: devportal and the sandbox run that code, whatever the
-    working tree holds. Returns the full commit and the folder (the caller removes it)."""
+    """Unpack COMMIT's pipelines/ and sql/ (`git archive`, the repository untouched; the package
+    links its `sql` to the repository's) into a temporary folder outside the checkout (mypy would
+    find a second `devportal` under benchmarks/) and put it first on every child's PYTHONPATH:
+    devportal, its models and the sandbox run that code, whatever the working tree holds.
+    Returns the full commit and the folder (the caller removes it)."""
     full = _git("rev-parse", "--verify", f"{commit}^{{commit}}")
     if not full:
         raise SystemExit(f"--source: no commit {commit!r} in this repository")
     target = Path(tempfile.mkdtemp(prefix=f"devportal-source-{full[:12]}-"))
     archive = subprocess.run(
-        ["git", "archive", "--format=tar", full, "pipelines"],
+        ["git", "archive", "--format=tar", full, "pipelines", "sql"],
         cwd=HERE.parent,
         capture_output=True,
         check=True,
@@ -701,7 +710,7 @@ OPTIONS: list[tuple[str, Any, Any, str]] = [
     ("--rate-burst", float, None, "its token bucket's burst (default 50, quick 10)"),
     ("--rate-rounds", int, 2, "how many of the 0 ms rounds include the rate-limited pair"),
     ("--skip-models-rss", bool, False, "skip `devportal sync` with models in the 0 ms rounds"),
-    ("--only", str, None, "`growth`: only the growth scenario (results/growth.*)"),
+    ("--only", str, None, "`growth` or `models-worlds`: only that (results/<it>.*)"),
     ("--growth", bool, False, "the same as `--only growth`"),
     ("--skip-growth", bool, False, "leave the growth scenario out"),
     ("--growth-sizes", str, None, "comma list of SIZE[/USERS][:HOURS] (default 100000)"),
@@ -752,20 +761,20 @@ def settings_from(argv: list[str] | None) -> tuple[argparse.Namespace, Settings]
     postgres, models_rss = not a.skip_postgres, not a.skip_models_rss
     if a.growth:
         a.only = "growth"
-    if a.only not in (None, "growth"):
-        p.error("--only takes `growth`")
+    if a.only not in (None, "growth", "models-worlds"):
+        p.error("--only takes `growth` or `models-worlds`")
     given["only"] = a.only
     given["growth_worlds"] = (
         [] if a.skip_growth else growth_worlds(p, a.growth_sizes, a.growth_hours)
     )
-    skip_worlds = a.skip_models_worlds or a.skip_postgres or a.only is not None
+    skip_worlds = a.skip_models_worlds or a.skip_postgres or a.only == "growth"
     given["models_worlds"] = [] if skip_worlds else parse_models_worlds(p, a.models_worlds)
     given["models_ratio"] = a.models_ratio
     given["growth_folder_mb"], given["growth_warehouse_mb"] = (
         a.growth_folder_mb,
         a.growth_warehouse_mb,
     )
-    postgres = postgres and a.only is None
+    postgres = postgres and a.only != "growth"
     return a, Settings(**given, window_since=WINDOW_SINCE, postgres=postgres, models_rss=models_rss)
 
 
@@ -805,6 +814,8 @@ def main(argv: list[str] | None = None) -> int:
     name = args.name or ("quick" if settings.quick else "latest")
     if args.name is None and settings.only == "growth":
         name = "growth-quick" if settings.quick else "growth"
+    elif args.name is None and settings.only == "models-worlds":
+        name = "models-worlds-quick" if settings.quick else "models-worlds"
     started_at = datetime.now(UTC)
     workdir = WORK / started_at.strftime("%Y%m%dT%H%M%S")
     description = machine()

@@ -420,10 +420,10 @@ def verdict(value: float | None, limit: float, at_least: bool) -> tuple[str, str
 
 def evaluate(res: Result, targets: list[Target] | None = None) -> list[TargetResult]:
     """Every target's verdict in `res` (its runs, summary and pairs already computed): by
-    default `TARGETS` (unless the run was `--only growth`), the models worlds' targets and the
-    growth worlds' targets."""
+    default `TARGETS` (unless the run was `--only` one scenario), the models worlds' targets and
+    the growth worlds' targets."""
     if targets is None:
-        targets = [] if res.settings.only == "growth" else list(TARGETS)
+        targets = [] if res.settings.only else list(TARGETS)
         targets += models_world_targets(res) + growth_targets(res)
     out = []
     for t in targets:
