@@ -45,10 +45,11 @@ def enabled(name: str) -> bool:
 
 def early_client(args: argparse.Namespace, target: Target) -> Any:
     """A client already reading the subscription list while dlt and DuckDB import, for a sweep
-    that reads subscriptions (`cli.early`); else None."""
+    that reads subscriptions (`cli.early_start`); else None."""
     wanted = args.resources or ["subscriptions"]
     if not enabled("early") or args.since or args.window or "subscriptions" not in wanted:
         return None
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.cli import early_start
     from devportal.warehouse import looks_busy
 
@@ -103,6 +104,7 @@ def _hand_over_settings() -> None:
     can be due at all (`alerts.events.CHURN_ALERTS`). Nothing secret: a webhook's URL stays
     for the models' process to resolve itself when an alert is configured. A setting that
     cannot be read is left for that process to refuse in its own words."""
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.base.errors import ConfigError
     from devportal.models.seeds import HANDED_OVER, encode_seeds, seeds_from_settings
     from devportal.operations.alerts.events import CHURN_ALERTS, churn_alerts_configured
