@@ -40,6 +40,12 @@ def _submodules(package: str) -> set[str]:
     }
 
 
+def _modules_only(package: str, packages: dict[str, list[str]]) -> set[str]:
+    """PACKAGE's submodules whose name the package does not also export (`models.build` is the
+    function `models/__init__` re-exports, not the module `models/build.py`)."""
+    return _submodules(package) - set(packages[package])
+
+
 def _sources() -> list[tuple[str, str]]:
     """(who, Python text) of every user of the packages that counts: devportal's modules, the
     notebooks' code cells, the docs' Python blocks."""
@@ -68,7 +74,7 @@ def used(packages: dict[str, list[str]]) -> dict[str, set[str]]:
                 continue
             module = node.module
             if module in packages and not (who == module or who.startswith(module + ".")):
-                uses[module] |= {a.name for a in node.names} - _submodules(module)
+                uses[module] |= {a.name for a in node.names} - _modules_only(module, packages)
             for alias in node.names:  # `from devportal.x import pkg`, then `pkg.name`
                 package = f"{module}.{alias.name}"
                 if package not in packages or who == package or who.startswith(package + "."):
@@ -80,7 +86,7 @@ def used(packages: dict[str, list[str]]) -> dict[str, set[str]]:
                     if isinstance(n, ast.Attribute)
                     and isinstance(n.value, ast.Name)
                     and n.value.id == local
-                } - _submodules(package)
+                } - _modules_only(package, packages)
     return uses
 
 

@@ -22,7 +22,10 @@ from typing import Any
 import pytest
 
 from devportal.cli import main
-from devportal.reporting import charts, report
+from devportal.reporting import charts
+from devportal.reporting.charts.registry import PAGE, TITLES
+from devportal.reporting.charts.style import ACTIVE_COLOR, CANCELED_COLOR
+from devportal.reporting.report.page import write_html
 from tests.models.browser import (
     Browser,
     Page,
@@ -94,7 +97,7 @@ def _open(
 ) -> tuple[Page, list[dict[str, Any]]]:
     """The report's page of WAREHOUSE in the browser, WIDTH CSS pixels wide, its screenshot
     saved as NAME.png in `screenshots()`, and what the browser made of its images."""
-    path = report.write_html(warehouse, tmp_path / f"{name}.html")
+    path = write_html(warehouse, tmp_path / f"{name}.html")
     browser.resize(width)
     page = browser.open(path.as_uri())
     shot = page.screenshot(screenshots() / f"{name}.png")
@@ -120,10 +123,8 @@ def test_every_chart_of_the_report_renders_in_chromium(
     and with data in its plot area; the money charts say how to set prices instead."""
     page, seen = _open(browser, story_warehouse, tmp_path, "story")
     drawn, noted = _drawn_and_noted(page)
-    money = [charts.TITLES["mrr_over_time"], charts.TITLES["mrr_movements"]]
-    assert drawn == [
-        charts.TITLES[name] for name in charts.PAGE if charts.TITLES[name] not in money
-    ]
+    money = [TITLES["mrr_over_time"], TITLES["mrr_movements"]]
+    assert drawn == [TITLES[name] for name in PAGE if TITLES[name] not in money]
     assert set(noted) == set(money)
     assert all(charts.PRICES_HINT in line for line in noted.values())
     assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
@@ -142,7 +143,7 @@ def test_the_demo_dashboard_renders_in_chromium(
     its plot area."""
     page, seen = _open(browser, demo_warehouse, tmp_path, "demo")
     drawn, noted = _drawn_and_noted(page)
-    assert drawn == [charts.TITLES[name] for name in charts.PAGE], noted
+    assert drawn == [TITLES[name] for name in PAGE], noted
     assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
     tiles = page.evaluate(
         "Array.from(document.querySelectorAll('div.tiles:not(.minor) div.tile'), (t) => "
@@ -167,11 +168,11 @@ def test_the_first_sync_dashboard_renders_in_chromium(
     drawn, noted = _drawn_and_noted(page)
     needing = ["mrr_over_time", "mrr_movements", "usable_over_time", "cohort_retention",
                "survival_curve"]  # fmt: skip
-    assert set(noted) == {charts.TITLES[name] for name in needing}
-    assert drawn == [charts.TITLES[name] for name in charts.PAGE if name not in needing]
+    assert set(noted) == {TITLES[name] for name in needing}
+    assert drawn == [TITLES[name] for name in PAGE if name not in needing]
     assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
-    assert "one day so far (EUR " in noted[charts.TITLES["mrr_over_time"]]
-    assert "not measurable yet (needs a second sync" in noted[charts.TITLES["mrr_movements"]]
+    assert "one day so far (EUR " in noted[TITLES["mrr_over_time"]]
+    assert "not measurable yet (needs a second sync" in noted[TITLES["mrr_movements"]]
     values = page.evaluate(
         "Array.from(document.querySelectorAll('div.tile .value'), (v) => v.innerText)"
     )
@@ -208,7 +209,7 @@ def test_the_page_fits_a_desktop_and_a_phone(
     assert placed["viewport"] == width
     assert cut(placed) == []
     drawn, noted = _drawn_and_noted(page)
-    assert sorted([*drawn, *noted]) == sorted(charts.TITLES[name] for name in charts.PAGE)
+    assert sorted([*drawn, *noted]) == sorted(TITLES[name] for name in PAGE)
     assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
     # a line instead of a chart is one line of text, not a paragraph
     assert all(len(line) < 260 for line in noted.values()), noted
@@ -238,7 +239,7 @@ def _empty_plot() -> str:
         [13535.0],
         [807.0],
         labels=["active", "canceled, usable until expiry"],
-        colors=[charts.ACTIVE_COLOR, charts.CANCELED_COLOR],
+        colors=[ACTIVE_COLOR, CANCELED_COLOR],
     )
     ax.set_ylim(bottom=0)
     ax.legend(loc="lower left", frameon=False)

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from devportal.reporting import charts
+from devportal.reporting.charts.registry import TITLES, draw
 from devportal.reporting.report.figures import Metric, ReportFigures, Section
 from devportal.reporting.report.page import _money_tiles, _windowed
 
@@ -33,7 +34,7 @@ def test_a_survival_curve_of_a_day_is_a_line_not_a_frame() -> None:
     needs = charts.BY_NAME["survival_curve"].needs(curve)
     assert needs is not None and needs.startswith("not measurable yet: 6 subscriptions")
     assert "followed for 1 day so far, 0 churned" in needs
-    fig = charts.draw("survival_curve", curve)
+    fig = draw("survival_curve", curve)
     assert fig.axes[0].axison is False  # no plot area: the one line
 
 
@@ -43,9 +44,9 @@ def test_a_survival_curve_says_its_summary_under_its_title() -> None:
          "censored": [0, 8, 90], "survival": [1.0, 0.98, 0.98],
          "median_lifetime_days": [None, None, None]}
     )  # fmt: skip
-    fig = charts.draw("survival_curve", curve)
+    fig = draw("survival_curve", curve)
     ax = fig.axes[0]
-    assert fig.get_suptitle() == charts.TITLES["survival_curve"]
+    assert fig.get_suptitle() == TITLES["survival_curve"]
     assert "98.0% still subscribed on day 30" in ax.get_title()
     assert not ax.texts  # nothing written over the plot or its legend
 
@@ -54,7 +55,7 @@ def test_users_on_several_platforms_say_so() -> None:
     platforms = pd.DataFrame(
         {"platform": ["twitch", "youtube"], "users": [2000, 974], "all_users": [2040, 2040]}
     )
-    text = _texts(charts.draw("users_by_platform", platforms))
+    text = _texts(draw("users_by_platform", platforms))
     assert "2,040 users" in text and "bars add up to 2,974" in text
 
 
@@ -76,7 +77,7 @@ def test_the_first_syncs_subscriptions_are_no_month_zero() -> None:
             for c, m, b, o, n, base, r, done in rows
         ]
     )  # fmt: skip
-    text = _texts(charts.draw("cohort_retention", cohorts))
+    text = _texts(draw("cohort_retention", cohorts))
     assert "backfill" not in text
     assert "Already subscribed at the first sync (2026-09-29)" in text
     assert "n=14,000" in text and "end of 2026-09" in text
@@ -91,7 +92,7 @@ def test_the_month_to_date_stands_apart() -> None:
          "is_estimate": [False, False, False], "is_complete": [True, True, False],
          "as_of": [datetime(2026, 11, 3)] * 3}
     )  # fmt: skip
-    fig = charts.draw("monthly_churn", monthly)
+    fig = draw("monthly_churn", monthly)
     ax, rate_ax = fig.axes
     line: list[Any] = [artist for artist in rate_ax.lines if len(artist.get_xdata()) > 1]  # type: ignore[arg-type]
     assert [list(artist.get_xdata()) for artist in line] == [[0, 1]]  # full months only

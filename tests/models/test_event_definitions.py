@@ -17,7 +17,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from devportal import models
+from devportal.models.checks import reconciliations
 from tests.helpers import OnEngine
 from tests.models.cadence_story import S2, S3, cadence_story_on, plain
 
@@ -118,7 +118,7 @@ def test_the_reconciliations_fail_when_two_marts_disagree(
         "subscription_spells_start_within_their_bounds",
         "daily_subscribers_estimated_usable_within_usable",
     }
-    tests = {t.name: t.sql for t in models.reconciliations() if t.name in names}
+    tests = {t.name: t.sql for t in reconciliations() if t.name in names}
     assert set(tests) == names
     copy = tmp_path / "copy.duckdb"
     shutil.copy(story.warehouse, copy)
@@ -214,7 +214,7 @@ def test_the_churn_reconciliations_fail_when_two_marts_disagree(
         "month_start_subscribers_match_daily_subscribers",
         "monthly_churn_matches_subscription_events",
     }
-    tests = {t.name: t.sql for t in models.reconciliations() if t.name in names}
+    tests = {t.name: t.sql for t in reconciliations() if t.name in names}
     assert set(tests) == names
     copy = tmp_path / "copy.duckdb"
     shutil.copy(story.warehouse, copy)

@@ -13,12 +13,19 @@ from typing import Any
 
 import pytest
 
-from devportal.reporting import number_format, report
-from devportal.reporting.report.figures import _KINDS, _figure, report_from_row
+from devportal.reporting import number_format
+from devportal.reporting.report.figures import _KINDS, ReportFigures, _figure, report_from_row
+from devportal.reporting.report.formats import (
+    exact_json,
+    format_csv,
+    format_json,
+    format_markdown,
+    format_table,
+)
 from devportal.settings import currencies
 
 
-def _priced(currency: str, **money: Any) -> report.ReportFigures:
+def _priced(currency: str, **money: Any) -> ReportFigures:
     row: dict[str, Any] = dict.fromkeys(_KINDS)
     row |= {
         "as_of": datetime(2026, 3, 5),
@@ -95,24 +102,22 @@ def test_json_csv_and_markdown_say_the_same_digits_in_yen() -> None:
     figures = _priced(
         "JPY", mrr=123456.5, arr=1481478.0, arpu=12345.649999999998, forecast_30d_mrr=120000.4
     )
-    text = report.format_json(figures)
+    text = format_json(figures)
     lines = [line.strip() for line in text.splitlines()]
     assert '"mrr": 123457,' in lines and '"arr": 1481478,' in lines
     assert '"arpu": 12346,' in lines and '"forecast_30d_mrr": 120000,' in lines
     parsed = json.loads(text, parse_float=Decimal)
     assert parsed["mrr"] == 123457 and parsed["currency"] == "JPY"
-    rows = {
-        r["metric"]: r["value"] for r in csv.DictReader(io.StringIO(report.format_csv(figures)))
-    }
+    rows = {r["metric"]: r["value"] for r in csv.DictReader(io.StringIO(format_csv(figures)))}
     assert (rows["mrr"], rows["arpu"]) == ("123457", "12346")
-    markdown = report.format_markdown(figures).splitlines()
+    markdown = format_markdown(figures).splitlines()
     assert "| MRR (monthly recurring revenue) | JPY 123,457 |" in markdown
     assert number_format.money(figures.values()["arpu"], "JPY", cents=None) == "JPY 12,346"
 
 
 def test_cents_are_written_even_when_zero() -> None:
     figures = _priced("EUR", mrr=1000.0, arr=12000.0, arpu=10.5, mrr_month_before=0.0)
-    lines = [line.strip() for line in report.format_json(figures).splitlines()]
+    lines = [line.strip() for line in format_json(figures).splitlines()]
     assert '"mrr": 1000.00,' in lines and '"arpu": 10.50,' in lines
     assert '"mrr_month_before": 0.00,' in lines
 
@@ -126,7 +131,7 @@ def test_exact_json_writes_decimals_only_where_they_are() -> None:
         "negative": Decimal("-3.10"),
         "big": Decimal("1E+3").quantize(Decimal("0.01")),
     }
-    text = report.exact_json(values)
+    text = exact_json(values)
     assert json.loads(text) == {
         "amount": 12.5,
         "name": "0",
@@ -137,11 +142,11 @@ def test_exact_json_writes_decimals_only_where_they_are() -> None:
     assert '"amount": 12.50,' in text and '"negative": -3.10,' in text
     assert '"big": 1000.00' in text
     plain = {key: value for key, value in values.items() if not isinstance(value, Decimal)}
-    assert report.exact_json(plain) == json.dumps(plain, indent=2)
+    assert exact_json(plain) == json.dumps(plain, indent=2)
 
 
 def test_the_table_and_the_page_read_the_same_amounts() -> None:
     figures = _priced("EUR", mrr=12345.675, arr=148148.1, arpu=4.995)
-    table = report.format_table(figures)
+    table = format_table(figures)
     assert "EUR 12,345.68" in table and "EUR 5.00" in table  # 4.995 half up, as JSON
     assert figures.values()["mrr"] == Decimal("12345.68")

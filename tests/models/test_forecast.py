@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from devportal.reporting import report
+from devportal.reporting.report.figures import FORECAST_SCOPE
+from devportal.reporting.report.formats import render
 from tests.helpers import query as rows
 from tests.models.revenue_story import S1, S2, S3, S4, build_revenue_story
 from tests.models.test_revenue_known_answers import forecast_by_hand
@@ -45,7 +47,7 @@ def test_the_report_gives_the_forecast_its_interval_and_the_new_sales_apart(
 ) -> None:
     _, _, _, _, _, expected, low, high, *_ = forecast_by_hand()[0]
     figures = report.collect(revenue_warehouse)
-    as_json = json.loads(report.render(figures, "json"))
+    as_json = json.loads(render(figures, "json"))
     assert {
         key: as_json[key]
         for key in (
@@ -60,15 +62,15 @@ def test_the_report_gives_the_forecast_its_interval_and_the_new_sales_apart(
         "forecast_30d_mrr_low": round(low, 2),
         "forecast_30d_mrr_high": round(high, 2),
         "forecast_30d_new_mrr": 2.2,
-        "forecast_30d_mrr_scope": report.FORECAST_SCOPE,
+        "forecast_30d_mrr_scope": FORECAST_SCOPE,
     }
     assert as_json["forecast_30d_mrr_low"] <= as_json["forecast_30d_mrr"]
     assert as_json["forecast_30d_mrr"] <= as_json["forecast_30d_mrr_high"] <= as_json["mrr"]
-    assert "new sales" in report.FORECAST_SCOPE and "renewals" in report.FORECAST_SCOPE
+    assert "new sales" in FORECAST_SCOPE and "renewals" in FORECAST_SCOPE
     for key in ("forecast_30d_mrr", "forecast_30d_new_mrr"):
         assert key not in figures.unmeasured
 
-    table = report.render(figures, "table").splitlines()
+    table = render(figures, "table").splitlines()
     labels = {m.key: m.label for m in figures.metrics()}
     assert "no new sales" in labels["forecast_30d_mrr"]
     assert "new sales" in labels["forecast_30d_new_mrr"]

@@ -48,6 +48,7 @@ import pytest
 
 from devportal import models
 from devportal.reporting import report
+from devportal.reporting.report.page import write_html
 from tests.helpers import OnEngine, StorySyncs
 
 S1 = datetime(2026, 11, 1)
@@ -288,7 +289,7 @@ def test_report_figures(story: tuple[str, OnEngine], tmp_path: Path) -> None:
     # seen after midnight, counted from its start (its expiry 12-20 minus a month, after S2)
     assert figures.context["usable_month_before"] == (6 if name == "second_after" else None)
     # the page's tiles name that month
-    page = report.write_html(engine.target, tmp_path / "page.html").read_text(encoding="utf-8")
+    page = write_html(engine.target, tmp_path / "page.html").read_text(encoding="utf-8")
     before = "2026-11" if name == "second_after" else "2026-10"
     assert f"end of {before}" in page
     assert f"end of {'2026-10' if before == '2026-11' else '2026-11'}" not in page

@@ -17,7 +17,10 @@ import pytest
 
 from devportal import models
 from devportal.base.errors import DevportalError
-from devportal.models.project import LAYERS, SQL_DIR
+from devportal.models.checks import data_test_sql, data_tests
+from devportal.models.engine_sql import for_engine
+from devportal.models.portability import translate
+from devportal.models.project import LAYERS, SQL_DIR, load_models
 from devportal.warehouse import engines
 from devportal.warehouse.target import Target
 from tests.models.test_runner import raw_warehouse, write_models
@@ -27,26 +30,26 @@ TARGETS = ("postgres", "bigquery", "snowflake")
 
 @pytest.mark.parametrize("dialect", TARGETS)
 def test_every_model_and_data_test_translates(dialect: str) -> None:
-    loaded = models.load_models()
+    loaded = load_models()
     # every model file of sql/ is one model, as the runner reads them (an override
     # `<name>.<engine>.sql` is none): the count follows sql/, never written down
     files = [p.stem for layer in LAYERS for p in (SQL_DIR / layer).glob("*.sql")]
     assert sorted(m.name for m in loaded) == sorted(f for f in files if "." not in f)
     for model in loaded:
-        code = models.for_engine(model, dialect)
+        code = for_engine(model, dialect)
         assert code.where == model.relative_path  # no override in sql/: one file serves all
         assert set(code.stubs) == set(model.optional)
-    tests = models.data_tests(loaded)
+    tests = data_tests(loaded)
     assert len(tests) > 90
     for test in tests:
-        assert models.data_test_sql(test, dialect).strip()
+        assert data_test_sql(test, dialect).strip()
 
 
 def test_duckdb_runs_the_files_as_written() -> None:
-    for model in models.load_models():
-        assert models.for_engine(model, "duckdb").sql == model.sql
-    for test in models.data_tests(models.load_models()):
-        assert models.data_test_sql(test, "duckdb") == test.sql
+    for model in load_models():
+        assert for_engine(model, "duckdb").sql == model.sql
+    for test in data_tests(load_models()):
+        assert data_test_sql(test, "duckdb") == test.sql
 
 
 @pytest.mark.parametrize(
@@ -96,7 +99,7 @@ def test_duckdb_runs_the_files_as_written() -> None:
 )
 def test_what_sqlglot_would_get_wrong_is_refused_by_name(sql: str, problem: str) -> None:
     with pytest.raises(DevportalError, match=re.escape(problem)):
-        models.translate(sql, "postgres")
+        translate(sql, "postgres")
 
 
 def test_the_portable_forms_pass() -> None:
@@ -112,7 +115,7 @@ def test_the_portable_forms_pass() -> None:
         "select a, b from x order by a nulls first",
     ]
     for sql in portable:
-        assert models.translate(sql, "postgres")
+        assert translate(sql, "postgres")
 
 
 def test_an_untranslatable_model_stops_the_build_naming_its_file(
@@ -175,7 +178,7 @@ OVERRIDDEN = {
 
 def test_an_override_file_is_what_its_engine_runs(tmp_path: Path, postgres: str) -> None:
     sql_dir = write_models(tmp_path, OVERRIDDEN)
-    loaded = {m.name: m for m in models.load_models(sql_dir)}
+    loaded = {m.name: m for m in load_models(sql_dir)}
     assert set(loaded) == {"numbers", "previous"}  # the override is no model of its own
     assert loaded["previous"].file_for("postgres") == "sql/marts/previous.postgres.sql"
     assert loaded["previous"].file_for("duckdb") == "sql/marts/previous.sql"
@@ -241,16 +244,16 @@ def test_an_override_file_is_what_its_engine_runs(tmp_path: Path, postgres: str)
 )
 def test_override_files_are_checked(tmp_path: Path, files: dict[str, str], message: str) -> None:
     with pytest.raises(DevportalError, match=re.escape(message)):
-        models.load_models(write_models(tmp_path, files))
+        load_models(write_models(tmp_path, files))
 
 
 def test_the_optional_stand_ins_translate() -> None:
     """The @optional types are DuckDB's; each engine gets them in its own names."""
-    (model,) = [m for m in models.load_models() if m.name == "stg_user_settings"]
-    stub = models.for_engine(model, "postgres").stubs["user_settings"]
+    (model,) = [m for m in load_models() if m.name == "stg_user_settings"]
+    stub = for_engine(model, "postgres").stubs["user_settings"]
     assert "CAST(NULL AS TEXT)" in stub and "CAST(NULL AS TIMESTAMP)" in stub
-    assert "CAST(NULL AS INT64)" in models.for_engine(model, "bigquery").stubs["user_settings"]
-    as_written = models.for_engine(model, "duckdb").stubs["user_settings"]
+    assert "CAST(NULL AS INT64)" in for_engine(model, "bigquery").stubs["user_settings"]
+    as_written = for_engine(model, "duckdb").stubs["user_settings"]
     assert duckdb.connect().execute(f"select count(*) from {as_written}").fetchall() == [(0,)]
 
 
@@ -266,7 +269,7 @@ def test_round_of_a_decimal_agrees_on_both_engines_and_of_a_double_would_not(
     )
     on_duckdb = duckdb.connect().execute(accepted).fetchall()
     with engines.connect(Target.of("unused.duckdb", "postgres")) as engine:
-        on_postgres = engine.execute(models.translate(accepted, "postgres"))
+        on_postgres = engine.execute(translate(accepted, "postgres"))
         refused_form = engine.execute(
             f"select round(cast(v as double precision)) from ({halves}) as h order by v"
         )

@@ -20,6 +20,7 @@ from devportal.base.errors import DevportalError
 from devportal.cli import main, options
 from devportal.load.sync import sync
 from devportal.manifest.resource import load_manifest
+from devportal.models.project import load_models
 from devportal.warehouse import engines
 from devportal.warehouse.target import Target
 from tests.models.conftest import MANIFEST_FIXTURE
@@ -81,7 +82,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
 
     summary = result.extra["models"]
     assert summary["destination"] == "postgres" and summary["skipped"] == {}
-    assert len(summary["built"]) == len(models.load_models())  # every model of sql/
+    assert len(summary["built"]) == len(load_models())  # every model of sql/
     for warehouse, destination in ((duck, None), (pg, "postgres")):
         checked = models.build(Target.of(warehouse, destination), check=True)
         assert checked["built"] == summary["built"] and checked["tests"] > 90
@@ -98,7 +99,7 @@ def test_a_synced_world_builds_identical_models_on_both_engines(
     # the CLI builds there too, and says where
     assert main(["models", "--destination", "postgres", "--warehouse", str(pg), "--check"]) == 0
     out = capsys.readouterr().out
-    built = f"models ok: {len(models.load_models())} built on postgres in "
+    built = f"models ok: {len(load_models())} built on postgres in "
     assert out.startswith(built) and "data tests passed" in out
 
 

@@ -11,14 +11,16 @@ import pytest
 
 from devportal import models
 from devportal.base.errors import DevportalError
+from devportal.models.checks import DataTestsFailed, data_tests, reconciliations
+from devportal.models.project import SQL_DIR, load_models
 from tests.models.test_runner import raw_warehouse, write_models
 
-TESTS_FOLDER = models.SQL_DIR / "tests"
+TESTS_FOLDER = SQL_DIR / "tests"
 
 
 def test_every_file_in_sql_tests_is_a_reconciliation_with_its_header() -> None:
     files = sorted(TESTS_FOLDER.glob("*.sql"))
-    loaded = models.reconciliations()
+    loaded = reconciliations()
     assert [t.name for t in loaded] == [f.stem for f in files]
     assert len(loaded) >= 25
     for path, test in zip(files, loaded, strict=True):
@@ -26,7 +28,7 @@ def test_every_file_in_sql_tests_is_a_reconciliation_with_its_header() -> None:
         assert re.match(rf"^-- {path.stem}: ties \S", first), f"{path.name}: {first}"
         assert test.models, f"{path.name} reads no model"
         assert test.sql.startswith("--") and not test.sql.endswith(";")
-    assert {t.name for t in loaded} <= {t.name for t in models.data_tests(models.load_models())}
+    assert {t.name for t in loaded} <= {t.name for t in data_tests(load_models())}
 
 
 def test_a_reconciliation_runs_against_the_models_of_any_sql_dir(tmp_path: Path) -> None:
@@ -44,7 +46,7 @@ def test_a_reconciliation_runs_against_the_models_of_any_sql_dir(tmp_path: Path)
         },
     )
     warehouse = raw_warehouse(tmp_path / "wh" / "toy.duckdb")
-    with pytest.raises(models.DataTestsFailed) as caught:
+    with pytest.raises(DataTestsFailed) as caught:
         models.build(warehouse, sql_dir=sql_dir, check=True)
     assert str(caught.value) == (
         "1 of 2 data tests failed: as_of_has_exactly_one_row: 1 failing row(s), e.g. (2,)"
@@ -83,10 +85,10 @@ def test_a_malformed_reconciliation_is_refused_naming_its_file(
 ) -> None:
     sql_dir = write_models(tmp_path, {f"tests/{name}.sql": text})
     with pytest.raises(DevportalError) as caught:
-        models.reconciliations(sql_dir)
+        reconciliations(sql_dir)
     assert str(caught.value) == message
 
 
 def test_a_missing_tests_folder_is_refused_with_the_fix(tmp_path: Path) -> None:
     with pytest.raises(DevportalError, match=r"^sql/tests/ is missing \(.*\); reinstall devportal"):
-        models.reconciliations(write_models(tmp_path, {}))
+        reconciliations(write_models(tmp_path, {}))

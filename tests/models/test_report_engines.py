@@ -26,7 +26,10 @@ import pytest
 
 from devportal.cli import main
 from devportal.reporting import charts, report
+from devportal.reporting.charts.registry import PAGE, QUERIES
 from devportal.reporting.report.figures import _figure
+from devportal.reporting.report.formats import render
+from devportal.reporting.report.page import write_html
 from devportal.warehouse.engines import connect
 from devportal.warehouse.target import Target
 
@@ -163,8 +166,8 @@ def test_every_format_is_identical_on_both_engines(on_postgres: str, story_wareh
     on_pg = report.collect(Target.of(story_warehouse, "postgres"))
     assert on_pg == on_duckdb
     for fmt in report.FORMATS:
-        assert report.render(on_pg, fmt) == report.render(on_duckdb, fmt), fmt
-    figures = json.loads(report.render(on_pg, "json"))
+        assert render(on_pg, fmt) == render(on_duckdb, fmt), fmt
+    figures = json.loads(render(on_pg, "json"))
     assert figures["as_of"] == "2026-03-05 00:00:00"
     assert figures["last_full_month"] == "2026-02"
     # February: 1 churned of 9 at its start (test_known_answers.test_monthly_churn)
@@ -185,11 +188,11 @@ def test_the_cli_prints_the_same_on_both_engines(
 def test_the_html_page_is_identical_on_both_engines(
     on_postgres: str, story_warehouse: Path, tmp_path: Path
 ) -> None:
-    on_duckdb = report.write_html(story_warehouse, tmp_path / "duckdb.html")
-    on_pg = report.write_html(Target.of(story_warehouse, "postgres"), tmp_path / "pg.html")
+    on_duckdb = write_html(story_warehouse, tmp_path / "duckdb.html")
+    on_pg = write_html(Target.of(story_warehouse, "postgres"), tmp_path / "pg.html")
     page = on_pg.read_text(encoding="utf-8")
     # the six charts with data; the two money charts are a line each (no prices in the story)
-    assert page.count('src="data:image/png;base64,') == len(charts.PAGE) - 2 == 6
+    assert page.count('src="data:image/png;base64,') == len(PAGE) - 2 == 6
     assert "<title>Subscriptions as of 2026-03-05 00:00:00</title>" in page
     assert '<td class="sub">churn rate</td><td class="value">11.1%</td>' in page
     # the figures, and the charts drawn from the same DataFrames to the same PNG bytes
@@ -200,7 +203,7 @@ def test_the_charts_read_the_same_frames_on_both_engines(
     on_postgres: str, story_warehouse: Path
 ) -> None:
     with connect(story_warehouse, read_only=True) as duck:
-        expected = {name: charts.frame(duck, name) for name in charts.QUERIES}
+        expected = {name: charts.frame(duck, name) for name in QUERIES}
     with connect(Target.of(story_warehouse, "postgres"), read_only=True) as engine:
         for name, frame in expected.items():
             got = charts.frame(engine, name)

@@ -28,8 +28,9 @@ from typing import Any
 import pytest
 
 from devportal.cli import main
-from devportal.reporting import charts, report
+from devportal.reporting.charts.registry import TITLES
 from devportal.reporting.report.figures import _KINDS, report_from_row
+from devportal.reporting.report.formats import format_csv
 from devportal.sandbox import Sandbox
 
 EVIL = (
@@ -150,7 +151,7 @@ def test_the_page_escapes_the_name_and_draws_its_charts(
     text = page.read_text(encoding="utf-8")
     # the platforms chart labels its bars with the name: matplotlib would read `$...$`
     drawn = re.findall(r'<img alt="([^"]*)" src="data:image/png;base64,', text)
-    assert charts.TITLES["users_by_platform"] in drawn
+    assert TITLES["users_by_platform"] in drawn
     assert f'<td class="value">{html.escape(TERMINAL)}</td>' in text
     assert "onerror=alert(1)>" not in text and not controls(text)
 
@@ -181,5 +182,5 @@ def test_every_formula_start_is_neutralised(name: str, csv_cell: str) -> None:
         "top_churn_platform": name,
     }
     figures = report_from_row(row)
-    values = {r[0]: r[2] for r in csv.reader(io.StringIO(report.format_csv(figures)))}
+    values = {r[0]: r[2] for r in csv.reader(io.StringIO(format_csv(figures)))}
     assert values["top_churn_platform"] == csv_cell

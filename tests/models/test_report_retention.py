@@ -33,8 +33,12 @@ import pytest
 from devportal import models
 from devportal.load.sync import sync
 from devportal.reporting import charts, report
-from devportal.reporting.report.figures import _figure
-from devportal.reporting.report.formats import _text
+from devportal.reporting.charts.registry import QUERIES, TITLES, draw
+from devportal.reporting.charts.retention import cohort_label, median_lifetime
+from devportal.reporting.report.coverage import FULL_MONTH, LAST_30_DAYS_NEEDS
+from devportal.reporting.report.figures import Metric, ReportFigures, Section, _figure
+from devportal.reporting.report.formats import _text, format_markdown
+from devportal.reporting.report.page import write_html
 from devportal.warehouse.target import Target
 from tests.helpers import query
 
@@ -85,12 +89,12 @@ def test_the_block_as_markdown(story_warehouse: Path, capsys: pytest.CaptureFixt
 
 
 def test_the_block_and_its_charts_on_the_page(story_warehouse: Path, tmp_path: Path) -> None:
-    page = report.write_html(story_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
+    page = write_html(story_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
     assert f'<tr class="section"><td colspan="2">{TITLE}</td></tr>' in page
     for label, _, text in BLOCK.values():
         assert f'<tr><td class="sub">{label}</td><td class="value">{text}</td></tr>' in page
     alts = re.findall(r'<img alt="([^"]*)"', page)
-    assert alts[-2:] == [charts.TITLES["cohort_retention"], charts.TITLES["survival_curve"]]
+    assert alts[-2:] == [TITLES["cohort_retention"], TITLES["survival_curve"]]
 
 
 def test_the_figures_have_one_type_each(story_warehouse: Path) -> None:
@@ -116,7 +120,7 @@ def test_the_charts_frames_on_the_story(story_warehouse: Path) -> None:
         "2026-02",
     ]
     labels = [
-        charts.cohort_label(r.cohort, r.cohort_month, r.is_backfill, r.cohort_size)
+        cohort_label(r.cohort, r.cohort_month, r.is_backfill, r.cohort_size)
         for r in cohorts.drop_duplicates("cohort").itertuples()
     ]
     assert labels == [
@@ -128,7 +132,7 @@ def test_the_charts_frames_on_the_story(story_warehouse: Path) -> None:
         [0, 2, 1, 0, 0.5],
         [23, 1, 0, 1, 0.5],
     ]
-    assert charts.median_lifetime(curve) == 0
+    assert median_lifetime(curve) == 0
 
 
 def test_every_chart_draws_an_empty_state(story_warehouse: Path) -> None:
@@ -136,10 +140,10 @@ def test_every_chart_draws_an_empty_state(story_warehouse: Path) -> None:
     from devportal.warehouse.engines import connect
 
     with connect(story_warehouse, read_only=True) as engine:
-        frames = {name: charts.frame(engine, name) for name in charts.QUERIES}
+        frames = {name: charts.frame(engine, name) for name in QUERIES}
     for name, frame in frames.items():
         assert not frame.empty, name  # the story has rows for every chart
-        png = charts.png_bytes(charts.draw(name, frame.iloc[0:0]))
+        png = charts.png_bytes(draw(name, frame.iloc[0:0]))
         assert png.startswith(b"\x89PNG"), name
 
 
@@ -160,12 +164,10 @@ def one_sync_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # The last 30 days are one window, the days watched after the first sync: none yet, so churn
 # read from the first sync's expiries is not counted beside new subscriptions it cannot see.
 ONE_SYNC_NEEDS = {
-    **dict.fromkeys(
-        ("window_days", "new_30d", "canceled_30d", "churned_30d"), report.LAST_30_DAYS_NEEDS
-    ),
+    **dict.fromkeys(("window_days", "new_30d", "canceled_30d", "churned_30d"), LAST_30_DAYS_NEEDS),
     **dict.fromkeys(
         ("last_full_month_came_due", "last_full_month_renewed", "last_full_month_renewal_rate"),
-        report.FULL_MONTH.format(month="{month}") + "; renewals are seen between two syncs",
+        FULL_MONTH.format(month="{month}") + "; renewals are seen between two syncs",
     ),
     "median_lifetime_days": (
         "subscriptions first seen after the first sync, followed by later syncs"
@@ -218,7 +220,7 @@ def test_one_sync_says_what_it_cannot_measure_yet(
     assert {key: rows[key] for key in needs} == dict.fromkeys(needs, "")
     assert rows["not_measurable_yet"] == "; ".join(f"{k}: needs {v}" for k, v in needs.items())
 
-    page = report.write_html(one_sync_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
+    page = write_html(one_sync_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
     assert '<tr><td class="sub">renewed</td><td class="value">not measurable yet</td></tr>' in page
     assert f'<td class="needs" colspan="2">needs {needs["new_30d"]}</td>' in page
 
@@ -226,7 +228,7 @@ def test_one_sync_says_what_it_cannot_measure_yet(
 def test_a_median_not_reached_says_so(story_warehouse: Path) -> None:
     """A curve not down to 50% reads "not reached yet" (the story's is measured); a warehouse
     with no curve at all says what it needs (above)."""
-    text = _text(report.Metric("median_lifetime_days", "m", None, "days"))
+    text = _text(Metric("median_lifetime_days", "m", None, "days"))
     assert text == "not reached yet"
     assert "median_lifetime_days" not in report.collect(story_warehouse).unmeasured
 
@@ -248,15 +250,15 @@ def test_the_new_kinds_have_one_type_each(value: Any, kind: str, expected: Any) 
 
 def test_days_and_a_platform_read_well() -> None:
     def text(key: str, value: Any, kind: str) -> str:
-        return _text(report.Metric(key, key, value, kind))
+        return _text(Metric(key, key, value, kind))
 
     assert text("median_lifetime_days", 1, "days") == "1 day"
     assert text("median_lifetime_days", 45, "days") == "45 days"
     assert text("median_lifetime_days", None, "days") == "not reached yet"
     assert text("top_churn_platform", None, "text") == "n/a"
-    section = report.Section(TITLE, [report.Metric("top_churn_platform", "p", "a|b", "text")])
-    as_of = report.Section("As of", [report.Metric("as_of", "as of", None, "time")])
-    markdown = report.format_markdown(report.ReportFigures(None, [as_of, section]))
+    section = Section(TITLE, [Metric("top_churn_platform", "p", "a|b", "text")])
+    as_of = Section("As of", [Metric("as_of", "as of", None, "time")])
+    markdown = format_markdown(ReportFigures(None, [as_of, section]))
     assert markdown.splitlines()[-1] == "| p | a\\|b |"
 
 

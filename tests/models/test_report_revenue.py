@@ -22,8 +22,19 @@ import pytest
 
 from devportal.base import safe_text
 from devportal.reporting import charts, report
-from devportal.reporting.report.figures import _KINDS, report_from_row
-from devportal.reporting.report.page import format_html
+from devportal.reporting.report.figures import (
+    _KINDS,
+    FORECAST_SCOPE,
+    ReportFigures,
+    report_from_row,
+)
+from devportal.reporting.report.formats import (
+    format_csv,
+    format_json,
+    format_markdown,
+    format_table,
+)
+from devportal.reporting.report.page import format_html, write_html
 
 MONEY = {
     "currency": "EUR",
@@ -68,7 +79,7 @@ TEXTS = {
 TITLE = "Revenue (net of the platform's share, EUR)"
 
 
-def _priced() -> report.ReportFigures:
+def _priced() -> ReportFigures:
     row: dict[str, Any] = dict.fromkeys(_KINDS)
     row |= {
         "as_of": datetime(2026, 3, 5),
@@ -85,30 +96,30 @@ def _priced() -> report.ReportFigures:
 
 
 def test_json_has_the_money_keys_at_the_top_level_exactly() -> None:
-    text = report.format_json(_priced())
+    text = format_json(_priced())
     figures = json.loads(text)
     assert {key: figures[key] for key in MONEY} == EXACT
     # the digits as written: exactly two decimals, never a float's repr
     assert '"mrr": 12345.68,' in text and '"ltv": 1234567.00,' in text
     assert '"last_full_month_mrr_reactivated": 0.00,' in text
-    assert figures["forecast_30d_mrr_scope"] == report.FORECAST_SCOPE
+    assert figures["forecast_30d_mrr_scope"] == FORECAST_SCOPE
     assert figures["prices_hint"] is None
     assert figures["not_measurable_yet"] == {}
 
 
 def test_people_read_amounts_with_separators_and_the_currency() -> None:
     priced = _priced()
-    table = report.format_table(priced).splitlines()
+    table = format_table(priced).splitlines()
     start = table.index(TITLE)
     shown = {m.key: m.label for m in priced.metrics() if m.key in TEXTS}
     block = [
         re.split(r"\s{2,}", line.strip()) for line in table[start + 1 : start + 1 + len(shown)]
     ]
     assert block == [[shown[key], text] for key, text in TEXTS.items()]
-    markdown = report.format_markdown(priced).splitlines()
+    markdown = format_markdown(priced).splitlines()
     assert f"| **{safe_text.markdown_cell(TITLE)}** | |" in markdown
     assert f"| {shown['mrr']} | EUR 12,345.68 |" in markdown
-    rows = {r["metric"]: r["value"] for r in csv.DictReader(io.StringIO(report.format_csv(priced)))}
+    rows = {r["metric"]: r["value"] for r in csv.DictReader(io.StringIO(format_csv(priced)))}
     assert rows["mrr"] == "12345.68" and rows["currency"] == "EUR" and rows["prices_hint"] == ""
 
 
@@ -142,5 +153,5 @@ def test_without_prices_one_line_says_how_to_set_them(
     report.print_report(story_warehouse, fmt="markdown")
     hint = safe_text.markdown_cell(charts.PRICES_HINT)  # shown literally: [ ] _ escaped
     assert f"| *{hint}* | |" in capsys.readouterr().out.splitlines()
-    page = report.write_html(story_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
+    page = write_html(story_warehouse, tmp_path / "page.html").read_text(encoding="utf-8")
     assert "no prices set" in page and ">EUR " not in page  # no amount anywhere

@@ -36,6 +36,8 @@ import pytest
 from devportal import models
 from devportal.operations.alerts import digest
 from devportal.reporting import report
+from devportal.reporting.report.figures import FORECAST_SCOPE
+from devportal.reporting.report.formats import render
 from devportal.warehouse.target import Target
 from tests.helpers import StorySyncs
 from tests.models.revenue_story import environment
@@ -124,17 +126,17 @@ def test_the_last_30_days_count_over_the_one_day_watched(target: Target) -> None
     assert section.title == "Last 30 days: 1 day watched so far"
     assert section.note == NOTE
 
-    as_json = json.loads(report.render(figures, "json"))
+    as_json = json.loads(render(figures, "json"))
     assert {key: as_json[key] for key in LAST_30_DAYS} == LAST_30_DAYS
 
-    table = report.render(figures, "table").splitlines()
+    table = render(figures, "table").splitlines()
     start = table.index("Last 30 days: 1 day watched so far")
     assert [line.split()[-1] for line in table[start + 1 : start + 4]] == ["2", "1", "1"]
     assert table[start + 4] == f"    {NOTE}"
-    markdown = report.render(figures, "markdown").splitlines()
+    markdown = render(figures, "markdown").splitlines()
     assert "| **Last 30 days: 1 day watched so far** | |" in markdown
     assert f"| *{NOTE}* | |" in markdown
-    rows = report.render(figures, "csv").splitlines()
+    rows = render(figures, "csv").splitlines()
     assert "window_days,days the last 30 days' figures count over,1" in rows
 
 
@@ -159,7 +161,7 @@ def test_acquisition_is_not_extrapolated_from_one_day(target: Target) -> None:
         assert values[key] is None and key in figures.unmeasured, key
     assert figures.unmeasured["forecast_30d_new_mrr"].startswith("30 days watched after the first")
     assert figures.unmeasured["forecast_30d_new_mrr"].endswith("(1 day watched so far)")
-    assert values["forecast_30d_mrr_scope"] == report.FORECAST_SCOPE
+    assert values["forecast_30d_mrr_scope"] == FORECAST_SCOPE
 
 
 def test_money_is_exact_at_the_cent(target: Target) -> None:
@@ -174,13 +176,13 @@ def test_money_is_exact_at_the_cent(target: Target) -> None:
         )
     assert float(arr) == pytest.approx(199.8) and float(arpu) == pytest.approx(3.33)
     figures = report.collect(target)
-    text = report.render(figures, "json")
+    text = render(figures, "json")
     for line in ('"mrr": 16.65,', '"arr": 199.80,', '"arpu": 3.33,'):
         assert line in text.splitlines() or f"  {line}" in text.splitlines(), line
     assert json.loads(text)["arr"] == 199.8
-    rows = report.render(figures, "csv").splitlines()
+    rows = render(figures, "csv").splitlines()
     assert "arr,ARR (12 x MRR),199.80" in rows and "arpu,ARPU (MRR per paying user),3.33" in rows
-    assert "| ARR (12 x MRR) | EUR 199.80 |" in report.render(figures, "markdown").splitlines()
+    assert "| ARR (12 x MRR) | EUR 199.80 |" in render(figures, "markdown").splitlines()
 
 
 def test_the_model_has_the_noise_the_report_leaves_out(window_warehouse: Path) -> None:
@@ -197,7 +199,7 @@ def test_both_engines_print_the_same(window_warehouse: Path, window_on_postgres:
     on_pg = report.collect(window_on_postgres)
     assert on_pg == on_duckdb
     for fmt in report.FORMATS:
-        assert report.render(on_pg, fmt) == report.render(on_duckdb, fmt), fmt
+        assert render(on_pg, fmt) == render(on_duckdb, fmt), fmt
 
 
 def test_one_window_after_30_days_watched(story_warehouse: Path) -> None:

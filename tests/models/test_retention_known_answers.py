@@ -64,6 +64,7 @@ from pathlib import Path
 import pytest
 
 from devportal import models
+from devportal.models.project import SQL_DIR
 from devportal.warehouse import engines
 from devportal.warehouse.target import Target
 from tests.helpers import OnEngine, one_row
@@ -448,7 +449,7 @@ def test_survival_reaches_zero_when_everyone_at_risk_churns(
 ) -> None:
     """Day 3: one churns and one is censored of 4: S = 3/4. Day 7: both left churn: S = 0 (no
     ln(0), which PostgreSQL refuses). The backfilled one is not followed."""
-    curve = (models.SQL_DIR / "marts" / "survival_curve.sql").read_text(encoding="utf-8")
+    curve = (SQL_DIR / "marts" / "survival_curve.sql").read_text(encoding="utf-8")
     sql_dir = write_models(
         tmp_path,
         {

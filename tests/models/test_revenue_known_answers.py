@@ -58,6 +58,7 @@ from typing import Any
 import pytest
 
 from devportal import models
+from devportal.models.project import SQL_DIR
 from devportal.warehouse import engines
 from devportal.warehouse.target import Target
 from tests.helpers import OnEngine, one_row
@@ -562,7 +563,7 @@ def test_ltv_from_the_survival_curve_once_it_falls_to_a_tenth(
 ) -> None:
     """Area: 1.0 x 30 + 0.5 x 30 = 45 days (the last row ends the curve) = 45 / 30.4375 months;
     LTV = ARPU now (12.0, the last day's) x that. The churn rate (2 / 20) is given, not used."""
-    ltv_sql = (models.SQL_DIR / "marts" / "lifetime_value.sql").read_text(encoding="utf-8")
+    ltv_sql = (SQL_DIR / "marts" / "lifetime_value.sql").read_text(encoding="utf-8")
     sql_dir = write_models(
         tmp_path,
         {

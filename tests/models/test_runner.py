@@ -18,6 +18,9 @@ import pytest
 
 from devportal import models
 from devportal.base.errors import DevportalError
+from devportal.models.build import MEMORY_FLOOR_MB
+from devportal.models.engine_sql import render
+from devportal.models.project import load_models
 from tests.helpers import OnEngine, query
 
 # the runner's module (`devportal.models.build` is also the name of its function)
@@ -47,7 +50,7 @@ def raw_warehouse(path: Path, *statements: str) -> Path:
 
 
 def test_real_models_build_in_dependency_order() -> None:
-    ordered = models.load_models()
+    ordered = load_models()
     position = {m.name: i for i, m in enumerate(ordered)}
     for model in ordered:
         for dependency in model.depends_on:
@@ -74,7 +77,7 @@ def test_real_models_build_in_dependency_order() -> None:
 
 
 def test_every_model_opens_with_its_grain() -> None:
-    for model in models.load_models():
+    for model in load_models():
         header = model.sql.split("\n\n")[0]
         assert header.startswith(f"-- {model.name}: "), model.relative_path
         assert re.search(r"^-- Grain: ", model.sql, re.MULTILINE), model.relative_path
@@ -169,7 +172,7 @@ def test_a_failing_model_names_itself_and_keeps_the_previous_build(tmp_path: Pat
 )
 def test_model_files_are_checked(tmp_path: Path, files: dict[str, str], message: str) -> None:
     with pytest.raises(DevportalError, match=re.escape(message)):
-        models.load_models(write_models(tmp_path, files))
+        load_models(write_models(tmp_path, files))
 
 
 def test_a_cycle_is_one_line_naming_its_models(tmp_path: Path) -> None:
@@ -232,12 +235,12 @@ def test_render_qualifies_names_and_leaves_text_alone() -> None:
         "select 'analytics.x' as s from devportal.numbers join analytics.x as x on true, "
         "cat.analytics.y"
     )
-    assert models.render(sql, "wh") == (
+    assert render(sql, "wh") == (
         "-- reads devportal.numbers\n"
         'select \'analytics.x\' as s from "wh"."devportal"."numbers" join "wh"."analytics"."x" '
         "as x on true, cat.analytics.y"
     )
-    stubbed = models.render(
+    stubbed = render(
         "select * from devportal.t join devportal.u u on true", "wh", {"t": "(select 1 as a)"}
     )
     assert stubbed == 'select * from (select 1 as a) as "t" join "wh"."devportal"."u" u on true'
@@ -252,7 +255,7 @@ def test_render_reads_past_comments_strings_and_numbers() -> None:
         'd.k from "analytics".d join devportal.t left join devportal.t u on true '
         "where x in (select k from devportal.t)"
     )
-    assert models.render(sql, "wh", {"t": "(select 1 as k)"}) == (
+    assert render(sql, "wh", {"t": "(select 1 as k)"}) == (
         "/* devportal.a */ select 'it''s devportal.b', E'\\' devportal.c', 1.5 as n, "
         'd.k from "wh"."analytics"."d" join (select 1 as k) as "t" '
         'left join (select 1 as k) u on true where x in (select k from (select 1 as k) as "t")'
@@ -263,10 +266,10 @@ def test_render_without_a_catalog_only_stands_in() -> None:
     """PostgreSQL: names stay schema-qualified in the database; optional tables still stand in."""
     sql = 'SELECT * FROM devportal.t JOIN analytics.x ON TRUE, devportal."u" AS u'
     stubs = {"t": "(SELECT 1 AS a)", "u": "(SELECT 2 AS b)"}
-    assert models.render(sql, None, stubs) == (
+    assert render(sql, None, stubs) == (
         'SELECT * FROM (SELECT 1 AS a) as "t" JOIN analytics.x ON TRUE, (SELECT 2 AS b) AS u'
     )
-    assert models.render(sql, None) == sql
+    assert render(sql, None) == sql
 
 
 def test_the_summary_line_says_where_unless_duckdb() -> None:
@@ -314,9 +317,9 @@ def test_the_memory_cap_grows_with_the_history(tmp_path: Path) -> None:
     cap = RUNNER._memory_cap
     warehouse = raw_warehouse(tmp_path / "wh" / "w.duckdb")
     with engines.connect(warehouse) as engine:
-        assert cap(engine) == models.MEMORY_FLOOR_MB  # no subscriptions yet
+        assert cap(engine) == MEMORY_FLOOR_MB  # no subscriptions yet
         engine.execute("create table devportal.subscriptions as select range as id from range(10)")
-        assert cap(engine) == models.MEMORY_FLOOR_MB
+        assert cap(engine) == MEMORY_FLOOR_MB
         engine.execute("insert into devportal.subscriptions select range from range(999990)")
         assert cap(engine) == 256
 

@@ -14,11 +14,15 @@ import re
 
 import pytest
 
-from devportal import models
 from devportal.base.errors import DevportalError
+from devportal.models.checks import data_test_sql, data_tests
+from devportal.models.engine_sql import for_engine
 from devportal.models.portability import check_as_written
-from devportal.models.project import NAME, lexemes, qualified_names
+from devportal.models.project import NAME, lexemes, load_models, qualified_names
 from devportal.reporting import charts
+from devportal.reporting.charts.queries import CHARTS_DIR, SQL_DIR
+from devportal.reporting.charts.registry import QUERIES, TITLES
+from devportal.reporting.charts.subscribers import EXPIRY_DAYS
 
 INTERMEDIATE = {
     "subscription_versions",
@@ -37,7 +41,7 @@ INTERMEDIATE = {
 
 
 def test_the_helpers_are_intermediate_and_keep_their_table_names() -> None:
-    loaded = {m.name: m for m in models.load_models()}
+    loaded = {m.name: m for m in load_models()}
     assert {name for name, m in loaded.items() if m.layer == "intermediate"} == INTERMEDIATE
     for name in INTERMEDIATE:
         assert loaded[name].relative_path == f"sql/intermediate/{name}.sql"
@@ -53,8 +57,8 @@ def test_the_shipped_models_read_the_tables_sqlglot_finds() -> None:
     """A build reads each model's tables from its lexemes, not from sqlglot's parse (a tenth of
     a second at every build): for the files shipped in sql/ the two must agree, and sqlglot's
     parse checks what the lexemes cannot, that every table names its schema."""
-    lexed = {m.name: m for m in models.load_models()}
-    parsed = {m.name: m for m in models.load_models(parse=True)}
+    lexed = {m.name: m for m in load_models()}
+    parsed = {m.name: m for m in load_models(parse=True)}
     assert list(lexed) == list(parsed)  # the same build order
     for name, model in parsed.items():
         read = (lexed[name].depends_on, lexed[name].seeds, lexed[name].sources)
@@ -85,10 +89,10 @@ def test_render_qualifies_the_names_sqlglot_tokenizes() -> None:
                 position = last.end + 1
         return found
 
-    loaded = models.load_models()
-    texts = [m.sql for m in loaded] + [t.sql for t in models.data_tests(loaded)]
-    translated = [models.for_engine(m, "postgres").sql for m in loaded]
-    translated += [models.data_test_sql(t, "postgres") for t in models.data_tests(loaded)]
+    loaded = load_models()
+    texts = [m.sql for m in loaded] + [t.sql for t in data_tests(loaded)]
+    translated = [for_engine(m, "postgres").sql for m in loaded]
+    translated += [data_test_sql(t, "postgres") for t in data_tests(loaded)]
     for sql, dialect in [(t, "duckdb") for t in texts] + [(t, "postgres") for t in translated]:
         tokens = lexemes(sql)
         ours = [(tokens[i].start, table) for i, _, table in qualified_names(tokens)]
@@ -96,27 +100,25 @@ def test_render_qualifies_the_names_sqlglot_tokenizes() -> None:
 
 
 def test_every_chart_has_its_query_file_with_a_header() -> None:
-    files = {path.stem for path in (charts.SQL_DIR / charts.CHARTS_DIR).glob("*.sql")}
-    assert files == set(charts.TITLES) == set(charts.QUERIES)
-    assert list(charts.QUERIES) == list(charts.TITLES)
-    for name, sql in charts.QUERIES.items():
+    files = {path.stem for path in (SQL_DIR / CHARTS_DIR).glob("*.sql")}
+    assert files == set(TITLES) == set(QUERIES)
+    assert list(QUERIES) == list(TITLES)
+    for name, sql in QUERIES.items():
         assert sql.startswith(f"-- {name}: "), name
         assert not sql.endswith(";")
     with pytest.raises(KeyError):
-        charts.QUERIES["no_such_chart"]
+        QUERIES["no_such_chart"]
 
 
 def test_the_expiry_window_is_the_charts_axis() -> None:
-    """The query's window and the chart's axis (charts.EXPIRY_DAYS) are one number."""
-    windows = re.findall(r"interval '(\d+) days'", charts.QUERIES["expiry_calendar"])
-    assert windows == [str(charts.EXPIRY_DAYS)]
+    """The query's window and the chart's axis (EXPIRY_DAYS) are one number."""
+    windows = re.findall(r"interval '(\d+) days'", QUERIES["expiry_calendar"])
+    assert windows == [str(EXPIRY_DAYS)]
 
 
 def test_the_readers_queries_pass_the_lint_as_written() -> None:
-    paths = sorted(charts.SQL_DIR.glob("charts/*.sql")) + sorted(
-        charts.SQL_DIR.glob("report/*.sql")
-    )
-    assert len(paths) == len(charts.TITLES) + 1
+    paths = sorted(SQL_DIR.glob("charts/*.sql")) + sorted(SQL_DIR.glob("report/*.sql"))
+    assert len(paths) == len(TITLES) + 1
     for path in paths:
         name = f"{path.parent.name}/{path.stem}"
         check_as_written(charts.query_file(name), f"sql/{name}.sql")

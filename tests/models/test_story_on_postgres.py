@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from devportal.reporting import report
+from devportal.reporting.report.formats import render
 from devportal.warehouse.target import Target
 from tests.models.conftest import T1, T2, T3, build_story
 from tests.models.test_postgres_models import model_rows  # per-run columns left out
@@ -29,4 +30,4 @@ def test_the_story_on_postgres_builds_every_model_with_the_same_rows(
     same = report.collect(story_warehouse)
     on_pg = report.collect(Target.of(tmp_path / "pg.duckdb", "postgres"))
     for fmt in ("json", "table"):
-        assert report.render(on_pg, fmt) == report.render(same, fmt)
+        assert render(on_pg, fmt) == render(same, fmt)

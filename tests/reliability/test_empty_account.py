@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from devportal import models
+from devportal.models.project import load_models
 from tests.helpers import CliResult, OnEngine, _environ, sync_from
 
 Cli = Callable[..., CliResult]
@@ -25,7 +26,7 @@ def test_an_account_with_nothing_yet_has_a_report(
     with Sandbox(subscriptions=0, users=0, seed=7) as sb, _environ(engine.env):
         sync_from(sb, engine.warehouse, destination=engine.destination)
         summary = models.build(engine.target, check=True)
-        every = {model.name for model in models.load_models()}
+        every = {model.name for model in load_models()}
         assert set(summary["built"]) == every and summary["skipped"] == {}
 
         at = engine.argv()

@@ -22,59 +22,20 @@ This package re-exports the names the rest of devportal uses (the API's paths an
 from `devportal.base.api`, the one place that names them).
 """
 
-from devportal.base.api import RESOURCES, SUBSCRIPTIONS_PATH, USER_ACCOUNTS_PATH, USER_SETTINGS_PATH
-from devportal.http.body import (
-    BODY_CEILING,
-    BODY_FLOOR,
-    BODY_ROW_BYTES,
-    ENCODINGS,
-    LARGE_BODIES,
-    LARGE_BODY,
-    MIB,
-    READ_CHUNK,
-)
-from devportal.http.failures import NotFound, RetryableError
-from devportal.http.jsonparse import parse_json
-from devportal.http.pages import Page, parse_page, server_time
-from devportal.http.paging import AHEAD_BYTES, Prefetch
-from devportal.http.session import MAX_REDIRECTS, REDIRECT_STATUSES, ApiClient, ClientStats, adopt
-from devportal.settings.http import (
-    TOKEN_HINT,
-    HttpSettings,
-    check_base_url,
-    clean_token,
-    is_loopback,
-)
+from devportal.base.api import RESOURCES, SUBSCRIPTIONS_PATH, USER_SETTINGS_PATH
+from devportal.http.failures import NotFound
+from devportal.http.pages import Page
+from devportal.http.session import ApiClient, adopt
+from devportal.settings.http import HttpSettings, is_loopback
 
 __all__ = [
-    "AHEAD_BYTES",
-    "BODY_CEILING",
-    "BODY_FLOOR",
-    "BODY_ROW_BYTES",
-    "ENCODINGS",
-    "LARGE_BODIES",
-    "LARGE_BODY",
-    "MAX_REDIRECTS",
-    "MIB",
-    "READ_CHUNK",
-    "REDIRECT_STATUSES",
     "RESOURCES",
     "SUBSCRIPTIONS_PATH",
-    "TOKEN_HINT",
-    "USER_ACCOUNTS_PATH",
     "USER_SETTINGS_PATH",
     "ApiClient",
-    "ClientStats",
     "HttpSettings",
     "NotFound",
     "Page",
-    "Prefetch",
-    "RetryableError",
     "adopt",
-    "check_base_url",
-    "clean_token",
     "is_loopback",
-    "parse_json",
-    "parse_page",
-    "server_time",
 ]

@@ -26,57 +26,26 @@ Callers use the names below (`from devportal.extract.reading import read_subscri
 """
 
 from devportal.base.progress import Progress  # what a read reports its pages to
-from devportal.extract.reading.closing import (
-    GONE,
-    LISTED,
-    UNCLEAR,
-    Settling,
-    check_mass_close,
-    judge_answer,
-    settle_closes,
-)
-from devportal.extract.reading.list_read import ListMoved, ListRead, check_pages, verify_ids
+from devportal.extract.reading.closing import check_mass_close, settle_closes
 from devportal.extract.reading.row_spool import RowSpool
 from devportal.extract.reading.subscription_list import (
-    Partition,
     SubscriptionsRead,
     partitions,
     read_subscriptions,
     window_bounds,
 )
-from devportal.extract.reading.subscription_spool import BATCH_BYTES, Spool
-from devportal.extract.reading.user_lists import (
-    AccountsRead,
-    HeldSettings,
-    SettingsRead,
-    read_accounts,
-    read_settings,
-)
+from devportal.extract.reading.user_lists import HeldSettings, read_accounts, read_settings
 
 __all__ = [
-    "BATCH_BYTES",
-    "GONE",
-    "LISTED",
-    "UNCLEAR",
-    "AccountsRead",
     "HeldSettings",
-    "ListMoved",
-    "ListRead",
-    "Partition",
     "Progress",
     "RowSpool",
-    "SettingsRead",
-    "Settling",
-    "Spool",
     "SubscriptionsRead",
     "check_mass_close",
-    "check_pages",
-    "judge_answer",
     "partitions",
     "read_accounts",
     "read_settings",
     "read_subscriptions",
     "settle_closes",
-    "verify_ids",
     "window_bounds",
 ]

@@ -32,45 +32,22 @@ from devportal.reporting.charts.monthly import (
     monthly_renewals,
     reactivations,
 )
-from devportal.reporting.charts.queries import (
-    CHARTS_DIR,
-    SQL_DIR,
-    plain,
-    qualified,
-    query_file,
-    read,
-)
-from devportal.reporting.charts.registry import BY_NAME, CHARTS, PAGE, QUERIES, TITLES, draw, frame
-from devportal.reporting.charts.retention import (
-    cohort_label,
-    cohort_retention,
-    median_lifetime,
-    survival_curve,
-)
-from devportal.reporting.charts.style import ACTIVE_COLOR, CANCELED_COLOR, png_bytes
+from devportal.reporting.charts.queries import plain, qualified, query_file, read
+from devportal.reporting.charts.registry import BY_NAME, CHARTS, frame
+from devportal.reporting.charts.retention import cohort_retention, median_lifetime, survival_curve
+from devportal.reporting.charts.style import png_bytes
 from devportal.reporting.charts.subscribers import (
-    EXPIRY_DAYS,
     expiry_calendar,
     usable_over_time,
     users_by_platform,
 )
 
 __all__ = [
-    "ACTIVE_COLOR",
     "BY_NAME",
-    "CANCELED_COLOR",
     "CHARTS",
-    "CHARTS_DIR",
-    "EXPIRY_DAYS",
-    "PAGE",
     "PRICES_HINT",
-    "QUERIES",
-    "SQL_DIR",
-    "TITLES",
     "churn_by_platform",
-    "cohort_label",
     "cohort_retention",
-    "draw",
     "expiry_calendar",
     "frame",
     "median_lifetime",

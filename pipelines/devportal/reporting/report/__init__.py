@@ -12,47 +12,15 @@ what the command, the alerts and the tests use of the package. A test of one mod
 helpers imports them from that module.
 """
 
-from devportal.reporting.report.coverage import (
-    FULL_MONTH,
-    LAST_30_DAYS_NEEDS,
-    WINDOW_DAYS,
-    span_text,
-)
-from devportal.reporting.report.figures import (
-    FORECAST_SCOPE,
-    Metric,
-    ReportFigures,
-    Section,
-    collect,
-)
-from devportal.reporting.report.formats import (
-    FORMATS,
-    exact_json,
-    format_csv,
-    format_json,
-    format_markdown,
-    format_table,
-    render,
-)
-from devportal.reporting.report.page import print_report, write_html
+from devportal.reporting.report.coverage import WINDOW_DAYS, span_text
+from devportal.reporting.report.figures import collect
+from devportal.reporting.report.formats import FORMATS
+from devportal.reporting.report.page import print_report
 
 __all__ = [
-    "FORECAST_SCOPE",
     "FORMATS",
-    "FULL_MONTH",
-    "LAST_30_DAYS_NEEDS",
     "WINDOW_DAYS",
-    "Metric",
-    "ReportFigures",
-    "Section",
     "collect",
-    "exact_json",
-    "format_csv",
-    "format_json",
-    "format_markdown",
-    "format_table",
     "print_report",
-    "render",
     "span_text",
-    "write_html",
 ]
