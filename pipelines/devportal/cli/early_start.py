@@ -73,6 +73,7 @@ def _coerce(value: Any, default: Any, kind: Any) -> Any:
 def start(base_url: str | None, workers: int | None, max_workers: int | None) -> Any:
     """A client already paging the subscription list, or None when the API, the token or a
     setting cannot be known without dlt (the sync then starts as usual)."""
+    # deferred: the early start runs before dlt imports; the parser (every command) stays light
     from devportal.base.errors import DevportalError
     from devportal.http import SUBSCRIPTIONS_PATH, ApiClient, HttpSettings
 
