@@ -714,6 +714,10 @@ def _slowest_models(w: ModelsWorld, top: int = 10) -> list[str]:
     times = {name: w.model_medians(name) for name in engines}
     pg = times.get("world_models_postgres") or {}
     duck = times.get("world_models") or {}
+    if not pg and not duck:
+        return [
+            "No model's own time: the devportal measured printed none (`built analytics.<name>`)."
+        ]
     names = sorted(pg or duck, key=lambda n: -(pg or duck).get(n, 0.0))[:top]
     columns: Columns = [("model", lambda n: f"`{n}`")]
     for engine in engines:
