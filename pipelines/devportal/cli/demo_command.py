@@ -106,7 +106,9 @@ def _run(args: argparse.Namespace, target: Target) -> int:
                     f"({len(release.errors)} errors, {len(release.warnings)} warnings)",
                 )
     with demo.demo_prices():  # the demo's price book, where the user set none
-        options.build_models(args, target, after_sync=False)
+        # its settings read anew inside it: the syncs' (without the demo's prices) are kept
+        priced = Target(target.warehouse, target.destination)
+        options.build_models(args, priced, after_sync=False)
     options.say(args, "")
     report.print_report(target, fmt="table", html=args.html)
     if target.is_file:  # a throwaway PostgreSQL server is gone by now
