@@ -25,7 +25,7 @@ from tests.migrate.helpers import Dataset, sync_argv, token_env
 # killed migration left, the 2nd commits the copied rows, the 3rd publishes the copy).
 KILL_AT = """
 import os, signal, sys
-from devportal.operations.migrate import ends
+from devportal.operations.migrate import sides as ends
 
 method, nth = sys.argv[1], int(sys.argv[2])
 calls = []

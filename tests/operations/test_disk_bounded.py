@@ -102,7 +102,7 @@ def test_pruning_keeps_what_the_cli_and_dlts_cli_need(
         raise DevportalError("stopped by the test after the read")
 
     with monkeypatch.context() as patch:
-        patch.setattr(transaction.Run, "load", no_load)
+        patch.setattr(transaction.Transaction, "load", no_load)
         assert sync(devportal, sb, warehouse, "--no-models").code == 1
     assert [p for p in spooled(warehouse) if p.is_file()] == []
 
