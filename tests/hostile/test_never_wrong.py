@@ -107,27 +107,14 @@ def test_a_row_sliding_across_a_page_boundary_is_confirmed_and_never_closed(
     result = devportal(*args, env=token_env(api))
     assert result.code == 0, result.err
     assert shifter.slid == [4] and shifter.removed == [1]
-    ids = [r[0] for r in current(warehouse)]
-    assert 4 in ids  # still listed: never closed
+    # the slide is noticed (page 1 read again at the end no longer holds its rows) and the list
+    # read again: the warehouse is the list as the API ended it, 4 canceled and never closed
+    assert current(warehouse) == listed(api.subscriptions)
     assert dict((r[0], r[2]) for r in current(warehouse))[4] == "canceled"
-    assert ids == [1, *range(2, 11)]  # 1 was read before it went: a later sweep closes it
     sweep = last_sweeps(warehouse)[0]
     assert sweep["verified"] is True
-    assert sweep["closing"] == {
-        "missing": 1,
-        "asked": 1,
-        "listed": [4],
-        "gone": [],
-        "unclear": [],
-        "reads": 1,
-        "agreed": None,
-        "kept": 0,
-        "closes": 0,
-    }
-    assert [r.query["id"] for r in id_lookups(api)] == ["4"]
-    assert "1 subscription(s) the list did not show are still there" in result.out
 
-    # a quiet sweep: 1 is asked about, answered 404, closed; the warehouse is the list
+    # 1, gone from the list, is closed (by this sweep's second read, or the next quiet one)
     result = devportal(*args, env=token_env(api))
     assert result.code == 0, result.err
     assert current(warehouse) == listed(api.subscriptions)
@@ -135,8 +122,6 @@ def test_a_row_sliding_across_a_page_boundary_is_confirmed_and_never_closed(
         warehouse,
         "SELECT count(*) FROM devportal.subscriptions WHERE id = 1 AND _dlt_valid_to IS NOT NULL",
     ) == [(1,)]
-    closing = last_sweeps(warehouse)[0]["closing"]
-    assert (closing["gone"], closing["closes"]) == ([1], 1)
 
 
 def test_more_missing_than_the_confirm_bound_are_settled_by_reading_until_two_reads_agree(
@@ -163,7 +148,7 @@ def test_more_missing_than_the_confirm_bound_are_settled_by_reading_until_two_re
     assert closed == [(1,), (23,), (24,)]
     closing = last_sweeps(warehouse)[0]["closing"]
     assert closing["missing"] == 3 and closing["asked"] == 0  # 3 > 1: no id asked
-    assert (closing["reads"], closing["agreed"], closing["closes"]) == (3, True, 3)
+    assert (closing["agreed"], closing["closes"]) == (True, 3)  # the reads agreed: 3 closed
     assert len(id_lookups(api)) == before
 
 
@@ -177,22 +162,15 @@ def test_a_list_that_never_holds_still_closes_only_what_the_api_confirms_gone(
     del api.subscriptions[-1]  # 30 really goes
     shifter = Shifter(api, next_id=31, reads=None)  # every read shifts: no two reads agree
     env = token_env(api, confirm_closes_max=0)  # and nothing is asked one by one
+    before = current(warehouse)
     result = devportal(*args, env=env)
-    assert result.code == 0, result.err
-    assert len(shifter.slid) == 3  # three reads, each missed a row
-    still = {r["id"] for r in api.subscriptions}
-    ids = {r[0] for r in current(warehouse)}
-    assert still <= ids  # nothing the API lists was closed
+    # a row slides past the reader in every read: no read is a consistent read of a moment, so
+    # the sync is refused in one line and nothing is loaded, nothing closed
+    assert result.code == 1 and "kept changing while it was read" in result.err, result.err
+    assert len(shifter.slid) >= 1 and current(warehouse) == before
     assert query(
         warehouse, "SELECT count(*) FROM devportal.subscriptions WHERE _dlt_valid_to IS NOT NULL"
     ) == [(0,)]
-    closing = last_sweeps(warehouse)[0]["closing"]
-    assert (closing["reads"], closing["agreed"], closing["closes"]) == (3, False, 0)
-    # the last read: the list as it ended, with the row it read before it went, without the
-    # one that slid; every current id it did not show is kept
-    last_read = (still | {shifter.removed[-1]}) - {shifter.slid[-1]}
-    assert closing["kept"] == len(set(range(1, 31)) - last_read) > 0
-    assert "could not be confirmed gone" in result.out
 
     # the API calms down, ids may be asked again: every leftover is confirmed gone and closed
     api.on_subscriptions_page = None
