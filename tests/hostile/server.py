@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -61,6 +63,8 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]
     base_url: str
+    # the request's socket on this side (`HangupGate` watches it for the client hanging up)
+    connection: Any = field(default=None, repr=False, compare=False)
 
 
 def serving(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
@@ -243,6 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
             query=query,
             headers={k.lower(): v for k, v in self.headers.items()},
             base_url=f"http://{host}",
+            connection=self.connection,
         )
         answer = self.api.respond(req)
         body = answer.payload()
@@ -437,6 +442,47 @@ def held_at(api: HostileApi, path: str, gate: Gate, page: int) -> None:
     def answer(req: Request) -> Answer:
         if int(req.query.get("page", "1") or 1) == page:
             gate.hold()
+        if path == SUBSCRIPTIONS:
+            return api.subscriptions_answer(req)
+        return Answer(200, api.page(req, api.settings))
+
+    api.route(path, answer)
+
+
+class HangupGate(Gate):
+    """A `Gate` that also watches the held request's connection: `hung_up` is set when the
+    client closes it while it is held (a client that cut its requests), and the held request
+    then ends. A test asserts with it what the client did on its own, while nothing else (a
+    process exiting closes every socket) could have done it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hung_up = threading.Event()
+
+    def hold_watching(self, connection: Any) -> None:
+        self.reached.set()
+        while not self._released.is_set():
+            # readable with nothing to read: the client's end is closed (its FIN, or a reset)
+            readable, _, _ = select.select([connection], [], [], 0.05)
+            if readable and _closed_by_peer(connection):
+                self.hung_up.set()
+                return
+
+
+def _closed_by_peer(connection: socket.socket) -> bool:
+    try:
+        return connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:  # reset
+        return True
+
+
+def held_watching(api: HostileApi, path: str, gate: HangupGate, page: int) -> None:
+    """`held_at` with a `HangupGate`: page PAGE of PATH is held until released, or until the
+    client hangs up on it."""
+
+    def answer(req: Request) -> Answer:
+        if int(req.query.get("page", "1") or 1) == page:
+            gate.hold_watching(req.connection)
         if path == SUBSCRIPTIONS:
             return api.subscriptions_answer(req)
         return Answer(200, api.page(req, api.settings))

@@ -10,6 +10,12 @@ under `[sources.devportal]`, `[sources]` or the top level. The sync resolves its
 dlt afterwards and adopts this client only if they agree in every HTTP setting, the API and
 the token (`client.adopt`); otherwise it is closed and its pages are never used. So a lookup
 that misses something costs a few wasted requests, never a wrong setting.
+
+A signal that ends a run (SIGTERM, SIGHUP, Ctrl-C) while the early read runs ahead is held by
+the client (`http.paging.HeldSignals`, from the moment it is made): the run is then importing
+dlt or setting up its load, code that cannot take an exception at any line. The early read
+ends at once, and the run meets the signal where its own read waits first, as it would meet
+one sent while it reads: the same line, record and exit code.
 """
 
 from __future__ import annotations

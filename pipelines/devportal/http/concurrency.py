@@ -96,6 +96,7 @@ class Concurrency:
         self._pauses = 0
         self._paused_s = 0.0
         self._throttled = 0
+        self._stopped = False
 
     @property
     def slots(self) -> int:
@@ -118,7 +119,7 @@ class Concurrency:
 
     def acquire(self) -> Slot:
         with self._cond:
-            while True:
+            while not self._stopped:
                 wait = self._pause_until - self._clock()
                 if wait > 0:
                     self._cond.wait(wait)
@@ -129,6 +130,13 @@ class Concurrency:
             self._in_flight += 1
             self._sent_under[self.slots] += 1
             return Slot(self, self._clock())
+
+    def stop(self) -> None:
+        """The client is stopping: no attempt waits for a slot or a pause any more (each one
+        takes its slot at once and finds the client stopped)."""
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
 
     def release(
         self,

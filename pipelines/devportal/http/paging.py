@@ -2,16 +2,28 @@
 fetched by a pool of workers sharing the session and yielded in order, at most twice the
 current concurrency limit and `AHEAD_BYTES` ahead so memory stays flat; without a usable
 `last_page`, `next_page_url` is followed one page at a time. `Prefetch` reads one list ahead
-on a thread of its own."""
+on a thread of its own.
+
+A stopped run (`Halt`: a signal, Ctrl-C) ends every wait of the read at once, on whichever
+thread waits: the reader's, the prefetch's, the workers' (their requests in flight are cut, no
+new one is sent). While a client reads, the signals that stop a run are held (`HeldSignals`):
+they stop the client at once and are raised in the main thread where the read waits next,
+never at an arbitrary line (inside an import, a thread's start, a finalizer: a lock left
+broken, a module half imported, the exception printed and lost while the run goes on). The
+waits also look at `errors.Stopped.received`, so a stop raised elsewhere and lost still ends
+the read at its next wait."""
 
 from __future__ import annotations
 
+import contextlib
 import queue
+import signal
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, InvalidStateError, ThreadPoolExecutor, wait
+from types import FrameType
 from typing import Any, cast
 
 from devportal.base.errors import Stopped
@@ -23,7 +35,121 @@ from devportal.http.pages import Page, PageGuard, page_parser, refused, row_keys
 Check = Callable[[Any, Mapping[str, str]], Any]
 
 AHEAD_BYTES = 64 * MIB  # decoded bytes of pages read ahead of the reader, at most (about)
+# how often a wait looks at `Stopped.received` besides its own wake-up (a lost stop's bound)
+STOP_CHECK_S = 0.5
+# the signals that stop a run, held while a client reads (where the platform has them)
+HELD_SIGNALS = ("SIGTERM", "SIGHUP", "SIGINT")
 _END = object()
+
+
+class Halt:
+    """Whether one client's reading was stopped (`set`), and waits that end when it is.
+
+    `signum`: the stop's signal, this client's own or the process's (`Stopped.received`, set
+    after this client was made). `check` raises what the stop means where the run is:
+    `Stopped`, or `KeyboardInterrupt` for SIGINT (Ctrl-C). `set` only sets a future and wakes
+    its waiters: safe in a signal handler on the main thread while other threads wait."""
+
+    def __init__(self) -> None:
+        self._own: int | None = None
+        self._woken: Future[None] = Future()
+        self._before = Stopped.received  # a stop of an earlier run in this process is not ours
+        self.raised = False  # the stop was raised in the main thread: the run has it
+
+    def set(self, signum: int) -> None:
+        if self._own is None:
+            self._own = signum
+        with contextlib.suppress(InvalidStateError):  # already set
+            self._woken.set_result(None)
+
+    @property
+    def signum(self) -> int | None:
+        if self._own is not None:
+            return self._own
+        return Stopped.received if self._before is None else None
+
+    def check(self) -> None:
+        signum = self.signum
+        if signum is not None:
+            if threading.current_thread() is threading.main_thread():
+                self.raised = True
+            raise stop_error(signum)
+
+    def result(self, fut: Future[Any]) -> Any:
+        """FUT's result once it is done; what the stop means as soon as the read is stopped."""
+        while not fut.done():
+            self.check()
+            wait([fut, self._woken], timeout=STOP_CHECK_S, return_when=FIRST_COMPLETED)
+        self.check()
+        return fut.result()
+
+    def sleep(self, seconds: float) -> None:
+        """A retry's pause, cut short by a stop (the next attempt then finds it)."""
+        wait([self._woken], timeout=seconds)
+
+
+class HeldSignals:
+    """The signals that stop a run (SIGTERM, SIGHUP, Ctrl-C's SIGINT), held while CLIENT reads:
+    from the moment it is made until it is closed (`release`).
+
+    The first one stops the client at once (`stop`: requests cut, threads ended, every wait of
+    the read raising the stop) and is kept (SIGTERM and SIGHUP are also the process's
+    `Stopped.received`, as the CLI's handler records them). The main thread meets it where the
+    read waits next (`Halt.check`); if it never waits again, `release` raises it. Held only in
+    a process that turns SIGTERM into an exception (the CLI as its own program: its handler is
+    a Python function) and only on the main thread (where handlers are); an ignored or default
+    signal is left as it is."""
+
+    def __init__(self, client: Paging) -> None:
+        self.client = client
+        self.previous: dict[int, Any] = {}
+        self.kept: int | None = None
+
+    @classmethod
+    def hold(cls, client: Paging) -> HeldSignals | None:
+        """The signals held for CLIENT, or None where they are not (see above)."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        if not callable(signal.getsignal(signal.SIGTERM)):
+            return None
+        held = cls(client)
+        for name in HELD_SIGNALS:
+            number = getattr(signal, name, None)
+            current = signal.getsignal(number) if number is not None else None
+            if number is not None and callable(current):
+                held.previous[number] = current
+                signal.signal(number, held.on_signal)
+        return held
+
+    def on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if self.kept is not None:
+            return  # one stop is enough (`timeout` sends SIGTERM twice)
+        self.kept = signum
+        if signum != signal.SIGINT and Stopped.received is None:
+            Stopped.received = signum
+        self.client.stop(signum)
+
+    def release(self) -> None:
+        """Put back the handlers that were in place; then raise the kept signal if the main
+        thread has not met it yet (the read ended, or was never read, before it waited)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for number, handler in self.previous.items():
+            if signal.getsignal(number) == self.on_signal:  # not replaced meanwhile
+                signal.signal(number, handler)
+        self.previous = {}
+        kept, self.kept = self.kept, None
+        if kept is not None and not self.client.halt.raised:
+            self.client.halt.raised = True
+            raise stop_error(kept)
+
+
+def stop_error(signum: int) -> BaseException:
+    """What a stop by SIGNUM raises where the run waits: Ctrl-C's `KeyboardInterrupt`, else
+    `Stopped` (SIGTERM, SIGHUP)."""
+    if signum == signal.SIGINT:
+        return KeyboardInterrupt()
+    return Stopped(signum)
 
 
 class Paging:
@@ -31,9 +157,12 @@ class Paging:
     prefetch it started (if any)."""
 
     concurrency: Concurrency
+    halt: Halt
     _prefetch: Prefetch | None
     # ApiClient.get_json(path_or_url, params, check, per_page), called positionally here
     get_json: Callable[[str, Mapping[str, Any] | None, Check | None, int | None], Any]
+    # ApiClient.stop(signum): its reading ends at once
+    stop: Callable[[int], None]
 
     def fetch_page(
         self, path: str, params: Mapping[str, Any], page: int, per_page: int | None = None
@@ -143,15 +272,17 @@ class Paging:
                 if not pending:
                     return
                 head, fut = pending.popleft()
-                yield head, fut.result()
+                yield head, self.halt.result(fut)
         finally:
             for _, fut in pending:
                 fut.cancel()
             # requests in flight finish (each bounded by its deadline) before the error goes
-            # on, unless the process is being stopped (a signal, Ctrl-C): it ends without them
-            ending = Stopped.received is not None or isinstance(
-                sys.exc_info()[1], KeyboardInterrupt
-            )
+            # on, unless the run is being stopped: a signal stopped it (its requests are cut,
+            # the workers end at once) or Ctrl-C interrupted it (not waited for)
+            signum = self.halt.signum
+            if signum is not None:
+                self.stop(signum)
+            ending = signum is not None or isinstance(sys.exc_info()[1], KeyboardInterrupt)
             pool.shutdown(wait=not ending, cancel_futures=True)
 
 
@@ -196,7 +327,9 @@ class Prefetch:
         return not self._taken and self.matches(path, params) and first is self._first
 
     def first(self) -> Page:
-        self._got_first.wait()
+        while not self._got_first.wait(STOP_CHECK_S):
+            self.client.halt.check()
+        self.client.halt.check()
         if self._first_error is not None:
             raise self._first_error
         assert self._first is not None
@@ -208,7 +341,11 @@ class Prefetch:
         try:
             yield self.first()
             while True:
-                kind, value = self._queue.get()
+                try:
+                    kind, value = self._queue.get(timeout=STOP_CHECK_S)
+                except queue.Empty:
+                    self.client.halt.check()  # a stopped prefetch queues nothing more
+                    continue
                 if kind == "page":
                     with self._room:
                         self._queued_bytes -= value.size

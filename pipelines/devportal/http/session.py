@@ -8,7 +8,12 @@ timeouts and bodies that are not JSON are retried with exponential backoff and f
 bounded by `max_attempts` and `max_wait_s`; 401/403/404/422, a page of the wrong shape, a body
 past its cap and pages that contradict themselves raise at once. Redirects are followed here,
 not by requests, and only on the configured origin. Every attempt takes a slot from the
-client's one `concurrency.Concurrency` before it is sent."""
+client's one `concurrency.Concurrency` before it is sent.
+
+`stop(signum)` ends a client's reading at once (a signal stopped the run): its requests in
+flight are cut, none is sent or retried after, and every wait on a page raises the stop. A
+client made on the main thread of the CLI holds the signals that stop a run until it is
+closed (`paging.HeldSignals`): they reach the run where its read waits, never at any line."""
 
 from __future__ import annotations
 
@@ -53,9 +58,9 @@ from devportal.http.failures import (
 )
 from devportal.http.jsonparse import error_message, parse_json
 from devportal.http.pages import Page, page_parser
-from devportal.http.paging import Check, Paging, Prefetch
+from devportal.http.paging import Check, Halt, HeldSignals, Paging, Prefetch, stop_error
 from devportal.http.proxy import proxy_for
-from devportal.http.watchdog import WATCHDOG, WatchedAdapter
+from devportal.http.watchdog import WATCHDOG, InFlight, WatchedAdapter
 from devportal.settings.http import TOKEN_HINT, HttpSettings, check_base_url, clean_token
 
 # the client's one logger, whichever module of it logs: log settings and tests name it
@@ -114,6 +119,8 @@ class ApiClient(Paging):
             pause_cap_s=config.retry_after_cap_s,
         )
         self._prefetch: Prefetch | None = None
+        self.halt = Halt()  # whether a signal stopped this client's reading (`stop`)
+        self._in_flight = InFlight()  # the sockets its requests are using, cut by `stop`
         # whether the API's host ever answered this client: until it has, a refused connection
         # or an unknown host name is a wrong base_url (or an API not started), worth one quick
         # attempt more, not the whole retry budget (`budget.Budget.stop`)
@@ -138,11 +145,31 @@ class ApiClient(Paging):
         )
         # set on every request, after requests would add credentials from the URL or ~/.netrc
         self.session.auth = _BearerAuth(token)
+        # last: a client that could not be made holds nothing (released by `close`)
+        self._held = HeldSignals.hold(self)
 
     def close(self) -> None:
+        """Stop what reads ahead, close the session, put the signal handlers back (raising a
+        stop the run has not met yet: `HeldSignals.release`)."""
+        try:
+            if self._prefetch is not None:
+                self._prefetch.close()
+            self.session.close()
+        finally:
+            held, self._held = self._held, None
+            if held is not None:
+                held.release()
+
+    def stop(self, signum: int) -> None:
+        """End this client's reading at once: a signal (SIGNUM) stopped the run. Requests in
+        flight are cut, none is sent or retried after, a retry's pause ends, and whoever waits
+        on a page (the reader, the prefetch) gets the stop (`Halt.check`). Waits for nothing:
+        safe in a signal handler on the main thread, while the workers are busy."""
+        self.halt.set(signum)
+        self.concurrency.stop()
+        self._in_flight.cut()
         if self._prefetch is not None:
             self._prefetch.close()
-        self.session.close()
 
     def __enter__(self) -> ApiClient:
         return self
@@ -189,6 +216,7 @@ class ApiClient(Paging):
             retry=retry_if_exception_type(RetryableError),
             stop=budget.stop,
             wait=self._wait,
+            sleep=self.halt.sleep,
             before_sleep=self._before_sleep,
             reraise=True,
         )
@@ -239,19 +267,24 @@ class ApiClient(Paging):
         budget: Budget,
         counted: bool = True,
     ) -> Any:
+        self.halt.check()  # stopped: no attempt more
         started = time.monotonic()
         deadline, bound = budget.start_attempt()
         with self.concurrency.slot() as slot:
+            self.halt.check()  # stopped while it waited for its slot
             try:
                 resp, content = self._exchange(url, params, deadline, bound, started, budget)
             except RetryableError as err:
                 slot.done(RequestOutcome.CONGESTED if err.timed_out else RequestOutcome.FAILED)
+                if self.halt.signum is not None:  # cut by `stop`: not retried, not logged
+                    raise stop_error(self.halt.signum) from None
                 raise
             status = resp.status_code
             retry_after = None
             if status == 429 or status >= 500:
                 retry_after = retry_after_seconds(resp.headers.get("Retry-After"))
             _report(slot, resp, retry_after)
+        self.halt.check()  # cut by `stop` mid-body: whatever came is not used
         if status == 429:
             raise RetryableError("429 rate limited", retry_after)
         if status >= 500:
@@ -327,8 +360,20 @@ class ApiClient(Paging):
         """One HTTP exchange, headers and whole body, done by `deadline` (redirects not followed).
 
         `bound` says in the timeout message which limit the deadline came from; the decoded
-        body may have `cap` bytes at most (`read_body`).
+        body may have `cap` bytes at most (`read_body`). Its socket is in the client's
+        `InFlight` from its headers to its body's end (`stop` cuts it).
         """
+        with WATCHDOG.in_flight(self._in_flight):
+            return self._fetch_watched(url, params, deadline, bound, cap)
+
+    def _fetch_watched(
+        self,
+        url: str,
+        params: Mapping[str, Any] | None,
+        deadline: float,
+        bound: str,
+        cap: int,
+    ) -> tuple[requests.Response, bytes]:
         left = deadline - time.monotonic()
         if left <= 0:
             raise _timeout(bound)

@@ -1,6 +1,7 @@
 """The deadline on a request's status line and headers: a watchdog thread cuts the socket of a
 request still waiting for them at its attempt's deadline, so a server dripping its headers
-cannot stretch an attempt; the requests adapter whose connections it watches."""
+cannot stretch an attempt; the requests adapter whose connections it watches; `InFlight`, the
+sockets one client's requests are using, cut at once when its run is stopped."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import heapq
 import socket
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -16,6 +18,49 @@ from typing import Any
 import urllib3
 import urllib3.connection
 from requests.adapters import HTTPAdapter
+
+
+def _cut(sock: Any) -> None:
+    """Shut SOCK down both ways: a read blocked on it (in any thread) fails at once."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class InFlight:
+    """The sockets one client's requests are using right now (their headers and their body),
+    so that `cut` ends every one of them at once: a run stopped by a signal does not wait for
+    answers it will never use. A socket a request takes after the cut is cut as it starts.
+
+    Counted, not a set: a keep-alive connection goes back to the pool before the request that
+    used it is done with, and the next request on it (another thread's) has added it by then.
+
+    `cut` takes only a reentrant lock held for a count's update, so it is safe in a signal
+    handler on the main thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._socks: Counter[Any] = Counter()
+        self.is_cut = False
+
+    def add(self, sock: Any) -> None:
+        with self._lock:
+            if not self.is_cut:
+                self._socks[sock] += 1
+                return
+        _cut(sock)
+
+    def discard(self, sock: Any) -> None:
+        with self._lock:
+            self._socks[sock] -= 1
+            if self._socks[sock] <= 0:
+                del self._socks[sock]
+
+    def cut(self) -> None:
+        with self._lock:
+            self.is_cut = True
+            socks, self._socks = list(self._socks), Counter()
+        for sock in socks:
+            _cut(sock)
 
 
 class HeadersWatchdog:
@@ -45,7 +90,25 @@ class HeadersWatchdog:
             self._local.deadline = None
 
     @contextmanager
+    def in_flight(self, in_flight: InFlight) -> Iterator[None]:
+        """The sockets of the requests this thread makes inside the block are in IN_FLIGHT
+        from their headers until the block ends (their bodies are read inside it)."""
+        self._local.in_flight = in_flight
+        self._local.socks = []
+        try:
+            yield
+        finally:
+            self._local.in_flight = None
+            for sock in self._local.socks:
+                in_flight.discard(sock)
+            self._local.socks = []
+
+    @contextmanager
     def watching(self, sock: Any) -> Iterator[None]:
+        in_flight = getattr(self._local, "in_flight", None)
+        if in_flight is not None and sock is not None:
+            self._local.socks.append(sock)
+            in_flight.add(sock)
         when = getattr(self._local, "deadline", None)
         if when is None or sock is None:
             yield
@@ -81,8 +144,7 @@ class HeadersWatchdog:
                     continue
                 heapq.heappop(self._heap)
                 if entry[1]:
-                    with contextlib.suppress(OSError):
-                        entry[0].shutdown(socket.SHUT_RDWR)
+                    _cut(entry[0])
 
 
 WATCHDOG = HeadersWatchdog()
