@@ -14,38 +14,22 @@ Pages are asked for one at a time (`workers=1`), so each change lands between tw
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import query, rows_if_loaded, subscription, warehouse_of
+from tests.helpers import query, subscription, warehouse_of
 from tests.hostile.conftest import CliResult, token_env
-from tests.hostile.server import SETTINGS, SUBSCRIPTIONS, Answer, HostileApi, Request
+from tests.hostile.server import SETTINGS, Answer, HostileApi, Request
+
+# the busy-list suite's readers of what a sync left
+from tests.hostile.test_busy_list import listed_ids, page_number
+from tests.hostile.test_busy_list import sweeps as sweep_of
 
 Cli = Callable[..., CliResult]
 Args = Callable[..., list[str]]
-
-
-def page_number(req: Request) -> int:
-    return int(req.query.get("page", "1") or 1)
-
-
-def listed_ids(warehouse: Path) -> list[int]:
-    rows = rows_if_loaded(
-        warehouse,
-        "SELECT id FROM devportal.subscriptions WHERE _dlt_valid_to IS NULL ORDER BY id",
-        "subscriptions",
-    )
-    return [r[0] for r in rows]
-
-
-def sweep_of(warehouse: Path, endpoint: str = SUBSCRIPTIONS) -> dict[str, Any]:
-    rows = query(warehouse, "SELECT sweeps FROM devportal.sync_runs ORDER BY observed_at")
-    (sweep,) = [s for s in json.loads(rows[-1][0]) if s["endpoint"] == endpoint]
-    return sweep
 
 
 class OnceAtPage:
