@@ -72,7 +72,7 @@ def dlt_command(target: Target, command: str = "info") -> str:
     The pipeline lives beside its warehouse (`<dir>/.<file stem>.dlt/`), not in dlt's default
     folder (`~/.dlt/pipelines`): each warehouse has its own state and packages, so two
     warehouses synced from one folder never share them. dlt's CLI is told with one flag."""
-    folder = pipelines_dir(check_warehouse_path(target.warehouse, duckdb=target.is_file))
+    folder = pipelines_dir(target.warehouse)  # resolved: where the pipeline's folder is
     return (
         f"dlt pipeline --pipelines-dir {shlex.quote(str(folder))} {target.pipeline_name} {command}"
     )

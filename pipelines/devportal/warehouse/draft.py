@@ -13,7 +13,7 @@ from pathlib import Path
 
 from devportal.base.errors import ConfigError, DevportalError, HeldByAnotherProgram, first_line
 from devportal.warehouse import filelock
-from devportal.warehouse.connection import damage_in, open_duckdb, quote_ident
+from devportal.warehouse.connection import check_file, damage_in, open_duckdb, quote_ident
 from devportal.warehouse.filelock import writer_of
 from devportal.warehouse.paths import RAW_SCHEMA, damaged_error, pipelines_dir, shown, unwritable
 
@@ -201,20 +201,22 @@ class Draft:
         if not self.exists():
             self.create()
 
-    def create(self) -> None:
+    def create(self, *, copy: bool = True) -> None:
         """Copy the warehouse (and a write-ahead log a killed writer left beside it) into a new
-        draft. WarehouseBusy when a program has the warehouse open for writing; one line when
-        the copy does not fit or cannot be written (the warehouse is untouched)."""
+        draft; an empty draft when not COPY (what replaces a damaged file). WarehouseBusy when
+        a program has the warehouse open for writing; one line when the copy does not fit or
+        cannot be written (the warehouse is untouched)."""
         _remove_tree(self.partial)
         _remove_tree(self.folder)
         _guard(self.warehouse)
         check_room(self.warehouse)
-        copy = self.partial / self.path.name
+        into = self.partial / self.path.name
         try:
             self.partial.mkdir(parents=True)
             base = _identity(self.warehouse)
-            if base is not None:
-                for source, target in ((self.warehouse, copy), (_wal(self.warehouse), _wal(copy))):
+            if base is not None and copy:
+                check_file(self.warehouse)  # a copy of a file cut short would hide the damage
+                for source, target in ((self.warehouse, into), (_wal(self.warehouse), _wal(into))):
                     if source.exists():
                         shutil.copyfile(source, target)
                         _fsync(target)

@@ -7,7 +7,9 @@ they cannot use, readers `DevportalError` (exit 1)."""
 from __future__ import annotations
 
 import errno
+import os
 import shutil
+import struct
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -55,6 +57,38 @@ def not_duckdb(header: bytes) -> str | None:
     return "not DuckDB's file format"
 
 
+# DuckDB's file: a 4 KiB main header, two 4 KiB database headers (the newer one is current),
+# then blocks of BLOCK_ALLOC_SIZE bytes. A database header is an 8-byte checksum then
+# iteration, meta block, free list, block count, block size, vector size (little-endian u64),
+# the same in every storage version DuckDB 1.x and 2.x write.
+HEADERS_SIZE = 3 * 4096
+_DATABASE_HEADER = struct.Struct("<8xQQQQQQ")
+
+
+def file_blocks(path: Path) -> tuple[int, int, int] | None:
+    """What DuckDB file PATH holds: (its size, the blocks its header counts, their size), or
+    None when its headers do not read as DuckDB's. A file may hold fewer blocks than its header
+    counts (DuckDB cuts free blocks off its end after writing the header), so fewer is only a
+    reason to look at what the tables use (`connection.check_blocks`)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(HEADERS_SIZE)
+            size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return None
+    if head[8:12] != DUCKDB_MAGIC or len(head) < HEADERS_SIZE:
+        return None
+    current = max(_DATABASE_HEADER.unpack_from(head, offset) for offset in (4096, 8192))
+    _iteration, _meta, _free, blocks, block_size, vector_size = current
+    plausible = (
+        0 < block_size <= 1 << 30
+        and block_size & (block_size - 1) == 0
+        and 0 < vector_size <= 1 << 20
+        and blocks < 1 << 40
+    )
+    return (size, blocks, block_size) if plausible else None
+
+
 def pipelines_dir(warehouse: str | Path) -> Path:
     """dlt's working folder for this warehouse: `<dir>/.<file stem>.dlt/`."""
     path = Path(warehouse).resolve()
@@ -87,11 +121,15 @@ def _under_a_file(path: str | Path, blocker: Path) -> ConfigError:
     )
 
 
+class WarehouseDamaged(DevportalError):
+    """A warehouse file that is damaged: only a good copy can help (`damaged_error`)."""
+
+
 def damaged_error(where: str, cause: str) -> DevportalError:
     """The one line for a warehouse file that is damaged (cut short by a full disk or a broken
     copy, emptied, overwritten): which file, that it is damaged, and what can help. Rebuilding
     the models or syncing again cannot: the history is in the file."""
-    return DevportalError(
+    return WarehouseDamaged(
         f"warehouse {where} is damaged ({cause}); restore it from a backup, or copy a good "
         f"one in with `devportal migrate --from-warehouse OTHER.duckdb --warehouse {where} "
         '--replace` (or --from-destination postgres); docs/operations.md, "A damaged '

@@ -28,6 +28,7 @@ from devportal.operations.migrate.sides import Column, DuckDbEnd, End, PostgresE
 from devportal.warehouse import (
     RAW_SCHEMA,
     Draft,
+    WarehouseDamaged,
     connect,
     locate_warehouse,
     open_duckdb,
@@ -211,13 +212,19 @@ class DuckDbStage(Stage):
 
     def open(self) -> None:
         warehouse = self.target.warehouse
-        if locate_warehouse(warehouse, writer=True) is not None:
-            with connect(warehouse, read_only=True) as con:
-                self._refuse_held(
-                    DuckDbEnd(con), f"warehouse {warehouse}", "choose a new --warehouse path"
-                )
+        damaged = False
+        try:
+            if locate_warehouse(warehouse, writer=True) is not None:
+                with connect(warehouse, read_only=True) as con:
+                    self._refuse_held(
+                        DuckDbEnd(con), f"warehouse {warehouse}", "choose a new --warehouse path"
+                    )
+        except WarehouseDamaged:
+            if not self.replace:
+                raise
+            damaged = True  # what the damaged file held goes: a new file replaces it
         self.draft = Draft(warehouse)
-        self.draft.create()
+        self.draft.create(copy=not damaged)
         if self.draft.path.exists():  # a copy of the warehouse: what it held goes
             con = open_duckdb(self.draft.path)
             try:
