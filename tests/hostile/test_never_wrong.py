@@ -124,7 +124,7 @@ def test_a_row_sliding_across_a_page_boundary_is_confirmed_and_never_closed(
     ) == [(1,)]
 
 
-def test_more_missing_than_the_confirm_bound_are_settled_by_reading_until_two_reads_agree(
+def test_more_missing_than_the_confirm_bound_are_decided_by_reading_until_two_reads_agree(
     api: HostileApi, devportal: Cli, sync_args: Args
 ) -> None:
     api.subscriptions = [subscription(i) for i in range(1, 25)]

@@ -79,7 +79,7 @@ def test_list_moving_while_paging_is_noticed_and_reread(
     assert current_rows(warehouse) == truth_rows(sb)
 
 
-def test_list_that_never_settles_fails_clearly_and_loads_nothing(
+def test_list_that_never_holds_still_fails_clearly_and_loads_nothing(
     sandbox_factory: Any, warehouse: Path
 ) -> None:
     sb = sandbox_factory(subscriptions=1200, users=20, seed=34)

@@ -327,7 +327,7 @@ def test_a_writer_killed_at_any_step_leaves_the_warehouse_before_or_after(
     else:
         assert query(warehouse, CURRENT) == [(8,)] and query(warehouse, RUNS) == [(2,)]
 
-    # the next run settles it and syncs: the truth, one version per change, nothing twice
+    # the next run recovers it and syncs: the truth, one version per change, nothing twice
     result = devportal(*sync_argv(api, warehouse), env=token_env(api))
     assert result.code == 0, result.err
     assert current_ids(warehouse) == list(range(1, 9))

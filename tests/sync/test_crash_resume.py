@@ -135,7 +135,7 @@ def check_killed_then_rerun(sb: Any, warehouse: Path, phase: str, nth: int) -> N
     sb.advance(days=10)
     kill_during(sb, warehouse, phase, nth)
     # a package the kill left (extracted, or normalized and maybe partly loaded): the next run
-    # must say it settled an interrupted run; read from the folder, after the kill
+    # must say it recovered an interrupted run; read from the folder, after the kill
     left_a_package = phase_reached(warehouse, "normalize") or phase_reached(warehouse, "load")
     # the next run finishes or discards what the killed one left, then syncs
     again = finished(start_sync(sb, warehouse))

@@ -8,7 +8,7 @@ the history, fails here, before a load package exists.
 
 A verified sweep retires (closes) the versions of ids the list no longer holds, within the
 partitions it read (live, and test with `include_test`), once each of them is confirmed gone
-(`reading.settle_closes`: a busy API shifts pages under a sweep); a window read, or a read that
+(`reading.confirm_closes`: a busy API shifts pages under a sweep); a window read, or a read that
 cannot prove it saw the whole list, only ever closes versions of ids it read. A window run on a
 destination that holds no verified sweep of a partition it reads runs a sweep instead (a window
 alone would leave the warehouse holding a sliver of the list). History is stamped with the API
@@ -36,11 +36,11 @@ from devportal.extract.reading import (
     Progress,
     SubscriptionsRead,
     check_mass_close,
+    confirm_closes,
     partitions,
     read_accounts,
     read_settings,
     read_subscriptions,
-    settle_closes,
     window_bounds,
 )
 from devportal.extract.resources import (
@@ -268,7 +268,7 @@ def read_api(
         first = None
         try:
             if run.mode == "sweep":
-                settle_closes(
+                confirm_closes(
                     client, subs, parts, held.current_ids, cfg, inputs.spool_dir, progress
                 )
                 check_mass_close(subs, held.current_ids, cfg)
@@ -368,7 +368,7 @@ def _subscriptions_plan(
         for spool in read.spools:
             for batch in spool.batches():
                 plan.scan(batch)
-    plan.settle()
+    plan.choose_variants()
     return plan
 
 

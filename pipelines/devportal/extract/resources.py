@@ -188,8 +188,8 @@ def _json_hint_notice(record: logging.LogRecord) -> bool:
 def _scope(read: SubscriptionsRead, mode: str, staged_only: bool = False) -> str:
     """The current versions this run may retire: only in the partitions it read (a live run
     never touches test rows, whatever their ids). A verified sweep: every version of the
-    partition but those settled as staying (`Spool.kept`); a window or an unverified read, or a
-    sweep that could not settle what it did not list, or whose rows a contract may discard
+    partition but those confirmed as staying (`Spool.kept`); a window or an unverified read, or a
+    sweep that could not confirm what it did not list, or whose rows a contract may discard
     (`staged_only`): the versions of the ids it loaded."""
     clauses = []
     for spool in read.spools:

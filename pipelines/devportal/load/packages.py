@@ -1,4 +1,4 @@
-"""Load packages, whole or not at all: loading one (`load_whole`), settling what a killed run
+"""Load packages, whole or not at all: loading one (`load_whole`), recovering what a killed run
 left (`finish_pending`, `discard_unfinished`), and the packages set aside with their files
 (`set_aside`, listed and discarded by `devportal packages`).
 
@@ -188,7 +188,7 @@ def load_whole(pipeline: Pipeline, target: Target, *, publish: bool = True) -> C
     nothing). On
     PostgreSQL a snapshot of the dataset's tables is taken first and put back if the load
     fails. Either survives a killed process: the next run resumes the load into the same draft
-    (or snapshot) or settles it. A package that fails is set aside, with the command that
+    (or snapshot) or recovers it. A package that fails is set aside, with the command that
     discards it. Other destinations load without a snapshot (the message says so on failure).
     """
     from dlt.pipeline.exceptions import PipelineStepFailed  # deferred: dlt is heavy
@@ -386,7 +386,7 @@ class Recovered:
 
 
 def finish_pending(pipeline: Pipeline, target: Target) -> Recovered:
-    """Settle what a killed run left, before a writer reads or writes anything new.
+    """Recover what a killed run left, before a writer reads or writes anything new.
 
     On DuckDB the draft a killed writer left is recovered first (`Draft.recover`): removed, or,
     when a package was loading into it, kept to resume that load (the package is still
@@ -490,7 +490,7 @@ def _started(pipeline: Pipeline, load_id: str) -> bool:
 
 
 def recover_for_writer(warehouse: str | Path) -> None:
-    """For a DuckDB writer outside a sync (the models' build): settle a draft a killed writer
+    """For a DuckDB writer outside a sync (the models' build): recover a draft a killed writer
     left. One with a package half loaded into it needs dlt: the package's load is finished
     (or set aside) first, as the next sync would."""
     if Draft(warehouse).recover() is not None:

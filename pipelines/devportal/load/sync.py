@@ -109,7 +109,7 @@ class SyncResult:
             text = f", {c['concurrency_settled']} in flight (pinned)"
         else:
             text = (
-                f", concurrency settled at {c['concurrency_settled']} "
+                f", concurrency confirmed at {c['concurrency_settled']} "
                 f"(adaptive, peak {c['concurrency_peak']})"
             )
         if c.get("rate_limited"):
@@ -301,7 +301,7 @@ def _result(record: SyncRecord, before: tuple[int, int], after: tuple[int, int])
         if not s.get("verified")
     ]
     partly = len(unverified) < len(reads)
-    # how each list read settled the current subscriptions it did not list (reading.Settling)
+    # how each list read confirmed the current subscriptions it did not list (reading.CloseConfirmation)
     closing = [s["closing"] for s in list_reads if isinstance(s.get("closing"), dict)]
     return SyncResult(
         record=record,

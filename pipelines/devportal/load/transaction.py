@@ -1,10 +1,10 @@
 """The one whole-or-nothing run every writer of the API's data and of manifests goes through.
 
-    with writing(target) as run:                    # lock, pipeline, settle, begin writing
+    with writing(target) as run:                    # lock, pipeline, recover, begin writing
         data = ...                                  # read what the run loads
         load_id = run.load(data, what="sync")      # one package, loaded whole or not at all
 
-`writing` holds the writer lock (`runlock`), opens the pipeline, settles what a killed run left
+`writing` holds the writer lock (`runlock`), opens the pipeline, recovers what a killed run left
 (`pipeline.finish_pending`: pending packages are loaded first, so new data never makes dlt load
 only the old package, and one that cannot load is set aside while this run goes on) and, on
 DuckDB, starts the draft this run writes. `Transaction.load` extracts and normalizes the data into one

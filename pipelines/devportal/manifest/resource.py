@@ -371,7 +371,7 @@ def load_manifest(path: str | Path, target: Where) -> LoadResult:
     with writing(target) as run:
         if target.is_file:
             # the history is read from the published warehouse (read-only): what the run
-            # settled is in it, and the draft this run writes is a copy of it
+            # recovered is in it, and the draft this run writes is a copy of it
             report = validate_with_history(path, warehouse=warehouse)
         else:  # the history is read through the destination's own SQL client
             report = validate_with_history(path, pipeline=run.pipeline)

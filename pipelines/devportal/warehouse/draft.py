@@ -181,7 +181,7 @@ class Draft:
     `next` folder always holds a complete copy):
       <name>    the copy (with `<name>.wal` while DuckDB writes it)
       BASE      the warehouse's identity when copied (`_identity`; null: there was none)
-      LOADING   the id of the load package being loaded into the copy (see `settle`)
+      LOADING   the id of the load package being loaded into the copy (see `recover`)
     """
 
     def __init__(self, warehouse: str | Path) -> None:
@@ -337,13 +337,13 @@ class Draft:
 
     def close(self) -> None:
         """When the warehouse lock is let go: remove a copy nothing was published from, unless
-        a package is half loaded into it (the next writer finishes it, see `settle`)."""
+        a package is half loaded into it (the next writer finishes it, see `recover`)."""
         _remove_tree(self.partial)
         if self.folder.exists() and (self.loading() is None or not self.exists()):
             self.discard()
 
     def recover(self) -> str | None:
-        """Settle what a writer killed earlier left, before this one writes. A partial copy,
+        """Recover what a writer killed earlier left, before this one writes. A partial copy,
         one already published (its file renamed away), a plain copy (a run killed before it
         loaded, a models build) or a copy of a warehouse that changed since is removed: the
         warehouse is as it was, or as published. A copy with a package being loaded into it is

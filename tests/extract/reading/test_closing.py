@@ -36,7 +36,7 @@ ROW = {"id": 5, "service_id": 1005, "status": "active", "expires_at": "2025-03-0
         ([ROW], False, False, UNCLEAR),
         (None, False, False, UNCLEAR),
         ("5", False, False, UNCLEAR),
-        # an id both partitions hold: only an answer that says which one settles it
+        # an id both partitions hold: only an answer that says which one confirms it
         (ROW, False, True, UNCLEAR),
         ({**ROW, "is_test": False}, False, True, LISTED),
         ({**ROW, "is_test": True}, True, True, LISTED),
@@ -44,7 +44,7 @@ ROW = {"id": 5, "service_id": 1005, "status": "active", "expires_at": "2025-03-0
         ({**ROW, "is_test": "true"}, True, False, LISTED),  # not a boolean: not read as one
     ],
 )
-def test_an_answer_to_id_n_settles_subscription_n_only_when_it_is_sure(
+def test_an_answer_to_id_n_confirms_subscription_n_only_when_it_is_sure(
     body: Any, is_test: bool, shared: bool, verdict: str
 ) -> None:
     said, row = judge_answer(5, body, is_test, shared)
@@ -103,13 +103,13 @@ def test_allow_mass_close_lets_any_sweep_close(tmp_path: Path) -> None:
 
 
 def test_rows_confirmed_or_kept_are_not_closed(tmp_path: Path) -> None:
-    """What the sweep leaves current (read, confirmed one by one, or kept unsettled) is not
+    """What the sweep leaves current (read, confirmed one by one, or kept unconfirmed) is not
     counted as closing."""
     live = spool(tmp_path, list(range(1, 8)))
     read = SubscriptionsRead([live], set())
     with pytest.raises(IntegrityError, match="close 3 of 10"):
         check_mass_close(read, current(list(range(1, 11))), config())
-    live.kept = np.array([8, 9], dtype=np.int64)  # nothing settled them: they stay current
+    live.kept = np.array([8, 9], dtype=np.int64)  # nothing confirmed them: they stay current
     check_mass_close(read, current(list(range(1, 11))), config())  # closes 10 alone
 
 

@@ -259,7 +259,7 @@ def test_a_read_that_saw_rows_removed_is_thrown_away_and_the_next_one_kept() -> 
 
 
 def test_a_busy_list_is_read_until_a_read_adds_up() -> None:
-    found, report, api = read("busy_then_settled", attempts=3)
+    found, report, api = read("busy_then_still", attempts=3)
     assert found == [101, 102, 103, 105, 106, 108, 109, 110]
     assert report.attempts == 3 and api.read == 3
     assert report.reread_because == [
@@ -271,7 +271,7 @@ def test_a_busy_list_is_read_until_a_read_adds_up() -> None:
 
 
 def test_a_list_that_kept_changing_is_refused_saying_what_vanished_and_appeared() -> None:
-    message, api = refused("busy_then_settled", attempts=2)
+    message, api = refused("busy_then_still", attempts=2)
     assert api.read == 2
     assert message.startswith("the subscriptions list kept changing while it was read, in all 2 ")
     assert (
@@ -307,7 +307,7 @@ def test_a_total_that_counts_a_row_never_served_is_an_api_defect() -> None:
 
 def test_pages_of_two_sizes_in_every_read_say_two_versions_answer() -> None:
     message, api = refused("per_page_changed", attempts=3)
-    assert api.read == 3  # a page size that changed may settle: every attempt is made
+    assert api.read == 3  # a page size that changed may hold still: every attempt is made
     assert message.startswith(
         "the subscriptions list came in pages of different sizes in all 3 reads (the page size "
         "changed while paging: page 1 came with per_page 3, page 2 with per_page 4): two "

@@ -150,7 +150,7 @@ class Plan:
         return found
 
     def scan(self, table: pa.Table) -> None:
-        """Settle the variant columns of the columns whose fit depends on each value, on one
+        """Choose the variant columns of the columns whose fit depends on each value, on one
         spooled batch (every batch must carry every column, so this runs before the first)."""
         unsure = self.unsure
         if not unsure:
@@ -169,7 +169,7 @@ class Plan:
                 if not coerce(planned.data_type, value)[0]:
                     planned.variants[kind] = self.naming.variant(planned.name, _variant_kind(kind))
 
-    def settle(self) -> None:
+    def choose_variants(self) -> None:
         """After `scan`: no column is unsure any more."""
         for planned in self.columns:
             planned.unsure = False

@@ -17,7 +17,7 @@ subscription_list <- closing; list_read, row_spool <- user_lists):
     row_spool           dict rows spooled to a local file, handed over a batch at a time
     subscription_spool  a subscription read spooled to a local Arrow file, batch by batch
     subscription_list   the partitions of the subscription list, each read until it adds up
-    closing             settling what a sweep would close (`settle_closes`); the mass-close guard
+    closing             confirmation what a sweep would close (`confirm_closes`); the mass-close guard
     user_lists          the user settings list (what changed) and the accounts of the users due
 
 Each read reports its pages and requests to the run's `Progress` (devportal.base.progress).
@@ -26,7 +26,7 @@ Callers use the names below (`from devportal.extract.reading import read_subscri
 """
 
 from devportal.base.progress import Progress  # what a read reports its pages to
-from devportal.extract.reading.closing import check_mass_close, settle_closes
+from devportal.extract.reading.closing import check_mass_close, confirm_closes
 from devportal.extract.reading.row_spool import RowSpool
 from devportal.extract.reading.subscription_list import (
     SubscriptionsRead,
@@ -42,10 +42,10 @@ __all__ = [
     "RowSpool",
     "SubscriptionsRead",
     "check_mass_close",
+    "confirm_closes",
     "partitions",
     "read_accounts",
     "read_settings",
     "read_subscriptions",
-    "settle_closes",
     "window_bounds",
 ]

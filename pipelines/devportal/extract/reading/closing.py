@@ -1,11 +1,11 @@
-"""What a verified sweep closes: the current subscriptions it did not read, each settled
+"""What a verified sweep closes: the current subscriptions it did not read, each confirmed
 before it is closed (asked one by one, or the list read again until two reads agree), so a
 sweep never closes a subscription the API still has; and the mass-close guard.
 
 A verified read is still not a snapshot: a subscription created while another is removed keeps
 the `total`, and the rows behind the removed one slide back one place, so the row that crosses
 a page boundary is never seen. In a list ordered by id the read notices that itself and is read
-again (`list_read._check_edges`); in any other order it cannot. Hence `settle_closes`.
+again (`list_read._check_edges`); in any other order it cannot. Hence `confirm_closes`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def check_mass_close(
 ) -> None:
     """Refuse a verified sweep that would close more than `mass_close_max_share` of the
     current rows (`current_ids(is_test)`: the open versions the destination holds), once
-    `settle_closes` has decided what it closes.
+    `confirm_closes` has decided what it closes.
 
     An API that suddenly lists a fraction of what it listed before is far more often broken
     (a wrong filter, an outage answering 200 with an empty list) than a business that lost most
@@ -59,14 +59,14 @@ def check_mass_close(
         )
 
 
-# -- settling what a sweep closes --------------------------------------------------------------
+# -- confirmation what a sweep closes --------------------------------------------------------------
 
 LISTED, GONE, UNCLEAR = "listed", "gone", "unclear"
 
 
 @dataclass
-class Settling:
-    """How the current subscriptions one verified read did not list were settled; recorded as
+class CloseConfirmation:
+    """How the current subscriptions one verified read did not list were confirmed; recorded as
     the read's `closing` in `sync_runs.sweeps` (the id lists hold at most `confirm_closes_max`
     ids: only ids asked about one by one are named)."""
 
@@ -74,17 +74,17 @@ class Settling:
     asked: int = 0  # of them, asked about one by one (`?id=N`)
     listed: list[int] = field(default_factory=list)  # the API still has them: loaded
     gone: list[int] = field(default_factory=list)  # it answered 404: closed
-    unclear: list[int] = field(default_factory=list)  # the answer settled nothing
+    unclear: list[int] = field(default_factory=list)  # the answer confirmed nothing
     reads: int = 1  # reads of the list in all
     agreed: bool | None = None  # the last two reads listed the same ids (None: one read)
-    kept: int = 0  # left current because nothing settled them (a later sweep will)
+    kept: int = 0  # left current because nothing confirmed them (a later sweep will)
     closes: int = 0  # current versions this sweep closes
 
     def record(self) -> dict[str, Any]:
         return dict(vars(self))
 
 
-def settle_closes(
+def confirm_closes(
     client: ApiClient,
     read: SubscriptionsRead,
     parts: Sequence[Partition],
@@ -99,11 +99,11 @@ def settle_closes(
     is what the sweep would close. Up to `confirm_closes_max` of those are asked about one by
     one (`?id=N`, spec 4.1; `&is_test=true` for test ids): a 404 is gone (closed); an answer with
     the subscription is still there (its row is loaded: a new version if it changed, never
-    closed); an answer that does not say for sure settles nothing (`judge_answer`). What is left
-    unsettled, or every missing id when there are more than `confirm_closes_max`, is settled by
+    closed); an answer that does not say for sure confirms nothing (`judge_answer`). What is left
+    unconfirmed, or every missing id when there are more than `confirm_closes_max`, is confirmed by
     reading the partition again until two reads in a row list the same ids (at most
     `sweep_attempts` reads in all): the last read is then a snapshot, and what it does not list
-    is gone. Without agreement nothing unsettled is closed; a later sweep will. Each partition's
+    is gone. Without agreement nothing unconfirmed is closed; a later sweep will. Each partition's
     report records how (`closing`). Reads that cannot be verified close nothing and are left.
     """
     for n, part in enumerate(parts):
@@ -111,10 +111,10 @@ def settle_closes(
             continue
         other = [s.ids for s in read.spools if s.is_test != part.is_test]
         shared = np.concatenate([current_ids(not part.is_test), *other])
-        _settle(client, read, n, part, current_ids(part.is_test), shared, cfg, spool_dir, progress)
+        _confirm(client, read, n, part, current_ids(part.is_test), shared, cfg, spool_dir, progress)
 
 
-def _settle(
+def _confirm(
     client: ApiClient,
     read: SubscriptionsRead,
     n: int,
@@ -125,30 +125,30 @@ def _settle(
     spool_dir: Path,
     progress: Progress,
 ) -> None:
-    """Settle partition `n`'s missing ids (see `settle_closes`); `shared`: the ids the other
+    """Confirm partition `n`'s missing ids (see `confirm_closes`); `shared`: the ids the other
     partition holds, whose answers cannot say which partition they come from."""
     spool = read.spools[n]
-    settling = Settling()
+    confirmation = CloseConfirmation()
     missing = np.setdiff1d(current, spool.ids)
-    settling.missing = int(missing.size)
-    unsettled = missing
+    confirmation.missing = int(missing.size)
+    unconfirmed = missing
     extra: pa.Table | None = None
     confirmed = extra_fields.FieldStats(spool.fields.ignored)
     if 0 < missing.size <= cfg.confirm_closes_max:
-        settling.asked = int(missing.size)
+        confirmation.asked = int(missing.size)
         found: list[dict[str, Any]] = []
         asked = _ask_each(client, part.is_test, missing, shared)
         what = "subscriptions to confirm" + (" (is_test)" if part.is_test else "")
         for done, (sub_id, (verdict, row)) in enumerate(asked, start=1):
-            progress.items(what, done, settling.asked)
-            getattr(settling, verdict).append(sub_id)
+            progress.items(what, done, confirmation.asked)
+            getattr(confirmation, verdict).append(sub_id)
             if row is not None:
                 found.append(row)
         if found:
             extra, _ = transform.subscriptions_table(found, part.is_test, spool.dq, confirmed)
-        unsettled = np.array(settling.unclear, dtype=np.int64)
-    if unsettled.size:
-        settling.reads, settling.agreed = _read_until_agreed(
+        unconfirmed = np.array(confirmation.unclear, dtype=np.int64)
+    if unconfirmed.size:
+        confirmation.reads, confirmation.agreed = _read_until_agreed(
             client, read, n, part, cfg, spool_dir, progress
         )
         spool = read.spools[n]
@@ -160,26 +160,26 @@ def _settle(
         spool.statuses.update(transform.status_counts(spool.extra.column("status")))
         if not part.is_test:
             read.user_ids.update(spool.extra.column("service_id").drop_null().to_pylist())
-    if unsettled.size and not settling.agreed:
+    if unconfirmed.size and not confirmation.agreed:
         # no snapshot: the last read may have missed rows too; only a 404 closes
-        gone = np.array(settling.gone, dtype=np.int64)
+        gone = np.array(confirmation.gone, dtype=np.int64)
         spool.kept = np.setdiff1d(current, np.concatenate([spool.staying(), gone]))
         if spool.kept.size > cfg.confirm_closes_max:
             # too many to name in the merge: this read closes none of what it did not list
             spool.closes_missing = False
     if spool.closes_missing:
-        settling.closes = int(np.isin(current, spool.staying(), invert=True).sum())
-        settling.kept = int(spool.kept.size)
+        confirmation.closes = int(np.isin(current, spool.staying(), invert=True).sum())
+        confirmation.kept = int(spool.kept.size)
     else:
         read_or_confirmed = np.concatenate([spool.ids, spool.extra_ids])
-        settling.kept = int(np.isin(current, read_or_confirmed, invert=True).sum())
-    spool.report.closing = settling.record()
-    if settling.kept:
+        confirmation.kept = int(np.isin(current, read_or_confirmed, invert=True).sum())
+    spool.report.closing = confirmation.record()
+    if confirmation.kept:
         log.warning(
             "subscriptions%s: %d current subscription(s) the list did not show could not be "
-            "confirmed gone; they stay current until a later sweep settles them",
+            "confirmed gone; they stay current until a later sweep confirms them",
             " (is_test)" if part.is_test else "",
-            settling.kept,
+            confirmation.kept,
         )
 
 
@@ -187,7 +187,7 @@ def _ask_each(
     client: ApiClient, is_test: bool, ids: np.ndarray, shared: np.ndarray
 ) -> Iterator[tuple[int, tuple[str, dict[str, Any] | None]]]:
     """(id, `judge_answer`'s verdict) for each id, asked `?id=N` as many at a time as the
-    client allows. A 404 is gone; an error (after the client's retries) settles nothing."""
+    client allows. A 404 is gone; an error (after the client's retries) confirms nothing."""
     params = {"is_test": "true"} if is_test else {}
     both = set(np.intersect1d(ids, shared).tolist())
 
@@ -249,7 +249,7 @@ def _read_until_agreed(
         try:
             fresh = read_into(client, read, part, cfg, spool_dir, progress, None)
         except IntegrityError as err:  # the list keeps moving: the verified read stands
-            log.warning("subscriptions: reading the list again to settle closes: %s", err)
+            log.warning("subscriptions: reading the list again to confirm closes: %s", err)
             break
         reads += 1
         if not fresh.report.verified:

@@ -77,7 +77,7 @@ class ListRead:
     complete: bool = False
     verified: bool = False
     note: str | None = None
-    # how the current subscriptions this read did not list were settled (`Settling.record`)
+    # how the current subscriptions this read did not list were confirmed (`CloseConfirmation.record`)
     closing: dict[str, Any] | None = None
     # rows that differ from what the destination holds, the only ones loaded (the settings
     # list; None: every row read is loaded)

@@ -28,7 +28,7 @@ class Spool:
     The file goes when `discard()` is called, or with this object (a source created but never
     run leaves nothing behind). `extra`: rows the read missed that the API confirmed one by one
     (`?id=N`), loaded after the file's. `kept`: current ids the sweep may not close although it
-    did not read them (nothing settled them); `closes_missing` False: it closes none of those.
+    did not read them (nothing confirmed them); `closes_missing` False: it closes none of those.
     `fields`: the paths its rows had; `statuses`: rows per status (the confirmed rows included).
     """
 

@@ -287,7 +287,7 @@ def _refuse_unfinished(source: Target, src: End) -> None:
             raise DevportalError(
                 "PostgreSQL holds the snapshot of a load an interrupted sync left unfinished "
                 f"(schema {SNAPSHOT_SCHEMA}): run `devportal sync --destination postgres` once "
-                "(it settles that load first), then migrate"
+                "(it recovers that load first), then migrate"
             )
         return
     loading = Draft(source.warehouse).loading()
