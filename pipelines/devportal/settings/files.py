@@ -7,7 +7,8 @@ folder (`DLT_PROJECT_DIR` moves it), then the same two files in dlt's global fol
 not guessed here: they are the files dlt's own TOML providers tried (`dlt.config.
 config_providers`), so a message names exactly what dlt looked at.
 
-`where_read()` is that, for a one-line message ("no base_url: ..."); `written(section)` the
+`lookup_without_dlt(section)` finds a key where dlt would, without importing it (the early
+start of `devportal sync`). `where_read()` is that, for a one-line message ("no base_url: ..."); `written(section)` the
 tables a user wrote under a section in each file, and `environment(prefix)` the variables, for
 the unknown-key warnings (`config.warn_unknown_keys`).
 
@@ -23,7 +24,7 @@ import ast
 import os
 import re
 import tomllib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +130,58 @@ def environment(prefix: str) -> list[str]:
     """The names of the environment variables dlt would read under PREFIX (`SOURCES__DEVPORTAL__`):
     upper case, as dlt looks them up."""
     return sorted(k for k in os.environ if k.startswith(prefix) and k == k.upper())
+
+
+# -- the same lookup without dlt -----------------------------------------------------------------
+
+
+def folders_without_dlt() -> list[Path]:
+    """The settings folders dlt 1.31 reads, found without importing it (for the early start of
+    `devportal sync`, which reads the API while dlt imports): the project's
+    (`$DLT_PROJECT_DIR/.dlt`, else `./.dlt`), then the global one (`/var/dlt` as root,
+    `$XDG_DATA_HOME/dlt` when set and `~/.dlt` does not exist, else `~/.dlt`). The folder's
+    name follows `DLT_CONFIG_FOLDER` as dlt's does. `folders()` asks dlt itself; a test holds
+    the two equal."""
+    dot = os.environ.get("DLT_CONFIG_FOLDER", ".dlt")
+    project = Path(os.environ.get("DLT_PROJECT_DIR", ".")) / dot
+    home = Path(os.path.expanduser("~"))
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        global_dir = Path("/var/dlt")
+    elif "XDG_DATA_HOME" in os.environ and not (home / dot).is_dir():
+        global_dir = Path(os.environ["XDG_DATA_HOME"]) / "dlt"
+    else:
+        global_dir = home / dot
+    return [Path(os.path.abspath(project)), Path(os.path.abspath(global_dir))]
+
+
+def lookup_without_dlt(section: tuple[str, ...]) -> Callable[[str], Any]:
+    """A lookup of a key of SECTION (`("sources", "devportal")`) where dlt would find it, made
+    without importing dlt: the environment (`SOURCES__DEVPORTAL__KEY`), then `secrets.toml` and
+    `config.toml` of each of `folders_without_dlt()`, each under the section, its parent or the
+    top level. None where nothing is set. A file that does not parse is passed over (dlt says
+    what is wrong with it when it reads the settings)."""
+    tables: list[dict[str, Any]] = []
+    for folder in folders_without_dlt():
+        for name in ("secrets.toml", "config.toml"):
+            try:
+                tables.append(tomllib.loads((folder / name).read_text("utf-8")))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+
+    def lookup(key: str) -> Any:
+        env = os.environ.get("__".join((*section, key)).upper())
+        if env is not None:
+            return env
+        for table in tables:
+            for depth in range(len(section), -1, -1):
+                node: Any = table
+                for part in section[:depth]:
+                    node = node.get(part) if isinstance(node, dict) else None
+                if isinstance(node, dict) and key in node and not isinstance(node[key], dict):
+                    return node[key]
+        return None
+
+    return lookup
 
 
 # -- a settings file dlt cannot read ------------------------------------------------------------

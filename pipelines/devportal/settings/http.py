@@ -10,7 +10,9 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields
+from typing import Any, get_args, get_type_hints
 from urllib.parse import urlsplit
 
 from devportal.base.api import API_PREFIX
@@ -55,6 +57,21 @@ class HttpSettings:
     # the most one decoded answer may hold, in MiB (a bigger one is refused, not retried);
     # unset: 64 KiB per row of the list's per_page, between 16 and 64 MiB
     max_body_mb: float | None = None
+
+    @classmethod
+    def looked_up(cls, lookup: Callable[[str], Any], **given: Any) -> HttpSettings:
+        """The settings as LOOKUP finds each field's value (a string from the environment, a
+        TOML value), coerced to the field's type as dlt coerces it, the field's default where
+        nothing is found; GIVEN (values not None: command-line options) first. ValueError or
+        TypeError when a value does not coerce."""
+        kinds = get_type_hints(cls)
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            found = given.get(f.name)
+            if found is None:
+                found = lookup(f.name)
+            values[f.name] = _coerce(found, f.default, kinds[f.name])
+        return cls(**values)
 
     def __repr__(self) -> str:
         """Every field but the token (a subclass's fields included)."""
@@ -179,3 +196,16 @@ def _without_pasted_prefix(token: str) -> str:
             TOKEN_HINT,
         )
     return token[found.end() :].strip()
+
+
+def _coerce(value: Any, default: Any, kind: Any) -> Any:
+    """VALUE as the field's type KIND (`int | None`, `float`, `bool`, ...), as dlt coerces it."""
+    if value is None:
+        return default
+    kinds = set(get_args(kind)) or {kind}
+    if bool in kinds:
+        return value if isinstance(value, bool) else str(value).strip().lower() == "true"
+    for number in (int, float):
+        if number in kinds:
+            return number(value)
+    return str(value)
