@@ -62,6 +62,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, target: Target) -> int:
     # deferred: the handler's own imports; the parser (every command) stays light
+    from devportal.starter import demo
+
+    # the demo's price book where the user set none, for every step: the command's settings
+    # (`target.settings`, each section resolved once) hold it from the first sync on
+    with demo.demo_prices():
+        return _steps(args, target)
+
+
+def _steps(args: argparse.Namespace, target: Target) -> int:
+    # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.load.sync import sync
     from devportal.reporting import report
     from devportal.sandbox import Sandbox
@@ -105,10 +115,7 @@ def _run(args: argparse.Namespace, target: Target) -> int:
                     f"demo: manifest {release.name} {release.version} recorded "
                     f"({len(release.errors)} errors, {len(release.warnings)} warnings)",
                 )
-    with demo.demo_prices():  # the demo's price book, where the user set none
-        # its settings read anew inside it: the syncs' (without the demo's prices) are kept
-        priced = Target(target.warehouse, target.destination)
-        options.build_models(args, priced, after_sync=False)
+    options.build_models(args, target, after_sync=False)
     options.say(args, "")
     report.print_report(target, fmt="table", html=args.html)
     if target.is_file:  # a throwaway PostgreSQL server is gone by now
