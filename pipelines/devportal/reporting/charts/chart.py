@@ -29,7 +29,7 @@ def _no_rows(frame: pd.DataFrame) -> str | None:
 
 @dataclass(frozen=True)
 class Chart:
-    """One chart: NAME, TITLE, its query `sql/charts/<SQL>`, the function drawing the query's
+    """One chart: NAME, TITLE, its query `sql/charts/<SQL>` (`<name>_chart.sql`), the function drawing the query's
     DataFrame (DATED: it also takes the report's `as_of`), whether the HTML page shows it, and
     NEEDS: what the chart still needs before it can show anything (no rows, too little history,
     no prices), as the one line shown instead of an empty plot, or None when it can draw."""

@@ -160,7 +160,7 @@ def _needs_movements(frame: pd.DataFrame) -> str | None:
 MRR_OVER_TIME = Chart(
     "mrr_over_time",
     "MRR over time",
-    "mrr_over_time.sql",
+    "mrr_over_time_chart.sql",
     mrr_over_time,
     on_page=True,
     needs=_needs_mrr,
@@ -168,7 +168,7 @@ MRR_OVER_TIME = Chart(
 MRR_MOVEMENTS = Chart(
     "mrr_movements",
     "MRR movements by month",
-    "mrr_movements.sql",
+    "mrr_movements_chart.sql",
     mrr_movements,
     on_page=True,
     needs=_needs_movements,

@@ -229,12 +229,12 @@ def _needs_comebacks(frame: pd.DataFrame) -> str | None:
 
 
 MONTHLY_CHURN = Chart(
-    "monthly_churn", "Monthly churn", "monthly_churn.sql", monthly_churn, on_page=True
+    "monthly_churn", "Monthly churn", "monthly_churn_chart.sql", monthly_churn, on_page=True
 )
 MONTHLY_RENEWALS = Chart(
     "monthly_renewals",
     "Renewal rate by billing period",
-    "monthly_renewals.sql",
+    "monthly_renewals_chart.sql",
     monthly_renewals,
     on_page=False,
     needs=_needs_rates(
@@ -245,7 +245,7 @@ MONTHLY_RENEWALS = Chart(
 CHURN_BY_PLATFORM = Chart(
     "churn_by_platform",
     "Churn rate by platform",
-    "churn_by_platform.sql",
+    "churn_by_platform_chart.sql",
     churn_by_platform,
     on_page=False,
     needs=_needs_rates("churn_rate", "a month that starts after the first sync"),
@@ -253,7 +253,7 @@ CHURN_BY_PLATFORM = Chart(
 REACTIVATIONS = Chart(
     "reactivations",
     "Reactivations",
-    "reactivations.sql",
+    "reactivations_chart.sql",
     reactivations,
     on_page=False,
     needs=_needs_comebacks,

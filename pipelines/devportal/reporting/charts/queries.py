@@ -1,7 +1,8 @@
 """The charts' queries and reading them alike on every engine.
 
-The charts' queries are files in `sql/charts/`, one per chart, each opening with a comment
-saying what the chart shows; `sql/report/` holds the report's. They ship as package data beside
+The charts' queries are files in `sql/charts/`, one per chart (`<chart>_chart.sql`: named apart
+from the models they read), each opening with a comment saying what the chart shows;
+`sql/report/report_row.sql` is the report's read of its one row of figures. They ship as package data beside
 the models (a link to the repository's sql/ in a checkout). Each names the model(s) it reads as
 `analytics.<model>`, which `qualified` turns into the engine's full name, and is portable SQL
 run as written (no translation) by DuckDB and PostgreSQL alike. `read` returns the same
@@ -31,7 +32,7 @@ CHARTS_DIR = "charts"
 
 @functools.cache
 def query_file(name: str) -> str:
-    """The query in `sql/<NAME>.sql` (e.g. "charts/monthly_churn", "report/figures"), read on
+    """The query in `sql/<NAME>.sql` (e.g. "charts/monthly_churn_chart", "report/report_row"), read on
     first use and kept. A missing file is a DevportalError saying to reinstall."""
     path = SQL_DIR / f"{name}.sql"
     try:

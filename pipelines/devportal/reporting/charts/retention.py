@@ -238,7 +238,7 @@ def _needs_followed(frame: pd.DataFrame) -> str | None:
 COHORT_RETENTION = Chart(
     "cohort_retention",
     "Cohort retention: share still usable, by month since the month started",
-    "cohort_retention.sql",
+    "cohort_retention_chart.sql",
     cohort_retention,
     on_page=True,
     needs=_needs_month_end,
@@ -246,7 +246,7 @@ COHORT_RETENTION = Chart(
 SURVIVAL_CURVE = Chart(
     "survival_curve",
     "Subscription survival (Kaplan-Meier)",
-    "survival_curve.sql",
+    "survival_curve_chart.sql",
     survival_curve,
     on_page=True,
     needs=_needs_followed,

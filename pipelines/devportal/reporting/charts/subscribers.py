@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-# the days the expiry calendar covers: its query's window (sql/charts/expiry_calendar.sql,
+# the days the expiry calendar covers: its query's window (sql/charts/expiry_calendar_chart.sql,
 # `interval '60 days'`) and its axis
 EXPIRY_DAYS = 60
 
@@ -159,7 +159,7 @@ def _needs_users(frame: pd.DataFrame) -> str | None:
 USABLE_OVER_TIME = Chart(
     "usable_over_time",
     "Usable subscribers over time",
-    "usable_over_time.sql",
+    "usable_over_time_chart.sql",
     usable_over_time,
     on_page=True,
     needs=_needs_days,
@@ -167,7 +167,7 @@ USABLE_OVER_TIME = Chart(
 EXPIRY_CALENDAR = Chart(
     "expiry_calendar",
     f"Expiry calendar, next {EXPIRY_DAYS} days",
-    "expiry_calendar.sql",
+    "expiry_calendar_chart.sql",
     expiry_calendar,
     on_page=True,
     dated=True,
@@ -176,7 +176,7 @@ EXPIRY_CALENDAR = Chart(
 USERS_BY_PLATFORM = Chart(
     "users_by_platform",
     "Users by platform",
-    "users_by_platform.sql",
+    "users_by_platform_chart.sql",
     users_by_platform,
     on_page=True,
     needs=_needs_users,

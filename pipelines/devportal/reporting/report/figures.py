@@ -89,8 +89,8 @@ class ReportFigures:
 
 
 # The figures are the model sql/marts/report_figures.sql (one row, one column per figure key);
-# the report only reads that row (sql/report/figures.sql) and formats it.
-_FIGURES_SQL = "report/figures"
+# the report only reads that row (sql/report/report_row.sql) and formats it.
+_FIGURES_SQL = "report/report_row"
 
 # The statuses beyond the spec's two among the live subscriptions read, as sent, with their
 # treatment and counts: a list, so not a column of the one-row report_figures.
@@ -417,7 +417,7 @@ def _revenue_title(f: Mapping[str, Any]) -> str:
     return f"Revenue ({said}" + (f", {f['currency']})" if f["currency"] else ")")
 
 
-# Beside the figures, for the page's tiles: the month before (sql/report/figures.sql's header).
+# Beside the figures, for the page's tiles: the month before (sql/report/report_row.sql's header).
 _CONTEXT = (
     "first_sync_at",
     "usable_month_before",

@@ -149,7 +149,7 @@ def _versus(
     measured then (the history starts with the first sync)."""
     month = "month before"
     if report.as_of is not None:
-        # as_of at 00:00:00 on the 1st ends the month before (sql/report/figures.sql)
+        # as_of at 00:00:00 on the 1st ends the month before (sql/report/report_row.sql)
         as_of_month = (report.as_of - timedelta(microseconds=1)).date().replace(day=1)
         month = f"end of {_previous(as_of_month):%Y-%m}"
     if before is None:

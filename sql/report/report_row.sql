@@ -1,4 +1,4 @@
--- figures: the one row of figures `devportal report` formats (text, JSON, CSV, Markdown, HTML),
+-- report_row: the one row of figures `devportal report` formats (text, JSON, CSV, Markdown, HTML),
 -- one column per figure key. The figures are computed by the model
 -- sql/marts/report_figures.sql; the report only reads its row, with what it needs beside it to
 -- say which figures the history cannot measure yet and how the page's tiles changed against
