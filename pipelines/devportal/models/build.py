@@ -10,7 +10,8 @@ on every read, so a view over `devportal.<table>` breaks under another catalog n
 whole or nothing: a failing model leaves the previous build in place. One transaction holds it
 on either engine: on PostgreSQL it drops and creates each table (its DDL is transactional) and
 reads one REPEATABLE READ snapshot; on DuckDB it is written into the draft, published only when
-every model is built. One commit writes the build: a commit per model made DuckDB write and
+every model is built (the previous build's tables are dropped and the draft checkpointed just
+before, so the new tables reuse their blocks and the file does not grow: `_free_previous_build`). One commit writes the build: a commit per model made DuckDB write and
 checkpoint the copy model by model (0.15 s more of a 1.4 s build at 100k subscriptions, for the
 same bytes); the tables of a transaction not yet committed are DuckDB's to spill (a large one is
 written to the draft as it is made), and a build that still runs out of the memory cap is rolled
@@ -169,6 +170,9 @@ def _build_all(
     on_postgres = engine.dialect != SOURCE_DIALECT
     read_later = {dependency for model in models for dependency in model.depends_on}
 
+    if not on_postgres:
+        _free_previous_build(engine, [seed.name for seed in seeds] + [m.name for m in models])
+
     def everything() -> None:
         built.clear()
         skipped.clear()
@@ -205,6 +209,29 @@ def _build_all(
 
     memory.run(everything)
     return built, skipped
+
+
+def _free_previous_build(engine: engines.Engine, names: Sequence[str]) -> None:
+    """DuckDB: drop the tables the build replaces (NAMES: its seeds and models) and checkpoint
+    the draft, before the build's transaction, so the blocks they held are free for the new
+    tables. Dropped inside the build's transaction, they stay in use until it commits, the new
+    tables take new blocks at the file's end, and the published warehouse grows by a whole
+    build's tables every other run (at 1M subscriptions the file went 338 -> 426 -> 338 MB
+    between hourly runs that changed nothing). The draft is published only when the build
+    is whole, so readers still see the previous build or the new one, never this step."""
+    existing = engine.relations(SCHEMA)
+    stale = [name for name in dict.fromkeys(names) if name in existing]
+    if not stale:
+        return
+    try:
+        with engine.transaction():
+            for name in stale:
+                _drop(engine, name, existing)
+        engine.execute("checkpoint")
+    except engine.errors as err:
+        raise DevportalError(
+            f"cannot drop the previous build of {SCHEMA}: {first_line(err)}"
+        ) from err
 
 
 def _analyze(engine: engines.Engine, name: str) -> None:
