@@ -85,7 +85,8 @@ def test_a_price_set_after_the_build_is_in_the_next_report(
     assert lines[0].startswith("devportal: warning: the figures use the settings of their last")
     assert "price_monthly 9 (the figures use 7)" in lines[0], lines[0]
     assert "price_yearly 108 (the figures use 84)" in lines[0], lines[0]
-    assert "`devportal models` applies them" in lines[0], lines[0]
+    command = "devportal models" + (" --destination postgres" if engine.destination else "")
+    assert f"`{command}` applies them" in lines[0], lines[0]
 
     # the digest applies them as the report does
     digest = run_devportal("digest", "--no-post", *engine.argv(), env=_env(engine), cwd=project)
@@ -128,3 +129,116 @@ def test_the_differences_name_each_setting_in_an_owners_words() -> None:
     assert seed_differences({"price_book": None}, new[1:]) == [
         "price_book (this build of the models predates it)"
     ]
+
+
+# A read-only warehouse, as the kernel refuses it to a user without write permission: the
+# build's last step, the draft renamed over the warehouse file in its folder, fails with
+# EACCES. `chmod a-w` on the file and folder does this for a user; root writes through it, so
+# the child process (run as root or not) also refuses that rename itself (sitecustomize), the
+# same error at the same step, without any root trick.
+_READ_ONLY = """
+import errno, os
+_warehouse = os.path.realpath(os.environ["DEVPORTAL_TEST_READ_ONLY"])
+def _refusing(real):
+    def rename(src, dst, *args, **kwargs):
+        if os.path.realpath(os.fspath(dst)) == _warehouse:
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(dst))
+        return real(src, dst, *args, **kwargs)
+    return rename
+os.replace, os.rename = _refusing(os.replace), _refusing(os.rename)
+"""
+
+
+def _read_only(warehouse: Path, hooks: Path) -> dict[str, str | None]:
+    """WAREHOUSE read-only (file and folder `chmod a-w`, and refused to root too): the
+    environment a `run_devportal` then needs."""
+    hooks.mkdir(parents=True, exist_ok=True)
+    (hooks / "sitecustomize.py").write_text(_READ_ONLY, encoding="utf-8")
+    warehouse.chmod(0o444)
+    warehouse.parent.chmod(0o555)
+    return {"DEVPORTAL_TEST_READ_ONLY": str(warehouse), "PYTHONPATH": str(hooks)}
+
+
+def test_prices_first_set_on_a_warehouse_that_cannot_be_written_are_never_no_prices(
+    sandbox_factory: Any, engine: OnEngine, tmp_path: Path
+) -> None:
+    """The last build had no prices, prices are set now and the warehouse cannot be written
+    (another writer holds it; on DuckDB also a read-only file and folder): text, JSON, the
+    page and its money charts never say "no prices set"; one line says which prices differ,
+    the command that applies them and that it needs the warehouse writable, with no errno and
+    no path."""
+    sb = sandbox_factory(subscriptions=80, users=40, seed=321)
+    with _environ(engine.env):
+        sync_from(sb, engine.warehouse, destination=engine.destination, build_models=True)
+    project = tmp_path / "project"
+    _config(project, None)
+    figures, _ = _report(engine, project)
+    assert figures["prices_hint"].startswith("no prices set")
+    _config(project, 5)
+    command = "devportal models" + (" --destination postgres" if engine.destination else "")
+
+    def unapplied(env: dict[str, str | None], why: str) -> None:
+        page = tmp_path / "page.html"
+        for fmt in ("json", "table"):
+            argv = ("report", "--format", fmt, "--html", str(page), *engine.argv())
+            result = run_devportal(*argv, env={**_env(engine), **env}, cwd=project)
+            assert result.code == 0, result.err
+            said = [line for line in result.err.splitlines() if not line.startswith("wrote ")]
+            assert len(said) == 1, result.err
+            for text in (said[0], result.out, page.read_text(encoding="utf-8")):
+                assert "no prices set" not in text, text
+                assert "Errno" not in text and ".dlt/next" not in text, text
+            assert "price_monthly 5 (the figures have none)" in said[0], said[0]
+            assert f"`{command}` applies them once the warehouse can be written" in said[0]
+            assert why in said[0], said[0]
+            if fmt == "json":
+                hint = json.loads(result.out)["prices_hint"]
+                assert "price_yearly 60 (the figures have none)" in hint and why in hint, hint
+                assert json.loads(result.out)["mrr"] is None  # the figures as built
+            else:
+                assert "price_monthly 5 (the figures have none)" in result.out, result.out
+        html = page.read_text(encoding="utf-8")
+        assert "prices not applied yet" in html and "price_monthly 5" in html
+
+    with _environ(engine.env), writer_lock(engine.target):
+        unapplied({}, "another run is writing the warehouse")
+    if engine.name == "duckdb":
+        env = _read_only(engine.warehouse, tmp_path / "hooks")
+        try:
+            unapplied(env, "the warehouse file or its folder is read-only")
+        finally:
+            engine.warehouse.parent.chmod(0o755)
+            engine.warehouse.chmod(0o644)
+    # writable again: the next report has the prices, nothing run by hand
+    figures, said = _report(engine, project)
+    assert figures["mrr"] is not None and figures["prices_hint"] is None, (figures, said)
+
+
+def test_why_the_models_could_not_be_rebuilt_is_said_without_errno_or_path() -> None:
+    from devportal.base.errors import ConfigError, DevportalError, WarehouseBusy
+    from devportal.cli.options import why_not_written
+
+    def raised(outer: Exception, inner: BaseException) -> Exception:
+        try:
+            try:
+                raise inner
+            except BaseException as cause:
+                raise outer from cause
+        except Exception as err:
+            return err
+
+    denied = PermissionError(1, "Operation not permitted")
+    denied.filename, denied.filename2 = "/w/.wh.dlt/next/wh.duckdb", "/w/wh.duckdb"
+    for err in (
+        raised(DevportalError(f"cannot publish: {denied}"), denied),
+        raised(ConfigError("cannot write in /w: permission denied"), PermissionError(13, "x")),
+        raised(DevportalError("no"), OSError(30, "Read-only file system")),
+    ):
+        assert why_not_written(err) == "the warehouse file or its folder is read-only for this user"
+    busy = WarehouseBusy("warehouse /w/wh.duckdb is busy: a sync (pid 7) is running")
+    assert why_not_written(busy).startswith("another run is writing the warehouse")
+    other = raised(
+        DevportalError("cannot build: [Errno 28] No space left on device: '/w/.wh.dlt/next/x'"),
+        OSError(28, "No space left on device"),
+    )
+    assert why_not_written(other) == "cannot build: No space left on device"

@@ -21,15 +21,20 @@ How much a command says (`add_verbosity`: `--quiet`, `--verbose`), written once 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devportal.base.progress import Progress, for_run, is_terminal
 from devportal.warehouse import DEFAULT_WAREHOUSE
 from devportal.warehouse.target import Target
+
+if TYPE_CHECKING:
+    from devportal.reporting.report import Unapplied
 
 # how much a command says (`verbosity`)
 QUIET, NORMAL, VERBOSE = 0, 1, 2
@@ -115,45 +120,54 @@ def build_models(args: argparse.Namespace, target: Target, *, after_sync: bool =
         tell(args, models.summary_line(summary, reasons=shows_detail(args)))
 
 
-def figures_current(args: argparse.Namespace, target: Target) -> None:
+def figures_current(args: argparse.Namespace, target: Target) -> Unapplied | None:
     """Before a command prints figures (`report`, `digest`): when the settings the models use
     (the price book, the status map) differ from those they were built with
-    (`models.differences`), rebuild them (recorded as `devportal models` records a build); when the warehouse cannot be written now (another run holds it, no
-    permission), one warning on stderr: what differs and the command that applies it. The
+    (`models.differences`), rebuild them (recorded as `devportal models` records a build).
+    When the warehouse cannot be written now (another run holds it, a read-only file or
+    folder), one warning on stderr: what differs, the command that applies it and that it
+    needs the warehouse writable, why not now in words (no raw error, no path); and the same
+    line returned (`report.Unapplied`) for the report to say in place of "no prices set". The
     figures are then read as built. The rebuild's line goes to stderr, at a terminal or with
     --verbose: a report's stdout stays its figures, a cron's digest stays quiet. Where no
     `[analytics]` setting is set at all (a command run outside the project's folder), the
     figures keep the settings of their build."""
     # deferred: the handler's own imports; the parser (every command) stays light
     from devportal import models
-    from devportal.base.errors import ConfigError, DevportalError, first_line
+    from devportal.base.errors import ConfigError, DevportalError
+    from devportal.models.seeds import PRICES
+    from devportal.reporting.report import Unapplied
     from devportal.warehouse import engines
 
     if target.engine is None:
-        return
+        return None
     try:
         configured = models.seeds_from_settings(target.settings)
     except ConfigError as err:  # a broken setting: the figures as built, and why not newer
         warn(f"{err}; the figures use the settings of their last build")
-        return
+        return None
     try:
         with engines.connect(target, read_only=True) as engine:
             differ = models.differences(engine, configured)
     except DevportalError:
-        return  # the figures' own read says what is wrong with the warehouse
+        return None  # the figures' own read says what is wrong with the warehouse
     if not differ or not _analytics_set():
         # no [analytics] setting where dlt reads (run from another folder than the project's):
         # the figures keep the settings they were built with, rather than none
-        return
+        return None
     changed = "; ".join(differ)
     try:
         models.build(target)
     except DevportalError as err:
-        warn(
+        command = "devportal models" + ("" if target.is_file else f" --destination {target.name}")
+        line = (
             f"the figures use the settings of their last build, not those set now ({changed}); "
-            f"`devportal models` applies them (not now: {first_line(err)})"
+            f"`{command}` applies them once the warehouse can be written "
+            f"(not now: {why_not_written(err)})"
         )
-        return
+        warn(line)
+        prices_set = any(seed.rows for seed in configured if seed.name == PRICES)
+        return Unapplied(line, prices_set)
     # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.operations import outcomes
     from devportal.operations.alerts.events import check_churn
@@ -163,6 +177,30 @@ def figures_current(args: argparse.Namespace, target: Target) -> None:
     # on stderr: the command's output (a report's JSON) stays only the figures
     if verbosity(args) >= VERBOSE or is_terminal(sys.stderr):
         print(f"devportal: models rebuilt with the settings set now ({changed})", file=sys.stderr)
+    return None
+
+
+# errno of a file or folder that cannot be written: no permission, read-only, immutable
+_READ_ONLY_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
+def why_not_written(err: BaseException) -> str:
+    """Why the models could not be rebuilt, in words and without a path or errno: the
+    warehouse read-only (an OSError of permission anywhere in ERR's causes), another run
+    writing it (`WarehouseBusy`), else ERR's own first line with any `[Errno N] ...: 'path'`
+    left out."""
+    # deferred: the handler's own imports; the parser (every command) stays light
+    from devportal.base.errors import WarehouseBusy, causes
+
+    chain = causes(err)
+    if any(isinstance(e, OSError) and e.errno in _READ_ONLY_ERRNOS for e in chain):
+        return "the warehouse file or its folder is read-only for this user"
+    if any(isinstance(e, WarehouseBusy) for e in chain):
+        return "another run is writing the warehouse; it applies them when it builds the models"
+    text = (str(err).strip().splitlines() or [type(err).__name__])[0]
+    text = re.sub(r"\[Errno \d+\]\s*", "", text)
+    text = re.sub(r":?\s*'[^']*[/\\][^']*'(\s*->\s*'[^']*')?", "", text)
+    return text[:300] or type(err).__name__
 
 
 def _analytics_set() -> bool:

@@ -30,6 +30,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     target = options.target(args)
-    options.figures_current(args, target)
-    report.print_report(target, fmt=args.format, html=args.html)
+    unapplied = options.figures_current(args, target)
+    report.print_report(target, fmt=args.format, html=args.html, unapplied=unapplied)
     return 0

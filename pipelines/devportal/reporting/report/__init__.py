@@ -13,13 +13,14 @@ helpers imports them from that module.
 """
 
 from devportal.reporting.report.coverage import WINDOW_DAYS, span_text
-from devportal.reporting.report.figures import collect
+from devportal.reporting.report.figures import Unapplied, collect
 from devportal.reporting.report.formats import FORMATS
 from devportal.reporting.report.page import print_report
 
 __all__ = [
     "FORMATS",
     "WINDOW_DAYS",
+    "Unapplied",
     "collect",
     "print_report",
     "span_text",

@@ -88,6 +88,17 @@ class ReportFigures:
         return [m for s in self.sections for m in s.metrics]
 
 
+@dataclass(frozen=True)
+class Unapplied:
+    """Settings set now that the figures were not built with, because the models could not be
+    rebuilt before the report (`cli.options.figures_current`): LINE says in one line which
+    settings differ, the command that applies them and why it could not now (no raw error, no
+    path); PRICES_SET whether prices are set now (so the report never says "no prices set")."""
+
+    line: str
+    prices_set: bool
+
+
 # The figures are the model sql/marts/report_figures.sql (one row, one column per figure key);
 # the report only reads that row (sql/report/report_row.sql) and formats it.
 _FIGURES_SQL = "report/report_row"
@@ -399,9 +410,14 @@ def _figure(value: Any, kind: str, currency: str | None = None) -> Any:
     return int(value)
 
 
-def _prices_hint(f: Mapping[str, Any]) -> str | None:
-    """The one line of the revenue section while it has no figures: how to set prices (or to
-    rebuild models older than the price book); None when prices are set."""
+def _prices_hint(f: Mapping[str, Any], unapplied: Unapplied | None = None) -> str | None:
+    """The one line of the revenue section: how to set prices while none is set (or to rebuild
+    models older than the price book); while the settings set now are not in the figures
+    (UNAPPLIED: the models could not be rebuilt), which differ and the command that applies
+    them, under the figures built, or instead of "no prices set" when prices are set now but
+    not in the figures; None when the figures are the settings'."""
+    if unapplied is not None and (unapplied.prices_set or f["mrr"] is not None):
+        return unapplied.line
     if not f["has_money_columns"]:
         return OLD_BUILD_HINT
     return charts.PRICES_HINT if f["mrr"] is None else None
@@ -427,8 +443,9 @@ _CONTEXT = (
 )
 
 
-def report_from_row(row: Mapping[str, Any]) -> ReportFigures:
-    """The report of one row of analytics.report_figures (with `other_statuses`)."""
+def report_from_row(row: Mapping[str, Any], unapplied: Unapplied | None = None) -> ReportFigures:
+    """The report of one row of analytics.report_figures (with `other_statuses`); UNAPPLIED:
+    settings set now that the figures were not built with (`_prices_hint`)."""
     # a build before the price book: its money figures are all NULL
     row = {
         **dict.fromkeys(_MONEY_KEYS),
@@ -495,7 +512,7 @@ def report_from_row(row: Mapping[str, Any]) -> ReportFigures:
     sections[0].metrics.insert(2, Metric(UNMEASURED_KEY, UNMEASURED_LABEL, unmeasured, "needs"))
     revenue = next(i for i, (title, _) in enumerate(_LAYOUT) if title == "Revenue")
     sections[revenue].metrics.append(
-        Metric(PRICES_KEY, PRICES_LABEL, _prices_hint({**figures, **row}), "note")
+        Metric(PRICES_KEY, PRICES_LABEL, _prices_hint({**figures, **row}, unapplied), "note")
     )
     return ReportFigures(
         as_of=figures["as_of"],
@@ -509,9 +526,10 @@ def report_from_row(row: Mapping[str, Any]) -> ReportFigures:
     )
 
 
-def collect(target: Where) -> ReportFigures:
+def collect(target: Where, unapplied: Unapplied | None = None) -> ReportFigures:
     """The report's figures, read read-only from TARGET (a `Target`, or the DuckDB warehouse
     file's path), through `devportal.warehouse.engines.connect`: one-line errors
-    (no warehouse, not a DuckDB database, busy, damaged, no server, models not built)."""
+    (no warehouse, not a DuckDB database, busy, damaged, no server, models not built).
+    UNAPPLIED: settings set now that the figures were not built with (`Unapplied`)."""
     with open_reader(target) as reader:
-        return report_from_row(read_figures(reader))
+        return report_from_row(read_figures(reader), unapplied)

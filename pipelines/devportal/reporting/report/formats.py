@@ -98,11 +98,14 @@ _UNSHOWN = ("month", "flag", "code", "needs", "span")
 
 
 def _shown(section: Section) -> list[Metric]:
-    """The metrics a table shows; while the section has a note (no prices set), only it."""
+    """The metrics a table shows; while the section has a note and no money figure (no prices
+    in the figures), only it; a note beside money figures (settings set now that they were not
+    built with) a line under them."""
     notes = [m for m in section.metrics if m.kind == "note" and m.value is not None]
-    if notes:
+    shown = [m for m in section.metrics if m.kind not in (*_UNSHOWN, "note")]
+    if notes and all(m.value is None for m in section.metrics if m.kind == "money"):
         return notes
-    return [m for m in section.metrics if m.kind not in (*_UNSHOWN, "note")]
+    return shown + notes
 
 
 # A row people read: (label, value text, how it is shown): "value" a label and its value,

@@ -28,8 +28,10 @@ from devportal.base.errors import DevportalError
 from devportal.reporting import charts, number_format
 from devportal.reporting.report.coverage import FULL_MONTH, first_full_month
 from devportal.reporting.report.figures import (
+    OLD_BUILD_HINT,
     AnalyticsReader,
     ReportFigures,
+    Unapplied,
     open_reader,
     read_figures,
     report_from_row,
@@ -210,7 +212,12 @@ def _tiles(report: ReportFigures) -> list[Tile]:
     mrr = values["mrr"]
     if mrr is None:
         hint = values["prices_hint"] or ""
-        value = "no prices set" if hint == charts.PRICES_HINT else "not built"
+        if hint == charts.PRICES_HINT:
+            value = "no prices set"
+        elif hint == OLD_BUILD_HINT:
+            value = "not built"
+        else:  # prices set now, not yet in the figures: the line says which and how
+            value = "prices not applied yet"
         mrr_tile = Tile("MRR", value, hint, "", True)
     else:
         line, tone = _versus(
@@ -360,6 +367,14 @@ def _chart_frames(reader: AnalyticsReader) -> dict[str, pd.DataFrame]:
     return frames
 
 
+# A money chart's line while the prices set now are not in the figures (the MRR tile says which
+# and the command that applies them).
+_UNAPPLIED_CHART = (
+    "prices are set but not in these figures yet: the MRR tile says how to apply them"
+)
+_NO_PRICES = (None, charts.PRICES_HINT, OLD_BUILD_HINT)
+
+
 def _chart_images(
     frames: Mapping[str, pd.DataFrame], report: ReportFigures
 ) -> list[tuple[str, bytes | str]]:
@@ -370,6 +385,8 @@ def _chart_images(
     for name, frame in frames.items():
         chart = charts.BY_NAME[name]
         needs = chart.needs_history(frame, report.history)
+        if needs == charts.PRICES_HINT and report.values()["prices_hint"] not in _NO_PRICES:
+            needs = _UNAPPLIED_CHART  # prices set now, not in the figures: never "no prices set"
         shown.append((chart.title, needs or charts.png_bytes(chart.draw(frame, as_of))))
     return shown
 
@@ -435,10 +452,11 @@ def _write(path: str | Path, text: str) -> Path:
 
 
 def _read_page(
-    reader: AnalyticsReader, with_charts: bool = True
+    reader: AnalyticsReader, with_charts: bool = True, unapplied: Unapplied | None = None
 ) -> tuple[ReportFigures, dict[str, pd.DataFrame]]:
-    """The figures and (WITH_CHARTS) the charts' data, read in one go on one connection."""
-    report = report_from_row(read_figures(reader))
+    """The figures and (WITH_CHARTS) the charts' data, read in one go on one connection;
+    UNAPPLIED: settings set now that the figures were not built with (`Unapplied`)."""
+    report = report_from_row(read_figures(reader), unapplied)
     return report, _chart_frames(reader) if with_charts else {}
 
 
@@ -449,13 +467,19 @@ def write_html(target: Where, path: str | Path) -> Path:
     return _write(path, format_html(report, _chart_images(frames, report)))
 
 
-def print_report(target: Where, fmt: str = "table", html: str | Path | None = None) -> None:
+def print_report(
+    target: Where,
+    fmt: str = "table",
+    html: str | Path | None = None,
+    unapplied: Unapplied | None = None,
+) -> None:
     """Print the report of TARGET (a `Target`, or the DuckDB warehouse file's path) in FMT;
-    with HTML, also write the page there."""
+    with HTML, also write the page there. UNAPPLIED: settings set now that the figures were
+    not built with (`cli.options.figures_current`), said in the revenue section."""
     if fmt not in FORMATS:
         raise DevportalError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
     with open_reader(target) as reader:
-        report, frames = _read_page(reader, with_charts=html is not None)
+        report, frames = _read_page(reader, with_charts=html is not None, unapplied=unapplied)
     print(render(report, fmt))
     if html is not None:
         page = _write(html, format_html(report, _chart_images(frames, report)))
