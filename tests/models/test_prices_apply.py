@@ -242,3 +242,41 @@ def test_why_the_models_could_not_be_rebuilt_is_said_without_errno_or_path() -> 
         OSError(28, "No space left on device"),
     )
     assert why_not_written(other) == "cannot build: No space left on device"
+
+
+def test_the_init_templates_empty_analytics_section_keeps_the_demos_prices(
+    tmp_path: Path,
+) -> None:
+    """`devportal init` writes `[analytics]` with every key commented out: that sets nothing. The
+    demo run in that project (its price book), then `devportal report` there, as the demo's
+    next step says: the demo's prices, no rebuild without them, no "no prices set"."""
+    project = tmp_path / "project"
+    env: dict[str, str | None] = {
+        key: None for key in ("ANALYTICS__CURRENCY", "ANALYTICS__PRICE_MONTHLY")
+    }
+    env["ANALYTICS__PRICE_YEARLY"] = None
+    assert run_devportal("init", str(project), env=env).code == 0
+    config = (project / ".dlt" / "config.toml").read_text(encoding="utf-8")
+    assert "\n[analytics]\n" in config and "\n# price_monthly" in config
+    warehouse = project / "warehouse" / "demo.duckdb"
+    demo = ("demo", "--warehouse", str(warehouse), "--subscriptions", "300", "--users", "40")
+    done = run_devportal(*demo, "--syncs", "2", env=env, cwd=project, timeout=300)
+    assert done.code == 0, done.err
+    result = run_devportal(
+        "report", "--format", "json", "--warehouse", str(warehouse), env=env, cwd=project
+    )
+    assert result.code == 0, result.err
+    figures = json.loads(result.out)
+    assert figures["mrr"] is not None and figures["prices_hint"] is None, figures
+    assert result.err == "", result.err  # nothing differs: nothing rebuilt, nothing to warn
+
+    # a key set under it is a setting: the next report applies it
+    (project / ".dlt" / "config.toml").write_text(
+        config.replace("\n[analytics]\n", '\n[analytics]\ncurrency = "USD"\n'), encoding="utf-8"
+    )
+    result = run_devportal(
+        "report", "--format", "json", "--warehouse", str(warehouse), env=env, cwd=project
+    )
+    assert result.code == 0, result.err
+    # currency alone is no price book: no prices set now, and the report says so
+    assert json.loads(result.out)["prices_hint"].startswith("no prices set")

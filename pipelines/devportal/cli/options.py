@@ -205,11 +205,21 @@ def why_not_written(err: BaseException) -> str:
 
 def _analytics_set() -> bool:
     """Whether any `[analytics]` setting is set where dlt reads settings now (a settings file
-    of the current or global folder, or the environment)."""
+    of the current or global folder, or the environment): a key with a value. A header with
+    every key commented out (the template `devportal init` writes), or empty tables under it,
+    sets nothing."""
     # deferred: the handler's own imports; the parser (every command) stays light
     from devportal.settings import files
 
-    return bool(files.written(("analytics",)) or files.environment("ANALYTICS__"))
+    tables = [table for _, table in files.written(("analytics",))]
+    return any(_has_key(table) for table in tables) or bool(files.environment("ANALYTICS__"))
+
+
+def _has_key(table: Any) -> bool:
+    """Whether TABLE (a TOML table) holds a key with a value, in it or a table under it."""
+    if not isinstance(table, dict):
+        return True
+    return any(_has_key(value) for value in table.values())
 
 
 def warn(text: str) -> None:
