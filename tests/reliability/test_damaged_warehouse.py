@@ -32,8 +32,9 @@ DAMAGE: dict[str, Callable[[bytes], bytes]] = {
     "emptied": lambda data: b"",
     "cut at 100 bytes": lambda data: data[:100],
     "cut to a third": _cut(1 / 3),
-    # DuckDB's blocks are 256 KiB: the last one gone, every header and most data still there
-    "cut by its last block": lambda data: data[: -(256 * 1024)],
+    # DuckDB's blocks are 256 KiB: a copy that stopped 40 KiB short (a full disk), every header
+    # and most data still there
+    "cut inside its last block": lambda data: data[: -(40 * 1024)],
     "header overwritten": lambda data: b"\0garbage" * 512 + data[4096:],
 }
 

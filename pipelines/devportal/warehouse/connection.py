@@ -127,6 +127,7 @@ def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
     # deferred: loads DuckDB, kept out of startup
     import duckdb  # here, not at import: `devportal --help` stays fast
 
+    check_file(path)
     try:
         con = duckdb.connect(str(path), read_only=read_only, config=dict(OWN_CONNECTION))
     except duckdb.Error as err:
@@ -138,67 +139,26 @@ def open_duckdb(path: Path, *, read_only: bool = False) -> Any:
             # in a Jupyter kernel (a notebook) DuckDB refuses any change to its progress bar
             # without ipywidgets installed; the bar is off there already (it would be a widget)
             continue
-    try:
-        check_blocks(con, path)
-    except BaseException:
-        con.close()
-        raise
     return con
 
 
-def _fewer_blocks(path: Path) -> tuple[int, int] | None:
-    """(size, whole blocks held) of DuckDB file PATH when it holds fewer than its header
-    counts, else None."""
+def check_file(path: Path) -> None:
+    """WarehouseDamaged when the DuckDB file PATH is cut short: fewer bytes than its header
+    counts, ending inside a block (a full disk during a copy, a broken backup). DuckDB itself
+    notices only when a query reads a missing block, which a command may not do before it acts
+    on what it read (a sync would judge the API against what the cut file still shows). DuckDB
+    writes whole blocks only; a file that ends on a block's edge short of its header's count is
+    one whose free blocks at the end DuckDB cut off itself, left to DuckDB (a query that reads a
+    missing block is named damaged all the same, `damage_in`). Reads 12 KiB: no connection."""
     found = file_blocks(path)
     if found is None:
-        return None
-    size, blocks, block_size = found
-    held = max(size - HEADERS_SIZE, 0) // block_size
-    return (size, held) if held < blocks else None
-
-
-def check_file(path: Path) -> None:
-    """`check_blocks` for a file not open yet (before a writer copies it): opens it read-only
-    only when it holds fewer blocks than its header counts."""
-    if _fewer_blocks(path) is not None:
-        open_duckdb(path, read_only=True).close()
-
-
-def check_blocks(con: Any, path: Path) -> None:
-    """WarehouseDamaged when the DuckDB file PATH (open in CON) is cut short: a table's data
-    lies past the file's end (a full disk during a copy, a broken backup). DuckDB itself
-    notices only when a query reads a missing block, which a command may not do before it acts
-    on what it read (a sync would judge the API against what the cut file still shows). Looked
-    at only when the file holds fewer blocks than its header counts, which DuckDB also leaves
-    when it cuts free blocks off the end: then each table's storage tells (a few ms)."""
-    # deferred: loads DuckDB, kept out of startup
-    import duckdb  # loaded already: the caller connected
-
-    short = _fewer_blocks(path)
-    if short is None:
         return
-    size, held = short
-    where = shown(path)
-    try:
-        tables = con.execute(
-            "select schema_name, table_name from duckdb_tables() "
-            "where database_name = current_database()"
-        ).fetchall()
-        for schema, table in tables:
-            name = sql_literal(f"{quote_ident(schema)}.{quote_ident(table)}")
-            row = con.execute(
-                f"select max(block_id) from pragma_storage_info({name})"
-            ).fetchone()
-            if row and row[0] is not None and row[0] >= held:
-                raise damaged_error(
-                    where,
-                    f"cut short: table {schema}.{table} lies past its end at {size:,} bytes",
-                )
-    except duckdb.Error as err:  # the tables' own storage is among what is gone
-        damage = damage_in(err)
-        if damage is None:
-            raise
-        raise damaged_error(where, first_line(damage).replace(str(path), where)) from err
+    size, blocks, block_size = found
+    counted = HEADERS_SIZE + blocks * block_size
+    if size < counted and (size - HEADERS_SIZE) % block_size:
+        raise damaged_error(
+            shown(path), f"cut short: {size:,} bytes of the {counted:,} its header counts"
+        )
 
 
 @contextmanager

@@ -67,9 +67,7 @@ _DATABASE_HEADER = struct.Struct("<8xQQQQQQ")
 
 def file_blocks(path: Path) -> tuple[int, int, int] | None:
     """What DuckDB file PATH holds: (its size, the blocks its header counts, their size), or
-    None when its headers do not read as DuckDB's. A file may hold fewer blocks than its header
-    counts (DuckDB cuts free blocks off its end after writing the header), so fewer is only a
-    reason to look at what the tables use (`connection.check_blocks`)."""
+    None when its headers do not read as DuckDB's (`connection.check_file`)."""
     try:
         with path.open("rb") as f:
             head = f.read(HEADERS_SIZE)
