@@ -12,7 +12,7 @@ Tables written:
 - `user_settings` (merge on `user_id`) and `user_setting_values` (long form, replaced per user).
 - `user_accounts` and `user_account_profiles` (merge on `user_id`; 404 -> status `missing`).
   A child table always equals what the latest read of its parent row implies: a user read with
-  no children (settings `{}`, an account now 404) has theirs removed (`_per_user_tables`).
+  no children (settings `{}`, an account now 404) has theirs removed (`resources.per_user_tables`).
 - `sync_runs` (one row per run) and `data_quality` (one row per problem kind per run).
 
 Fields the spec does not show land in columns of their own in the table of their resource

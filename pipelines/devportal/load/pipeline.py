@@ -6,7 +6,7 @@ lock) and loads through `packages.load_whole`. On DuckDB the pipeline writes the
 warehouse file itself is never opened for writing and readers may keep it open. Which
 destination and which pipeline name: `target.Target`; the warehouse file (name rules, folder,
 lock, the draft): `devportal.warehouse`; dlt's DuckDB destination with the exact copy job:
-`duckdb_destination`.
+`warehouse.destination`.
 """
 
 from __future__ import annotations

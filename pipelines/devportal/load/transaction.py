@@ -4,7 +4,7 @@
         data = ...                                  # read what the run loads
         load_id = run.load(data, what="sync")      # one package, loaded whole or not at all
 
-`writing` holds the writer lock (`runlock`), opens the pipeline, recovers what a killed run left
+`writing` holds the writer lock (`warehouse.writer_lock`), opens the pipeline, recovers what a killed run left
 (`pipeline.finish_pending`: pending packages are loaded first, so new data never makes dlt load
 only the old package, and one that cannot load is set aside while this run goes on) and, on
 DuckDB, starts the draft this run writes. `Transaction.load` extracts and normalizes the data into one

@@ -2,7 +2,7 @@
 
 dlt looks each field up in the environment (`SOURCES__DEVPORTAL__<FIELD>`), `.dlt/secrets.toml`
 and `.dlt/config.toml`, in that order, the project's `.dlt/` (in the current folder) before
-dlt's global one (`config_sources` names them); `devportal_source(...)` receives them as
+dlt's global one (`settings.files` names them); `devportal_source(...)` receives them as
 arguments and `resolve()` turns what is missing or malformed into a one-line `ConfigError`. The
 only secret is `access_token`: it reaches the HTTP session's headers and nothing else. A key
 under `[sources.devportal]`, `[analytics]` or `[alerts]` that no setting reads (a misspelt
@@ -408,7 +408,7 @@ def warn_unknown_keys() -> None:
     resolved: every command that reads settings calls it. A run is this process, the process
     image `devportal sync` execs for the models included (`cli.speedups`): the keys warned of
     are marked in the environment under this process id, which an exec keeps. A settings file
-    dlt cannot read is said here, first, in one line (`config_sources.SettingsFileError`)."""
+    dlt cannot read is said here, first, in one line (`settings.files.SettingsFileError`)."""
     try:
         lines, unreadable = unknown_keys(), ""
     except files.SettingsFileError as err:
