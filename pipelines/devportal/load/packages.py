@@ -213,7 +213,7 @@ def load_whole(pipeline: Pipeline, target: Target, *, publish: bool = True) -> C
             rollback.restore()
             where = set_aside(pipeline, warehouse, load_id, _failure(err, target))
             raise _set_aside_error(load_id, err, where, restored=True, target=target) from err
-        _drop_ledger(pipeline, load_id)
+        _drop_loaded_files(pipeline, load_id)
         _drop_superseded_schemas(pipeline)
         return _then(rollback.publish, publish)
     backup = SchemaBackup.take(pipeline, load_id) if target.rollback == "schema" else None
@@ -310,18 +310,18 @@ def _refuse_unfit(pipeline: Pipeline, target: Target, load_id: str) -> None:
     )
 
 
-def _drop_ledger(pipeline: Pipeline, load_id: str) -> None:
-    """The package has loaded whole: the draft's ledger of loaded files goes (`loader`). If
+def _drop_loaded_files(pipeline: Pipeline, load_id: str) -> None:
+    """The package has loaded whole: the draft's list of loaded files goes (`loader`). If
     that fails the draft stays, whole, and the next writer publishes it (`finish_pending`)."""
     # deferred: loads dlt, kept out of startup
     from dlt.common.destination.exceptions import DestinationException
 
     # deferred: loads dlt, kept out of startup
-    from devportal.warehouse.destination import drop_ledger
+    from devportal.warehouse.destination import drop_loaded_files
 
     try:
         with pipeline.sql_client() as client:
-            drop_ledger(client)
+            drop_loaded_files(client)
     except DestinationException as err:  # dlt's wrappers of DuckDB's errors, connecting included
         raise DevportalError(
             f"run {load_id} loaded, but its copy of the warehouse could not be finished "
@@ -407,7 +407,7 @@ def finish_pending(pipeline: Pipeline, target: Target) -> Recovered:
         loading = draft.recover()
         if loading is not None and loading not in normalized:
             if not draft.is_stale() and draft.holds_load(loading):
-                _drop_ledger(pipeline, loading)
+                _drop_loaded_files(pipeline, loading)
                 draft.publish()  # killed after its load finished, before the rename
             else:
                 draft.discard()
@@ -418,7 +418,7 @@ def finish_pending(pipeline: Pipeline, target: Target) -> Recovered:
         elif loading is not None and draft.holds_load(loading):
             # killed after the load committed (dlt's `_dlt_loads` row), before dlt archived the
             # package: loading it again would record it twice
-            _drop_ledger(pipeline, loading)
+            _drop_loaded_files(pipeline, loading)
             draft.publish()
             # no public call marks a package loaded without loading it: dlt's load storage
             pipeline._get_load_storage().complete_load_package(loading, False)

@@ -32,7 +32,7 @@ from devportal.base.errors import server_text
 from devportal.warehouse import pipelines_dir
 from devportal.warehouse.target import Target
 
-log = logging.getLogger("devportal.runlog")
+log = logging.getLogger("devportal.outcomes")
 
 # the longest cause kept (one line, like the error printed)
 CAUSE_LIMIT = 500

@@ -16,9 +16,9 @@ as a passing fault, but the jobs load one at a time, so a retry meets the same c
 
 Each file loads once: dlt records a job as done only after the warehouse committed it, so a
 process killed in between would load the file again when the package is resumed (an append
-table such as `sync_runs` doubled). Ours writes the file's name to a ledger
-(`_devportal_load.files`) in the same transaction as its rows and skips a file the ledger
-holds. The ledger lives in the warehouse's draft only: `drop_ledger` removes it before the draft
+table such as `sync_runs` doubled). Ours writes the file's name to a list of loaded files
+(`_devportal_load.files`) in the same transaction as its rows and skips a file the list
+holds. The list lives in the warehouse's draft only: `drop_loaded_files` removes it before the draft
 is published (`pipeline.load_whole`). Everything else is dlt's: the factory, the client, the
 merge and SCD2 jobs.
 """
@@ -57,16 +57,16 @@ class ExactCopyJob(DuckDbCopyJob):
             source = f"read_json({path}, format='newline_delimited', columns={{{columns}}})"
         else:
             raise ValueError(f"cannot load {file_format} files into DuckDB: {self._file_path}")
-        ledger = _ledger(self._sql_client, create=True)
+        files = _loaded_files(self._sql_client, create=True)
         name = os.path.basename(self._file_path)
         try:
             with self._sql_client.begin_transaction():
                 if self._sql_client.execute_sql(
-                    f"SELECT 1 FROM {ledger} WHERE file_name = %s", name
+                    f"SELECT 1 FROM {files} WHERE file_name = %s", name
                 ):
                     return  # loaded by a process killed before dlt could record it
                 self._sql_client.execute_sql(f"INSERT INTO {target} BY NAME SELECT * FROM {source}")
-                self._sql_client.execute_sql(f"INSERT INTO {ledger} VALUES (%s)", name)
+                self._sql_client.execute_sql(f"INSERT INTO {files} VALUES (%s)", name)
         except DatabaseTransientException as err:
             if "out of memory" not in str(err).lower():
                 raise
@@ -76,8 +76,8 @@ class ExactCopyJob(DuckDbCopyJob):
 LEDGER_SCHEMA = "_devportal_load"
 
 
-def _ledger(sql_client: Any, *, create: bool = False) -> str:
-    """The ledger table of the files loaded into this database (created with CREATE)."""
+def _loaded_files(sql_client: Any, *, create: bool = False) -> str:
+    """The table of the files loaded into this database (created with CREATE)."""
     catalog = sql_client.catalog_name()
     schema = f"{catalog}.{quote_ident(LEDGER_SCHEMA)}" if catalog else quote_ident(LEDGER_SCHEMA)
     if create:
@@ -86,9 +86,9 @@ def _ledger(sql_client: Any, *, create: bool = False) -> str:
     return f"{schema}.files"
 
 
-def drop_ledger(sql_client: Any) -> None:
-    """Remove the ledger once its package has loaded whole (it must not be published)."""
-    schema = _ledger(sql_client).rsplit(".", 1)[0]
+def drop_loaded_files(sql_client: Any) -> None:
+    """Remove the list once its package has loaded whole (it must not be published)."""
+    schema = _loaded_files(sql_client).rsplit(".", 1)[0]
     sql_client.execute_sql(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 

@@ -3,7 +3,7 @@
 Each batch of pages becomes one Arrow table with an explicit schema (columns built once per
 batch, dates parsed by Arrow's vectorised strptime), so the load never touches per-row dicts.
 Values that do not fit their type are kept as NULL with the raw text beside them, flagged and
-counted (`ledger.DataQuality`). Fields the spec does not show travel beside the typed columns,
+counted (`quality.DataQuality`). Fields the spec does not show travel beside the typed columns,
 one spooled column per leaf path (`extras.encode_leaf`); every field seen is recorded
 (`extras.FieldStats`).
 """

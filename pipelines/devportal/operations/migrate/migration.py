@@ -239,7 +239,7 @@ def _check_ends(source: Target, target: Target) -> None:
 
 @contextmanager
 def _locks(source: Target, target: Target) -> Iterator[None]:
-    """The locks a sync of either end holds (`runlock.writer_lock`): the lock file beside the
+    """The locks a sync of either end holds (`writer_lock.writer_lock`): the lock file beside the
     target's --warehouse and the source's DuckDB file, and PostgreSQL's advisory lock, for
     the whole migration: no sync, models build or other migration runs in the middle."""
     with ExitStack() as stack:
