@@ -50,10 +50,13 @@
 -- `median_lifetime_days`: the first day of survival_curve whose survival is <= 0.5; NULL while
 --   the curve has not reached one half (or there is no curve).
 -- `top_churn_platform`, `top_churn_platform_churn_rate`: of churn_by_platform's latest
---   complete month, the platform with the highest churn rate among those with at least one
---   subscriber at the month start (ties: the first platform by name; all rates may be 0);
---   `unknown` (no account) is not a platform and is left out: churn_by_platform has its row;
---   NULL while no month is complete.
+--   complete month, the platform with the highest churn rate among those with at least 20
+--   subscribers at the month start (the minimum base: below it one subscriber moves the rate
+--   by 5 points or more, and a young warehouse's "20.0%" of 8 reads as a finding); ties: the
+--   first platform by name; all rates may be 0. Measured as the churn tile's rate is: NULL
+--   while that month's base is an estimate (`is_estimate`: it began before the first sync)
+--   or no month is complete, and NULL when no platform has the minimum base. `unknown` (no
+--   account) is not a platform and is left out: churn_by_platform has its row.
 -- Revenue (all NULL without prices: `[analytics]` price book, analytics.price_book):
 -- `currency`, `revenue_basis`: the price book's ISO 4217 code and 'gross' (revenue_share 1) or
 --   'net' (after the platform's cut).
@@ -202,7 +205,9 @@ top_churn_platform as (
         churn_rate as top_churn_platform_churn_rate
     from analytics.churn_by_platform
     where
-        subscribers_at_start > 0
+        -- the minimum base (20, the header's), a measured month (not an estimate)
+        subscribers_at_start >= 20
+        and not is_estimate
         and platform <> 'unknown'
         and month = (select max(month) from analytics.churn_by_platform where is_complete)
     order by churn_rate desc, platform

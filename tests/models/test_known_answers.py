@@ -281,8 +281,10 @@ EXPECTED_FIGURES = {
     "median_lifetime_days": 0,
     # February's bases: youtube (Carol, 103) 5 and 6, 5 churned; twitch 1 and 2, unknown
     # (no account) 7 to 10 did not churn
-    "top_churn_platform": "youtube",
-    "top_churn_platform_churn_rate": 0.5,
+    # youtube's 1 of 2 is below the minimum base (20 at the month's start): no platform named
+    # (test_report_retention.py has a world with one)
+    "top_churn_platform": None,
+    "top_churn_platform_churn_rate": None,
     # no prices set in the story: every money figure null, and the line saying how to set them
     **dict.fromkeys(_MONEY_KEYS),
     "forecast_30d_mrr_scope": None,

@@ -21,7 +21,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ import pytest
 from devportal.cli import main
 from devportal.reporting.charts.registry import TITLES
 from devportal.reporting.report.figures import _KINDS, report_from_row
-from devportal.reporting.report.formats import format_csv
+from devportal.reporting.report.formats import TOP_CHURN_MIN_BASE, format_csv
 from devportal.sandbox import Sandbox
 
 EVIL = (
@@ -60,11 +60,14 @@ def controls(text: str) -> list[str]:
 @pytest.fixture(scope="module")
 def hostile_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     warehouse = tmp_path_factory.mktemp("hostile") / "warehouse.duckdb"
-    with Sandbox(subscriptions=0, users=0, seed=3, start="2026-01-15 00:00:00") as sb:
+    # the first sync before January: its churn is measured, not estimated; Eve's platform has
+    # the minimum base (20 subscriptions at January's start: sql/marts/report_figures.sql)
+    with Sandbox(subscriptions=0, users=0, seed=3, start="2025-12-31 00:00:00") as sb:
         world = sb.world
         world.add_user(101, "Eve", platforms=(EVIL,))
         world.add_user(102, "Bob", platforms=("twitch",))
-        world.add_subscription(101, "canceled", "2026-01-25 00:00:00")  # churns in January
+        for _ in range(TOP_CHURN_MIN_BASE):
+            world.add_subscription(101, "canceled", "2026-01-25 00:00:00")  # churn in January
         world.add_subscription(102, "active", "2026-03-01 00:00:00")
         odd = world.add_subscription(102, "active", "2026-03-02 00:00:00")
         world.set_raw(odd, status=EVIL_STATUS)
@@ -72,7 +75,7 @@ def hostile_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         with pytest.MonkeyPatch.context() as env:
             env.setenv("SOURCES__DEVPORTAL__ACCESS_TOKEN", sb.token)
             assert main(sync) == 0
-            sb.advance(days=26)  # 2026-02-10: January is the last full month
+            sb.advance(days=41)  # 2026-02-10: January is the last full month
             assert main(sync) == 0
     yield warehouse
 
@@ -180,6 +183,8 @@ def test_every_formula_start_is_neutralised(name: str, csv_cell: str) -> None:
         "has_verified_sweep": True,
         "last_verified_sweep_at": datetime(2026, 2, 10),
         "top_churn_platform": name,
+        "last_full_month": date(2026, 1, 1),  # a measured month: the platform is shown
+        "last_full_month_is_estimate": False,
     }
     figures = report_from_row(row)
     values = {r[0]: r[2] for r in csv.reader(io.StringIO(format_csv(figures)))}

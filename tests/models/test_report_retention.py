@@ -12,6 +12,8 @@ month February:
   day 0): 1/2 on day 0, so the median lifetime is 0 days;
 - February by platform (users.primary_platform): youtube (Carol, 103) had 5 and 6 at the
   start and lost 5: 1 of 2, 50%; twitch (1, 2) and unknown (no account: 7 to 10) lost none.
+  No platform has the minimum base (20 at the month's start), so none is the highest-churn
+  platform (`test_the_highest_churn_platform_is_measured_as_the_churn_rate` has one).
 
 A warehouse of one sync has only the first sync's backfill, whose lifetimes are unknown: no
 survival curve, and the median is "not reached yet".
@@ -37,18 +39,25 @@ from devportal.reporting.charts.registry import QUERIES, TITLES, draw
 from devportal.reporting.charts.retention import cohort_label, median_lifetime
 from devportal.reporting.report.coverage import FULL_MONTH, LAST_30_DAYS_NEEDS
 from devportal.reporting.report.figures import Metric, ReportFigures, Section, _figure
-from devportal.reporting.report.formats import _text, format_markdown
+from devportal.reporting.report.formats import TOP_CHURN_MIN_BASE, _text, format_markdown
 from devportal.reporting.report.page import write_html
 from devportal.warehouse.target import Target
-from tests.helpers import query
+from tests.helpers import REPO, query
+
+REPORT_SQL = "sql/marts/report_figures.sql"
 
 BLOCK = {
     "last_full_month_came_due": ("came due, last full month", 7, "7"),
     "last_full_month_renewed": ("renewed", 5, "5"),
     "last_full_month_renewal_rate": ("renewal rate (of those decided)", 5 / 6, "83.3%"),
     "median_lifetime_days": ("median lifetime since first seen", 0, "0 days"),
-    "top_churn_platform": ("highest-churn platform", "youtube", "youtube"),
-    "top_churn_platform_churn_rate": ("its churn rate, last full month", 0.5, "50.0%"),
+    # youtube's 50% is of 2 subscribers: below the minimum base, no platform is named
+    "top_churn_platform": (
+        "highest-churn platform",
+        None,
+        f"no platform with {TOP_CHURN_MIN_BASE}+ subscribers at its start",
+    ),
+    "top_churn_platform_churn_rate": ("its churn rate, last full month", None, "n/a"),
 }
 TITLE = "Renewals and retention"
 
@@ -79,7 +88,9 @@ def test_the_block_as_json_and_csv(
     assert {key: figures[key] for key in BLOCK} == {key: v for key, (_, v, _) in BLOCK.items()}
     assert list(figures)[-len(BLOCK) :] == list(BLOCK)
     rows = list(csv.reader(io.StringIO(_rendered(story_warehouse, "csv", capsys))))
-    assert rows[-len(BLOCK) :] == [[key, label, str(v)] for key, (label, v, _) in BLOCK.items()]
+    assert rows[-len(BLOCK) :] == [
+        [key, label, "" if v is None else str(v)] for key, (label, v, _) in BLOCK.items()
+    ]
 
 
 def test_the_block_as_markdown(story_warehouse: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,6 +180,11 @@ ONE_SYNC_NEEDS = {
         ("last_full_month_came_due", "last_full_month_renewed", "last_full_month_renewal_rate"),
         FULL_MONTH.format(month="{month}") + "; renewals are seen between two syncs",
     ),
+    # as the churn rate: a month that began before the first sync has an estimated base
+    **dict.fromkeys(
+        ("top_churn_platform", "top_churn_platform_churn_rate"),
+        FULL_MONTH.format(month="{month}") + "; as the churn rate, per platform",
+    ),
     "median_lifetime_days": (
         "subscriptions first seen after the first sync, followed by later syncs"
     ),
@@ -225,6 +241,58 @@ def test_one_sync_says_what_it_cannot_measure_yet(
     assert f'<td class="needs" colspan="2">needs {needs["new_30d"]}</td>' in page
 
 
+def _platform_world(start: str, warehouse: Path) -> dict[str, Any]:
+    """Three platforms' subscribers, synced at START and on 2026-02-10 (January the last full
+    month): twitch 25 at January's start, 5 churned (20%); mixer 8, 4 churned (50%, below the
+    minimum base); youtube 20, 2 churned (10%). The report's JSON."""
+    from devportal.sandbox import Sandbox
+
+    with Sandbox(subscriptions=0, users=0, seed=5, start=start) as sb:
+        world = sb.world
+        for user, (platform, base, churned) in enumerate(
+            (("twitch", 25, 5), ("mixer", 8, 4), ("youtube", 20, 2)), start=101
+        ):
+            world.add_user(user, platform.title(), platforms=(platform,))
+            for i in range(base):
+                if i < churned:
+                    world.add_subscription(user, "canceled", "2026-01-20 00:00:00")
+                else:
+                    world.add_subscription(user, "active", "2026-03-01 00:00:00")
+        sync(warehouse, base_url=sb.base_url, access_token=sb.token)
+        sb.advance(days=(datetime(2026, 2, 10) - datetime.fromisoformat(start)).days)
+        sync(warehouse, base_url=sb.base_url, access_token=sb.token)
+    models.build_after_load(Target.of(warehouse))
+    return report.collect(warehouse).values()
+
+
+def test_the_highest_churn_platform_is_measured_as_the_churn_rate(tmp_path: Path) -> None:
+    """The highest-churn platform is the churn rate's, per platform: of a month watched from
+    its start, among platforms with the minimum base (20 subscribers at its start); a month
+    whose base is an estimate (the first sync within it) names none and says what it needs,
+    as the churn tile does, never a rate of a handful beside "not measurable yet"."""
+    watched = _platform_world("2025-12-31 00:00:00", tmp_path / "watched.duckdb")
+    assert watched["last_full_month_is_estimate"] is False
+    # mixer's 50% is of 8: below the minimum base; twitch's 20% of 25 is the highest
+    assert (watched["top_churn_platform"], watched["top_churn_platform_churn_rate"]) == (
+        "twitch",
+        0.2,
+    )
+    young = tmp_path / "young.duckdb"
+    figures = _platform_world("2026-01-15 00:00:00", young)
+    assert figures["last_full_month_is_estimate"] is True
+    assert (
+        figures["top_churn_platform"] is None and figures["top_churn_platform_churn_rate"] is None
+    )
+    needs = figures["not_measurable_yet"]
+    assert needs["top_churn_platform"] == needs["top_churn_platform_churn_rate"]
+    assert needs["top_churn_platform"].startswith("a full month watched from its start (2026-02")
+    page = write_html(young, tmp_path / "page.html").read_text(encoding="utf-8")
+    row = '<tr><td class="sub">highest-churn platform</td><td class="value">not measurable yet'
+    assert row in page and "mixer" not in page.split("<table")[-1]
+    sql = (REPO / REPORT_SQL).read_text("utf-8")
+    assert re.findall(r"subscribers_at_start >= (\d+)", sql) == [str(TOP_CHURN_MIN_BASE)]
+
+
 def test_a_median_not_reached_says_so(story_warehouse: Path) -> None:
     """A curve not down to 50% reads "not reached yet" (the story's is measured); a warehouse
     with no curve at all says what it needs (above)."""
@@ -255,7 +323,9 @@ def test_days_and_a_platform_read_well() -> None:
     assert text("median_lifetime_days", 1, "days") == "1 day"
     assert text("median_lifetime_days", 45, "days") == "45 days"
     assert text("median_lifetime_days", None, "days") == "not reached yet"
-    assert text("top_churn_platform", None, "text") == "n/a"
+    assert text("top_churn_platform", None, "text") == (
+        f"no platform with {TOP_CHURN_MIN_BASE}+ subscribers at its start"
+    )
     section = Section(TITLE, [Metric("top_churn_platform", "p", "a|b", "text")])
     as_of = Section("As of", [Metric("as_of", "as of", None, "time")])
     markdown = format_markdown(ReportFigures(None, [as_of, section]))

@@ -118,7 +118,8 @@ def unmeasured_figures(f: Mapping[str, Any], money_keys: Sequence[str]) -> dict[
     column holds: a figure counted between two syncs (new subscriptions, cancellations,
     renewals, MRR movements) reads 0 after one sync, which is not a measurement. The others:
     the renewals of a month that began before the first sync (the renewals before it are
-    unseen), the median lifetime while no subscription first seen after the first sync has
+    unseen), the highest-churn platform while the churn rate is not measured (its month's base
+    an estimate, as the churn tile says), the median lifetime while no subscription first seen after the first sync has
     been followed, and the money figures (MONEY_KEYS) their model left NULL."""
     first = f["first_sync_at"]
     history = has_history(f["as_of"], first)
@@ -135,6 +136,11 @@ def unmeasured_figures(f: Mapping[str, Any], money_keys: Sequence[str]) -> dict[
         history and watched,
         ("last_full_month_came_due", "last_full_month_renewed", "last_full_month_renewal_rate"),
         FULL_MONTH.format(month=month) + "; renewals are seen between two syncs",
+    )
+    unless(
+        watched,
+        ("top_churn_platform", "top_churn_platform_churn_rate"),
+        FULL_MONTH.format(month=month) + "; as the churn rate, per platform",
     )
     unless(
         bool(f["survival_curve_days"]),

@@ -25,8 +25,16 @@ from devportal.reporting.report.figures import Metric, ReportFigures, Section
 
 FORMATS = ("table", "json", "csv", "markdown")
 
+# The minimum base of the highest-churn platform, its subscribers at the month's start (as
+# sql/marts/report_figures.sql chooses it).
+TOP_CHURN_MIN_BASE = 20
 # What a figure that is missing (NULL) reads as, where "n/a" would not say why.
-_MISSING_TEXT = {"median_lifetime_days": "not reached yet"}
+_MISSING_TEXT = {
+    "median_lifetime_days": "not reached yet",
+    # a measured month, but no platform with the minimum base (sql/marts/report_figures.sql)
+    "top_churn_platform": f"no platform with {TOP_CHURN_MIN_BASE}+ subscribers at its start",
+    "top_churn_platform_churn_rate": "n/a",
+}
 
 
 def _status_text(entry: Mapping[str, Any]) -> str:
