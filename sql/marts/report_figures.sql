@@ -60,7 +60,8 @@
 -- Revenue (all NULL without prices: `[analytics]` price book, analytics.price_book):
 -- `currency`, `revenue_basis`: the price book's ISO 4217 code and 'gross' (revenue_share 1) or
 --   'net' (after the platform's cut).
--- `mrr`: MRR now, mrr_daily's last day (as_of); `arr`: 12 x mrr; `arpu`: mrr_daily's.
+-- `mrr`: MRR now, mrr_daily's last day (as_of); `arr`: 12 x mrr (the report shows 12 x the
+--   mrr it shows, rounded to the currency's minor unit); `arpu`: mrr_daily's.
 -- `mrr_month_before`: mrr_daily of the last day of the month before the month of as_of's
 --   mrr_daily day (the tiles' change); NULL when that day is before the first sync's day.
 -- `ltv`, `ltv_method` ('survival' or 'churn_rate'): lifetime_value's, which says which is

@@ -104,7 +104,8 @@ def test_json_csv_and_markdown_say_the_same_digits_in_yen() -> None:
     )
     text = format_json(figures)
     lines = [line.strip() for line in text.splitlines()]
-    assert '"mrr": 123457,' in lines and '"arr": 1481478,' in lines
+    # ARR is 12 x the MRR shown (123,457), not 12 x the model's 123,456.5
+    assert '"mrr": 123457,' in lines and '"arr": 1481484,' in lines
     assert '"arpu": 12346,' in lines and '"forecast_30d_mrr": 120000,' in lines
     parsed = json.loads(text, parse_float=Decimal)
     assert parsed["mrr"] == 123457 and parsed["currency"] == "JPY"

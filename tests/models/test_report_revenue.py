@@ -15,6 +15,7 @@ import io
 import json
 import re
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -54,16 +55,16 @@ MONEY = {
     "forecast_30d_new_mrr": 1480.125,
     "mrr_month_before": 11000.0,
 }
-# MONEY as JSON gives it: each amount rounded half up to the cent
+# MONEY as JSON gives it: each amount rounded half up to the cent; ARR 12 x the MRR shown
 EXACT = MONEY | {
     "mrr": 12345.68,
-    "arr": 148148.14,
+    "arr": 148148.16,
     "forecast_30d_mrr_low": 11900.0,
     "forecast_30d_new_mrr": 1480.13,
 }
 TEXTS = {
     "mrr": "EUR 12,345.68",
-    "arr": "EUR 148,148.14",
+    "arr": "EUR 148,148.16",
     "arpu": "EUR 4.99",
     "ltv": "EUR 1,234,567.00",
     "last_full_month_mrr_new": "EUR 1,500.00",
@@ -130,8 +131,35 @@ def test_the_page_leads_with_the_mrr_tile_and_its_change() -> None:
     assert "MRR (net)" in tile.group(0) and "EUR 12,346" in tile.group(0)
     # against the end of February: 11,000 -> 12,345.68
     assert "+EUR 1,346 (+12.2%) vs end of 2026-02" in tile.group(0)
-    assert '<td class="value">EUR 148,148.14</td>' in page
+    assert '<td class="value">EUR 148,148.16</td>' in page
     assert '<td class="value">16,804</td>' in page  # counts thousands separated on the page
+
+
+def test_arr_is_12_times_the_mrr_shown() -> None:
+    """The model's MRR to 6 decimals, 83,731.6325: the report shows MRR 83,731.63 and ARR
+    12 x that, 1,004,779.56 (not 12 x the unrounded 1,004,779.59 -> .58 or .59), in JSON, the
+    table and the page, whose ARR tile says the MRR, to the cent, it is 12 x."""
+    row: dict[str, Any] = dict.fromkeys(_KINDS)
+    row |= {
+        "as_of": datetime(2026, 3, 5),
+        "has_verified_sweep": True,
+        "currency": "EUR",
+        "mrr": Decimal("83731.632500"),
+        "arr": Decimal("1004779.590000"),
+        "arpu": 4.99,
+        "usable_subscribers": 16780,
+    }
+    priced = report_from_row(row)
+    figures = json.loads(format_json(priced), parse_float=Decimal)
+    assert (figures["mrr"], figures["arr"]) == (Decimal("83731.63"), Decimal("1004779.56"))
+    assert figures["arr"] == 12 * figures["mrr"]
+    table = format_table(priced)
+    assert re.search(r"MRR \(monthly recurring revenue\) +EUR 83,731.63\n", table)
+    assert re.search(r"ARR \(12 x MRR\) +EUR 1,004,779.56\n", table)
+    page = format_html(priced, [])
+    arr_tile = re.search(r'<div class="tile"><div class="name">ARR</div>.*?</div></div>', page)
+    assert arr_tile is not None
+    assert "EUR 1,004,780" in arr_tile.group(0) and "12 x MRR EUR 83,731.63" in arr_tile.group(0)
 
 
 def test_without_prices_one_line_says_how_to_set_them(

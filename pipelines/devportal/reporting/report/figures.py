@@ -455,6 +455,10 @@ def report_from_row(row: Mapping[str, Any], unapplied: Unapplied | None = None) 
     }
     currency = _figure(row["currency"], "code")
     figures = {key: _figure(row[key], kind, currency) for key, kind in _KINDS.items()}
+    if figures["mrr"] is not None:
+        # 12 x the MRR shown (rounded to the currency's minor unit), not the model's 12 x its
+        # unrounded MRR: ARR is 12 x MRR as printed, to the cent (83,731.63 -> 1,004,779.56)
+        figures["arr"] = 12 * figures["mrr"]
     figures["forecast_30d_mrr_scope"] = FORECAST_SCOPE if figures["mrr"] is not None else None
     context = {key: charts.plain(row.get(key)) for key in _CONTEXT}
     if context["first_sync_at"] is not None:

@@ -4,7 +4,7 @@ name) is made safe for each format by `devportal.base.safe_text`: no control cha
 terminal, no formula in a CSV cell, nothing Markdown would interpret; JSON keeps it exact.
 
 Money is exact (`number_format.exact`, a Decimal at the currency's minor unit): JSON writes it as a
-number with exactly those digits (`"arr": 1004779.58`, never a binary fraction's
+number with exactly those digits (`"arr": 1004779.56`, never a binary fraction's
 `223321.83122399997`), CSV the same digits, people the same amount with separators."""
 
 from __future__ import annotations

@@ -321,6 +321,9 @@ def _money_tiles(report: ReportFigures) -> list[Tile]:
                 if signed
                 else number_format.money(value, report.currency, cents=None)
             )
+        if key == "arr" and value is not None:
+            # the MRR it is 12 x, to the cent: the MRR tile rounds to whole units
+            line = f"12 x MRR {number_format.money(values['mrr'], report.currency)}"
         if key == "ltv":
             line = _LTV_METHODS.get(values["ltv_method"] or "", "")
         if key == "last_full_month_mrr_net_change":
