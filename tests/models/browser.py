@@ -323,7 +323,11 @@ LAYOUT_JS = """
                     text: (element.alt || (name ? name.innerText : element.innerText) || "")
                         .slice(0, 60),
                     left: box.left, right: box.right, width: box.width, height: box.height,
-                    scrollWidth: element.scrollWidth, clientWidth: element.clientWidth};
+                    scrollWidth: element.scrollWidth, clientWidth: element.clientWidth,
+                    scrolls: ["auto", "scroll"].includes(getComputedStyle(element).overflowX),
+                    inScroller: Boolean(element.parentElement && ["auto", "scroll"].includes(
+                        getComputedStyle(element.parentElement).overflowX)),
+                    naturalWidth: element.naturalWidth || null};
         });
     return {viewport: viewport, innerWidth: window.innerWidth,
             scrollWidth: document.documentElement.scrollWidth, blocks: blocks};
@@ -340,7 +344,9 @@ def layout(page: Page) -> dict[str, Any]:
 def cut(seen: dict[str, Any]) -> list[str]:
     """What of a page's `layout` does not fit its viewport: the page scrolling sideways, a
     block out of the viewport or of no size, a block whose content is wider than itself (a
-    tile's text cut or spilling); empty when everything fits."""
+    tile's text cut or spilling); empty when everything fits. A block that scrolls sideways
+    on purpose (a chart's figure on a phone) may hold wider content, and what it holds may
+    reach past the viewport: the reader scrolls it, not the page."""
     viewport = seen["viewport"]
     problems = []
     if seen["scrollWidth"] > viewport:
@@ -349,12 +355,29 @@ def cut(seen: dict[str, Any]) -> list[str]:
         what = f"{block['tag']} {block['text']!r}"
         if block["width"] <= 0 or block["height"] <= 0:
             problems.append(f"{what} has no size ({block['width']}x{block['height']})")
+        elif block["inScroller"] and block["left"] >= -0.5:
+            continue  # its container's scroll shows the rest
         elif block["left"] < -0.5 or block["right"] > viewport + 0.5:
             problems.append(
                 f"{what} spans {block['left']:.0f}..{block['right']:.0f} px of {viewport}"
             )
-        elif block["scrollWidth"] > block["clientWidth"] + 1 and block["clientWidth"] > 0:
+        elif (
+            block["scrollWidth"] > block["clientWidth"] + 1
+            and block["clientWidth"] > 0
+            and not block["scrolls"]
+        ):
             problems.append(
                 f"{what} holds {block['scrollWidth']} px of content in {block['clientWidth']} px"
             )
     return problems
+
+
+def too_small(seen: dict[str, Any], min_width: float) -> list[str]:
+    """The charts of a page's `layout` shown narrower than MIN_WIDTH CSS px (a chart drawn
+    880 px wide and shrunk to a phone's 400 px has labels of 5 to 7 px: unreadable), each with
+    the width it has; empty when every chart is at least that wide (scrolled, if need be)."""
+    return [
+        f"{block['text']!r} is {block['width']:.0f} px wide (drawn {block['naturalWidth']} px)"
+        for block in seen["blocks"]
+        if block["tag"].startswith("img") and block["width"] < min_width - 0.5
+    ]

@@ -25,7 +25,7 @@ from devportal.cli import main
 from devportal.reporting import charts
 from devportal.reporting.charts.registry import PAGE, TITLES
 from devportal.reporting.charts.style import ACTIVE_COLOR, CANCELED_COLOR
-from devportal.reporting.report.page import write_html
+from devportal.reporting.report.page import CHART_MIN_PX, format_html, write_html
 from tests.models.browser import (
     Browser,
     Page,
@@ -34,6 +34,7 @@ from tests.models.browser import (
     find_chromium,
     images,
     layout,
+    too_small,
     unrendered,
 )
 
@@ -208,6 +209,18 @@ def test_the_page_fits_a_desktop_and_a_phone(
     placed = layout(page)
     assert placed["viewport"] == width
     assert cut(placed) == []
+    # every chart readable: never shrunk below CHART_MIN_PX (its labels 9 px or more); on a
+    # phone its figure scrolls sideways, said under it, and the page does not
+    assert too_small(placed, CHART_MIN_PX) == []
+    charts_shown = [block for block in placed["blocks"] if block["tag"].startswith("img")]
+    swipe = page.evaluate(
+        "Array.from(document.querySelectorAll('figcaption.swipe'), (c) => c.offsetHeight > 0)"
+    )
+    if width < CHART_MIN_PX:
+        assert charts_shown and all(block["inScroller"] for block in charts_shown)
+        assert swipe and all(swipe)
+    else:
+        assert not any(swipe)
     drawn, noted = _drawn_and_noted(page)
     assert sorted([*drawn, *noted]) == sorted(TITLES[name] for name in PAGE)
     assert {image["alt"]: unrendered(image) for image in seen} == dict.fromkeys(drawn)
@@ -291,6 +304,42 @@ def test_the_check_catches_charts_that_do_not_render(browser: Browser, tmp_path:
     assert seen["empty plot"].startswith("has an empty plot area")
     assert seen["framed message"] is not None
     assert seen["framed message"].startswith("has an empty plot area")
+
+
+def test_the_check_catches_charts_shrunk_to_a_phone(browser: Browser, tmp_path: Path) -> None:
+    """The legibility check is not a formality: a chart drawn 880 px wide and shrunk to fit a
+    420 px phone (`max-width: 100%` alone, as the page once did) is reported; the same chart
+    kept at its minimum width in a figure that scrolls sideways is not, and the page around it
+    does not scroll."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(8.0, 3.4))
+    fig.add_subplot().plot([0, 1, 0])
+    src = f"data:image/png;base64,{base64.b64encode(charts.png_bytes(fig)).decode()}"
+    shrunk = f'<figure style="margin:0"><img alt="shrunk" style="max-width:100%" src="{src}">'
+    page_path = tmp_path / "shrunk.html"
+    page_path.write_text(
+        '<!doctype html><html><head><meta name="viewport" content="width=device-width">'
+        f"</head><body>{shrunk}</figure></body></html>",
+        encoding="utf-8",
+    )
+    browser.resize(420)
+    placed = layout(browser.open(page_path.as_uri()))
+    [problem] = too_small(placed, CHART_MIN_PX)
+    assert problem.startswith("'shrunk' is ") and "(drawn 880 px)" in problem
+    kept = format_html(_a_report(), [("kept", charts.png_bytes(fig))])
+    page_path.write_text(kept, encoding="utf-8")
+    placed = layout(browser.open(page_path.as_uri()))
+    assert too_small(placed, CHART_MIN_PX) == [] and cut(placed) == []
+
+
+def _a_report() -> Any:
+    """The figures of an empty warehouse's report, for a page around a chart."""
+    from devportal.reporting.report.figures import _KINDS, report_from_row
+
+    row: dict[str, Any] = dict.fromkeys(_KINDS)
+    row |= {"as_of": datetime(2026, 3, 5), "has_verified_sweep": True, "usable_subscribers": 0}
+    return report_from_row(row)
 
 
 def test_no_chromium_fails_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -79,8 +79,10 @@ td.note {{ text-align: left; }}
 td.needs {{ color: #666; font-size: 0.85rem; padding-left: 2.4rem; }}
 tr.section td {{ font-weight: 600; padding-top: 0.8rem; }}
 td.sub {{ padding-left: 1.2rem; }}
-figure {{ margin: 0 0 1.5rem; }}
-figure img {{ max-width: 100%; height: auto; }}
+figure {{ margin: 0 0 1.5rem; overflow-x: auto; overscroll-behavior-x: contain; }}
+figure img {{ display: block; width: 100%; max-width: {chart_px}px; min-width: {chart_min_px}px;
+  height: auto; }}
+figcaption.swipe {{ display: none; font-size: 0.8rem; color: #666; }}
 p.chart {{ margin: 0 0 1.5rem; padding: 0.5rem 0.8rem; background: #f6f6f6; border-radius: 6px;
   overflow-wrap: anywhere; }}
 @media (max-width: 30rem) {{
@@ -89,6 +91,9 @@ p.chart {{ margin: 0 0 1.5rem; padding: 0.5rem 0.8rem; background: #f6f6f6; bord
   td {{ padding-right: 0.6rem; }}
   td.sub {{ padding-left: 0.4rem; }}
   td.needs {{ padding-left: 1rem; }}
+}}
+@media (max-width: {chart_min_px}px) {{
+  figcaption.swipe {{ display: block; position: sticky; left: 0; }}
 }}
 </style>
 </head>
@@ -394,12 +399,20 @@ def _chart_images(
     return shown
 
 
+# A chart is drawn CHART_PX wide (8 inches at 110 dpi) and never shown narrower than
+# CHART_MIN_PX: its labels (10 and 8 points: 15 and 12 px as drawn) stay 9 px or more. On a
+# narrower screen (a phone) the chart keeps that width and its figure scrolls sideways, said
+# under it; the page itself never does.
+CHART_PX, CHART_MIN_PX = 880, 680
+
+
 def _chart_html(title: str, shown: bytes | str) -> str:
     if isinstance(shown, str):
         return f'<p class="chart"><strong>{_esc(title)}</strong>: {_esc(shown)}</p>'
     return (
         f'<figure><img alt="{_esc(title)}" '
-        f'src="data:image/png;base64,{base64.b64encode(shown).decode()}"></figure>'
+        f'src="data:image/png;base64,{base64.b64encode(shown).decode()}">'
+        '<figcaption class="swipe">swipe sideways for the whole chart</figcaption></figure>'
     )
 
 
@@ -441,6 +454,8 @@ def format_html(report: ReportFigures, images: Sequence[tuple[str, bytes | str]]
         tiles=tiles.strip(),
         rows="\n".join(rows),
         charts="\n".join(_chart_html(title, shown) for title, shown in images),
+        chart_px=CHART_PX,
+        chart_min_px=CHART_MIN_PX,
     )
 
 
