@@ -48,7 +48,8 @@ def test_a_survival_curve_says_its_summary_under_its_title() -> None:
     ax = fig.axes[0]
     assert fig.get_suptitle() == TITLES["survival_curve"]
     assert "98.0% still subscribed on day 30" in ax.get_title()
-    assert not ax.texts  # nothing written over the plot or its legend
+    # nothing written over the plot or its legend but the last value, at the curve's end
+    assert [t.get_text() for t in ax.texts] == ["98.0%"]
 
 
 def test_users_on_several_platforms_say_so() -> None:
@@ -134,3 +135,22 @@ def test_a_last_30_days_title_says_the_span_watched() -> None:
     assert _windowed("Last 30 days", 30) == "Last 30 days"
     assert _windowed("Last 30 days", None) == "Last 30 days"
     assert _windowed("Usable subscribers", 1) == "Usable subscribers"
+
+
+def test_the_survival_axis_is_the_whole_scale() -> None:
+    """A curve that falls from 100% to 96% is drawn on 0-100%, its last value written at its
+    end: a 4-point drop does not look like a collapse on an axis cut at 95% (what it was)."""
+    curve = pd.DataFrame(
+        {"day": [0, 10, 20, 30], "at_risk": [500, 500, 480, 300], "churned": [0, 10, 10, 0],
+         "censored": [0, 0, 10, 300], "survival": [1.0, 0.98, 0.96, 0.96],
+         "median_lifetime_days": [None, None, None, None]}
+    )  # fmt: skip
+    ax = draw("survival_curve", curve).axes[0]
+    bottom, top = ax.get_ylim()
+    assert bottom == 0.0 and 1.0 <= top <= 1.1
+    ticks = [label.get_text() for label in ax.get_yticklabels()]
+    assert ticks[0] == "0%" and "100%" in ticks
+    assert "96.0%" in [t.get_text() for t in ax.texts]
+    # with the median reached, the same whole scale
+    reached = curve.assign(survival=[1.0, 0.7, 0.45, 0.4], median_lifetime_days=[20] * 4)
+    assert draw("survival_curve", reached).axes[0].get_ylim()[0] == 0.0

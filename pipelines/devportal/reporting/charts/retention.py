@@ -14,7 +14,6 @@ from devportal.reporting.charts.style import (
     MUTED_COLOR,
     RATE_COLOR,
     count_axis,
-    fit_rate_axis,
     percent_formatter,
 )
 
@@ -150,7 +149,8 @@ def survival_curve(curve: pd.DataFrame) -> Figure:
     """Step plot of the Kaplan-Meier survival: the share of subscriptions not yet churned by
     each day since first seen, with the censored ones (still subscribed when last seen) ticked;
     the 50% line and the median lifetime when the curve reaches it, else the last value
-    labelled. The y axis fits the curve (a curve at 97% is not drawn on 0-100%)."""
+    labelled. The y axis is the whole scale, 0 to 100%: a curve at 96% is drawn near the top,
+    not as a steep fall on an axis cut at 95%."""
     fig, ax = chart_figure(SURVIVAL_CURVE, curve)
     if ax is None:
         return fig
@@ -168,7 +168,10 @@ def survival_curve(curve: pd.DataFrame) -> Figure:
             color=ACTIVE_COLOR,
             label="censored (no churn seen: still subscribed, or no longer listed)",
         )
-    fit_rate_axis(ax, [*survival, 1.0])
+    # the whole scale, 0 to 100%: the curve is a share of all those followed, and an axis cut
+    # at 95% draws a drop of 3 points as a collapse; the last value is written at its end
+    ax.set_ylim(0.0, 1.06)
+    ax.yaxis.set_major_formatter(percent_formatter())
     median = median_lifetime(curve)
     followed = int(curve["at_risk"].astype(int).iloc[0])
     if median is not None:
@@ -186,6 +189,15 @@ def survival_curve(curve: pd.DataFrame) -> Figure:
         summary = (
             f"{survival[-1]:.1%} still subscribed on day {number_format.count(days[-1])}; "
             "median not reached yet"
+        )
+        ax.annotate(
+            f"{survival[-1]:.1%}",
+            xy=(days[-1], survival[-1]),
+            xytext=(0, -14),
+            textcoords="offset points",
+            ha="right",
+            fontsize=8,
+            color=ACTIVE_COLOR,
         )
     note_under_title(
         ax,
