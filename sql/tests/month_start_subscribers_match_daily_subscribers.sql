@@ -12,10 +12,14 @@ with clock as (
     select first_sync_at from analytics.as_of
 ),
 bases as (
-    select month_start, count(*) as subscribers
-    from analytics.month_start_subscribers
-    where not is_estimate
-    group by month_start
+    -- each stretch counts at every month start it holds
+    select spine.month_start, count(*) as subscribers
+    from analytics.month_start_subscribers as stretches
+    inner join analytics.month_spine as spine
+        on spine.month_start >= stretches.month_start
+        and spine.month_start <= stretches.last_month_start
+    where not stretches.is_estimate
+    group by spine.month_start
 )
 select spine.month_start, coalesce(bases.subscribers, 0) as subscribers_at_start,
        daily.usable as daily_usable
