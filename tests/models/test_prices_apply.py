@@ -77,9 +77,16 @@ def test_a_price_set_after_the_build_is_in_the_next_report(
 
     # the warehouse held by another writer: the figures as built, one line saying what differs
     _config(project, 9)
+    page = tmp_path / "page.html"
     with _environ(engine.env), writer_lock(engine.target):
         figures, said = _report(engine, project)
+        argv = ("report", "--html", str(page), *engine.argv())
+        assert run_devportal(*argv, env=_env(engine), cwd=project).code == 0
     assert Decimal(str(figures["mrr"])) == 7 * usable
+    # the figures as built, and the line saying what differs: in JSON, on the MRR tile
+    assert "price_monthly 9 (the figures use 7)" in figures["prices_hint"]
+    tile = page.read_text(encoding="utf-8").split('<div class="tile">')[1]
+    assert "price_monthly 9 (the figures use 7)" in tile, tile
     lines = said.strip().splitlines()
     assert len(lines) == 1, said
     assert lines[0].startswith("devportal: warning: the figures use the settings of their last")

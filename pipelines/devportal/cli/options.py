@@ -196,7 +196,7 @@ def why_not_written(err: BaseException) -> str:
     if any(isinstance(e, OSError) and e.errno in _READ_ONLY_ERRNOS for e in chain):
         return "the warehouse file or its folder is read-only for this user"
     if any(isinstance(e, WarehouseBusy) for e in chain):
-        return "another run is writing the warehouse; it applies them when it builds the models"
+        return "another run is writing the warehouse"
     text = (str(err).strip().splitlines() or [type(err).__name__])[0]
     text = re.sub(r"\[Errno \d+\]\s*", "", text)
     text = re.sub(r":?\s*'[^']*[/\\][^']*'(\s*->\s*'[^']*')?", "", text)

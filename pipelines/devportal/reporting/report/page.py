@@ -232,8 +232,16 @@ def _tiles(report: ReportFigures) -> list[Tile]:
             lambda change: number_format.money(change, currency, signed=True, cents=None),
         )
         basis = values["revenue_basis"] or "gross"
+        # settings set now that the figures were not built with: said on the tile too
+        stale: tuple[Part, ...] = ()
+        if values["prices_hint"]:
+            stale = (("", "", values["prices_hint"]),)
         mrr_tile = Tile(
-            f"MRR ({basis})", number_format.money(mrr, currency, cents=None), line, tone
+            f"MRR ({basis})",
+            number_format.money(mrr, currency, cents=None),
+            line,
+            tone,
+            parts=stale,
         )
     usable = values["usable_subscribers"]
     line, tone = _versus(
