@@ -39,14 +39,17 @@ def test_wheel_in_a_fresh_venv_runs_demo_models_and_manifest(tmp_path: Path) -> 
     )  # fmt: skip
     wheel = next(wheels.glob("devportal-*.whl"))
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    venv.EnvBuilder(with_pip=False).create(env_dir)  # this environment's pip installs into it
     python = env_dir / "bin" / "python"
     site = run(
         python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp_path
     )
     # the locked dependencies from this environment; devportal itself only from the wheel
     (Path(site.strip()) / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    run(python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", wheel, cwd=tmp_path)
+    run(
+        sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
+        "--no-index", wheel, cwd=tmp_path,
+    )  # fmt: skip
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
