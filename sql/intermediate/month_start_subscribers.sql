@@ -1,10 +1,10 @@
 -- month_start_subscribers: the live subscriptions usable at the first instant of each month,
 -- as stretches of consecutive month starts.
 --
--- Grain: one row per (subscription_id, month_start): a stretch of the month starts of
--- month_spine, from `month_start` to `last_month_start`, at every one of which the
+-- Grain: one row per (subscription_id, first_month_start): a stretch of the month starts of
+-- month_spine, from `first_month_start` to `last_month_start`, at every one of which the
 -- subscription was usable; the subscribers at a month start M are the rows with
--- month_start <= M <= last_month_start (join month_spine on that: one row per month and
+-- first_month_start <= M <= last_month_start (join month_spine on that: one row per month and
 -- subscription, 1.6 million at 100k subscriptions, where these are 170 thousand). The bases
 -- monthly_churn and churn_by_platform divide a month's churn by (`subscribers_at_start`).
 -- Months starting at or after the first sync (`is_estimate` false) are observed: the
@@ -26,8 +26,8 @@
 --   `date_trunc('month', t - interval 1 microsecond) + interval 1 month`, the last one before
 --   t is `date_trunc('month', t - interval 1 microsecond)`.
 --
--- @test unique(month_start, subscription_id)
--- @test not_null(month_start, last_month_start, subscription_id, is_estimate)
+-- @test unique(first_month_start, subscription_id)
+-- @test not_null(first_month_start, last_month_start, subscription_id, is_estimate)
 
 with bounds as (
     select
@@ -44,7 +44,7 @@ observed as (
         greatest(
             date_trunc('month', spells.spell_start - interval 1 microsecond),
             bounds.month_before_sync
-        ) + interval 1 month as month_start,
+        ) + interval 1 month as first_month_start,
         least(
             date_trunc('month', spells.spell_end - interval 1 microsecond),
             bounds.last_month
@@ -57,7 +57,7 @@ observed as (
 estimated as (
     select
         live_versions.id as subscription_id,
-        bounds.first_month as month_start,
+        bounds.first_month as first_month_start,
         least(
             date_trunc('month', live_versions.use_ends_at - interval 1 microsecond),
             bounds.month_before_sync,
@@ -81,12 +81,12 @@ stretches as (
 
 final as (
     select
-        month_start,
+        first_month_start,
         last_month_start,
         subscription_id,
         is_estimate
     from stretches
-    where month_start <= last_month_start
+    where first_month_start <= last_month_start
 )
 
 select * from final

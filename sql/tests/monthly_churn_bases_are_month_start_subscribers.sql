@@ -10,7 +10,7 @@ with bases as (
     select spine.month_start::date as month, count(*) as subscribers
     from analytics.month_start_subscribers as stretches
     inner join analytics.month_spine as spine
-        on spine.month_start >= stretches.month_start
+        on spine.month_start >= stretches.first_month_start
         and spine.month_start <= stretches.last_month_start
     group by spine.month_start::date
 )
