@@ -109,7 +109,7 @@ class SyncResult:
             text = f", {c['concurrency_settled']} in flight (pinned)"
         else:
             text = (
-                f", concurrency confirmed at {c['concurrency_settled']} "
+                f", concurrency settled at {c['concurrency_settled']} "
                 f"(adaptive, peak {c['concurrency_peak']})"
             )
         if c.get("rate_limited"):
