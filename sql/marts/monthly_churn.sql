@@ -24,8 +24,8 @@
 -- `cancellations`, `new`: `canceled` / `new` events observed in the month, backfill excluded;
 --   NULL for months that ended before the first sync (nothing was observed then, which is not 0).
 -- `subscribers_at_start`: live subscriptions usable at the first instant of the month
---   (month_start_subscribers' rows of the month, counted by its rule: from each one's first paid
---   instant as the syncs revealed it, as daily_subscribers counts them).
+--   (month_start_bases summed over the platforms: month_start_subscribers' rule, from each
+--   one's first paid instant as the syncs revealed it, as daily_subscribers counts them).
 -- `churn_rate`: churned / subscribers_at_start (NULL when there were none).
 -- `is_complete`: the month ended at or before as_of (the as_of month is still running).
 -- `is_estimate`: the month started before the first sync, so `subscribers_at_start` is an
@@ -55,57 +55,15 @@ months as (
     inner join first_month on spine.month_start >= first_month.month_start
 ),
 
--- month_start_subscribers' rows per month, counted by its rule without reading them (one per
--- month and subscription: 1.6 million at 100k subscriptions): a spell counts at a month start
--- within it (spell_start <= it < spell_end) from the first sync on, a first version the first
--- sync listed at a month start before it while its use had not ended (use_ends_at > it). Each
--- is grouped by the last month start before its start and before its end (`date_trunc('month',
--- t - 1 microsecond)`: t <= m exactly when that month is before m), so a month's base is a sum
--- over a few groups; sql/tests/monthly_churn_bases_are_month_start_subscribers holds the two
--- equal
-spell_groups as (
-    select
-        date_trunc('month', spell_start - interval 1 microsecond) as start_month,
-        date_trunc('month', spell_end - interval 1 microsecond) as end_month,
-        count(*) as spells
-    from analytics.subscription_spells
-    group by 1, 2
-),
-
-listed_groups as (
-    select
-        date_trunc('month', live_versions.use_ends_at - interval 1 microsecond) as end_month,
-        count(*) as versions
-    from analytics.subscription_versions as live_versions
-    cross join analytics.as_of as clock
-    where
-        not live_versions.is_test
-        and live_versions.version_number = 1
-        and live_versions.valid_from <= clock.first_sync_at
-        and live_versions.use_ends_at is not null
-    group by 1
-),
-
 bases as (
+    -- month_start_bases summed over the platforms (month_start_subscribers' rule, counted
+    -- without its rows; sql/tests/monthly_churn_bases_are_month_start_subscribers holds the two
+    -- equal)
     select
-        spine.month_start,
-        cast(sum(spell_groups.spells) as bigint) as subscribers
-    from analytics.month_spine as spine
-    cross join analytics.as_of as clock
-    inner join spell_groups
-        on spell_groups.start_month < spine.month_start
-        and spell_groups.end_month >= spine.month_start
-    where spine.month_start >= clock.first_sync_at
-    group by spine.month_start
-    union all
-    select
-        spine.month_start,
-        cast(sum(listed_groups.versions) as bigint) as subscribers
-    from analytics.month_spine as spine
-    cross join analytics.as_of as clock
-    inner join listed_groups on listed_groups.end_month >= spine.month_start
-    where spine.month_start < clock.first_sync_at
-    group by spine.month_start
+        month_start,
+        cast(sum(subscribers) as bigint) as subscribers
+    from analytics.month_start_bases
+    group by month_start
 ),
 
 monthly_events as (

@@ -33,6 +33,7 @@ INTERMEDIATE = {
     "day_spine",
     "month_spine",
     "month_start_subscribers",
+    "month_start_bases",
     "billing_segments",
     "price_timeline",
     "mrr_spells",
