@@ -129,41 +129,95 @@ due_instants as materialized (
 ),
 
 horizon_ends as (
+    -- the three horizons' ends, in one row
     select
-        horizons.horizon_days,
-        clock.as_of + horizons.horizon_days * interval 1 day as horizon_end
-    from horizons
-    cross join clock
+        clock.as_of + 30 * interval 1 day as end_30,
+        clock.as_of + 60 * interval 1 day as end_60,
+        clock.as_of + 90 * interval 1 day as end_90
+    from clock
 ),
 
 due_counts as (
-    -- its due dates within a horizon: each falls after the one before, so a date within the
-    -- horizon is counted only while every earlier one is
+    -- its due dates within each horizon, in one pass: each falls after the one before, so a
+    -- date within the horizon is counted only while every earlier one is
     select
-        horizon_ends.horizon_days,
         dues.mrr_amount,
         dues.renewal_rate,
-        case when dues.first_due <= horizon_ends.horizon_end then 1 else 0 end
-        + case when dues.second_due <= horizon_ends.horizon_end then 1 else 0 end
-        + case when dues.third_due <= horizon_ends.horizon_end then 1 else 0 end
-        + case when dues.fourth_due <= horizon_ends.horizon_end then 1 else 0 end as due_dates
+        case when dues.first_due <= ends.end_30 then 1 else 0 end
+        + case when dues.second_due <= ends.end_30 then 1 else 0 end
+        + case when dues.third_due <= ends.end_30 then 1 else 0 end
+        + case when dues.fourth_due <= ends.end_30 then 1 else 0 end as due_dates_30,
+        case when dues.first_due <= ends.end_60 then 1 else 0 end
+        + case when dues.second_due <= ends.end_60 then 1 else 0 end
+        + case when dues.third_due <= ends.end_60 then 1 else 0 end
+        + case when dues.fourth_due <= ends.end_60 then 1 else 0 end as due_dates_60,
+        case when dues.first_due <= ends.end_90 then 1 else 0 end
+        + case when dues.second_due <= ends.end_90 then 1 else 0 end
+        + case when dues.third_due <= ends.end_90 then 1 else 0 end
+        + case when dues.fourth_due <= ends.end_90 then 1 else 0 end as due_dates_90
     from due_instants as dues
-    cross join horizon_ends
+    cross join horizon_ends as ends
+),
+
+due_combinations as (
+    -- the subscriptions with the same renewal rate and numbers of due dates, grouped once
+    -- (a few rows) before they are spread over the horizons; `mrr_squares` exact here
+    select
+        renewal_rate,
+        due_dates_30,
+        due_dates_60,
+        due_dates_90,
+        count(*) as subscriptions,
+        count(*) filter (where mrr_amount is null) as unpriced,
+        sum(mrr_amount) as mrr,
+        sum(mrr_amount * mrr_amount) as mrr_squares
+    from due_counts
+    group by renewal_rate, due_dates_30, due_dates_60, due_dates_90
 ),
 
 due_groups as (
     -- the subscriptions of a horizon with the same renewal rate and number of due dates share
     -- their chance to be still renewed at its end: grouped first, so it is computed per group
-    -- (`mrr_squares`, for the variance, in double precision as before)
+    -- (`mrr_squares`, for the variance, in double precision)
     select
         horizon_days,
         renewal_rate,
         due_dates,
-        count(*) as subscriptions,
-        count(*) filter (where mrr_amount is null) as unpriced,
-        sum(mrr_amount) as mrr,
-        sum(cast(mrr_amount as double) * cast(mrr_amount as double)) as mrr_squares
-    from due_counts
+        cast(sum(subscriptions) as bigint) as subscriptions,
+        cast(sum(unpriced) as bigint) as unpriced,
+        sum(mrr) as mrr,
+        cast(sum(mrr_squares) as double) as mrr_squares
+    from (
+        select
+            30 as horizon_days,
+            renewal_rate,
+            due_dates_30 as due_dates,
+            subscriptions,
+            unpriced,
+            mrr,
+            mrr_squares
+        from due_combinations
+        union all
+        select
+            60 as horizon_days,
+            renewal_rate,
+            due_dates_60 as due_dates,
+            subscriptions,
+            unpriced,
+            mrr,
+            mrr_squares
+        from due_combinations
+        union all
+        select
+            90 as horizon_days,
+            renewal_rate,
+            due_dates_90 as due_dates,
+            subscriptions,
+            unpriced,
+            mrr,
+            mrr_squares
+        from due_combinations
+    ) as by_horizon
     group by horizon_days, renewal_rate, due_dates
 ),
 
