@@ -88,7 +88,9 @@ estimated_by_day as (
 
 user_changes as (
     -- each user's count of paying spells changes where one starts or ends, up to as_of (the
-    -- count after a change sums the changes up to it: later ones never enter it)
+    -- count after a change sums the changes up to it: later ones never enter it); where they
+    -- cancel out (one spell ends as the next starts, most of them) the count does not change,
+    -- and neither a start nor a stop is there: left out before the running count
     select
         spell_edges.service_id,
         spell_edges.changed_at,
@@ -111,6 +113,7 @@ user_changes as (
     cross join clock
     where spell_edges.changed_at <= clock.as_of
     group by spell_edges.service_id, spell_edges.changed_at
+    having sum(spell_edges.delta) <> 0
 ),
 
 user_counts as (
