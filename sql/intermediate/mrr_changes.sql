@@ -41,6 +41,8 @@ with clock as (
 ),
 
 starts as (
+    -- the starts and ends up to as_of only (a start and an end that meet share their instant),
+    -- so the join does not pair up the ends after as_of only to drop them
     select
         subscription_id,
         service_id,
@@ -49,6 +51,7 @@ starts as (
         mrr_amount as amount_after,
         start_kind
     from analytics.mrr_spells
+    where spell_start <= (select as_of from clock)
 ),
 
 ends as (
@@ -59,6 +62,7 @@ ends as (
         period as period_before,
         mrr_amount as amount_before
     from analytics.mrr_spells
+    where spell_end <= (select as_of from clock)
 ),
 
 changes as (
