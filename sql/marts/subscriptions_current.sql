@@ -35,18 +35,25 @@ with latest_versions as (
     where versions.is_last_version
 ),
 
-version_summaries as (
+first_versions as (
+    -- version 1 is the first seen (subscription_versions numbers them by valid_from)
+    select
+        id,
+        is_test,
+        valid_from as first_seen_at
+    from analytics.subscription_versions
+    where version_number = 1
+),
+
+cancellations as (
     -- a cancellation starts at a canceled version whose previous one was not (or at the
     -- first version): the latest start is where the trailing run of canceled versions begins
     select
         id,
         is_test,
-        min(valid_from) as first_seen_at,
-        count(*) as version_count,
-        max(valid_from) filter (
-            where status = 'canceled' and previous_status is distinct from 'canceled'
-        ) as last_cancellation_at
+        max(valid_from) as last_cancellation_at
     from analytics.subscription_versions
+    where status = 'canceled' and previous_status is distinct from 'canceled'
     group by id, is_test
 ),
 
@@ -58,9 +65,9 @@ final as (
         latest_versions.status_sent,
         latest_versions.expires_at,
         latest_versions.is_test,
-        version_summaries.first_seen_at,
+        first_versions.first_seen_at,
         case
-            when latest_versions.status = 'canceled' then version_summaries.last_cancellation_at
+            when latest_versions.status = 'canceled' then cancellations.last_cancellation_at
         end as canceled_at,
         latest_versions.is_usable,
         case
@@ -71,12 +78,14 @@ final as (
         not latest_versions.is_current as is_removed,
         latest_versions.valid_to as removed_at,
         latest_versions.valid_from as last_changed_at,
-        version_summaries.version_count,
+        -- the versions are numbered from 1: the latest's number is their count
+        latest_versions.version_number as version_count,
         latest_versions.expires_at_raw,
         latest_versions.expiry_kind,
         latest_versions.dq_flags
     from latest_versions
-    inner join version_summaries using (id, is_test)
+    inner join first_versions using (id, is_test)
+    left join cancellations using (id, is_test)
 )
 
 select * from final
