@@ -91,11 +91,23 @@ outcomes as (
     where due_dates.expires_at <= (select max(spine.month_end) from analytics.month_spine as spine)
 ),
 
+counts_by_period as (
+    select
+        month_start,
+        period,
+        count(*) as came_due,
+        count(*) filter (where outcome = 'renewed') as renewed,
+        count(*) filter (where outcome = 'churned') as churned,
+        count(*) filter (where outcome = 'undecided') as undecided
+    from outcomes
+    group by month_start, period
+),
+
 months as (
     -- from the first month with a due date
     select *
     from analytics.month_spine
-    where month_start >= (select min(outcomes.month_start) from outcomes)
+    where month_start >= (select min(counts_by_period.month_start) from counts_by_period)
 ),
 
 period_names as (
@@ -108,30 +120,20 @@ period_names as (
     select 'unknown' as period
 ),
 
-outcomes_by_period as (
-    select
-        month_start,
-        period,
-        outcome
-    from outcomes
+counts as (
+    -- 'all': the periods' counts added up (a few rows), not every due date counted again
+    select *
+    from counts_by_period
     union all
     select
         month_start,
         'all' as period,
-        outcome
-    from outcomes
-),
-
-counts as (
-    select
-        month_start,
-        period,
-        count(*) as came_due,
-        count(*) filter (where outcome = 'renewed') as renewed,
-        count(*) filter (where outcome = 'churned') as churned,
-        count(*) filter (where outcome = 'undecided') as undecided
-    from outcomes_by_period
-    group by month_start, period
+        cast(sum(came_due) as bigint) as came_due,
+        cast(sum(renewed) as bigint) as renewed,
+        cast(sum(churned) as bigint) as churned,
+        cast(sum(undecided) as bigint) as undecided
+    from counts_by_period
+    group by month_start
 ),
 
 final as (
