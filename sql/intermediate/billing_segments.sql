@@ -33,21 +33,17 @@ with expiries as (
 ),
 
 steps as (
+    -- step_days is computed here, once per row, where the window is: PostgreSQL would
+    -- otherwise repeat its date arithmetic in each test of the fit below
     select
         id,
         lag(expires_at) over by_expiry as segment_start,
         expires_at as segment_end,
         row_number() over by_expiry as segment_number,
-        lead(expires_at) over by_expiry is null as is_last
+        lead(expires_at) over by_expiry is null as is_last,
+        date_diff('day', lag(expires_at) over by_expiry, expires_at) as step_days
     from expiries
     window by_expiry as (partition by id order by expires_at)
-),
-
-stepped as (
-    select
-        *,
-        date_diff('day', segment_start, segment_end) as step_days
-    from steps
 ),
 
 fitted as (
@@ -76,7 +72,7 @@ fitted as (
                 when step_days between 28 * 11 - 2 and 31 * 11 + 4 then 11
             end as bigint
         ) as step_months
-    from stepped
+    from steps
 ),
 
 nearest as (
