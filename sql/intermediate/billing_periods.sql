@@ -46,7 +46,7 @@ steps as (
 ),
 
 ranked_steps as (
-    -- fitting steps first, then the latest
+    -- fitting steps first, then the latest; and how many steps the subscription has
     select
         subscription_id,
         step_days,
@@ -54,16 +54,9 @@ ranked_steps as (
         row_number() over (
             partition by subscription_id
             order by case when step_months is null then 1 else 0 end, segment_end desc
-        ) as step_rank
+        ) as step_rank,
+        count(*) over (partition by subscription_id) as observed_steps
     from steps
-),
-
-step_counts as (
-    select
-        subscription_id,
-        count(*) as observed_steps
-    from steps
-    group by subscription_id
 ),
 
 final as (
@@ -74,14 +67,13 @@ final as (
             when ranked_steps.step_months is not null then 'monthly'
             else 'unknown'
         end as period,
-        coalesce(step_counts.observed_steps, 0) as observed_steps,
+        coalesce(ranked_steps.observed_steps, 0) as observed_steps,
         ranked_steps.step_days,
         ranked_steps.step_months
     from live_subscriptions
     left join ranked_steps
         on ranked_steps.subscription_id = live_subscriptions.id
         and ranked_steps.step_rank = 1
-    left join step_counts on step_counts.subscription_id = live_subscriptions.id
 )
 
 select * from final
