@@ -71,18 +71,13 @@ sync_times as (
     where runs.read_subscriptions and runs.observed_at <= clock.as_of
 ),
 
-seen_times as (
-    -- each time a version was first seen (one per sync, few), with the sync before it
+sync_windows as (
+    -- each sync with the next one: a version first seen after a sync, up to and at the next,
+    -- has that sync as the one before it (a few rows; no pass over the versions)
     select
-        seen.valid_from as seen_at,
-        max(sync_times.observed_at) as previous_sync_at
-    from (
-        select distinct valid_from
-        from analytics.subscription_versions
-        where not is_test
-    ) as seen
-    left join sync_times on sync_times.observed_at < seen.valid_from
-    group by seen.valid_from
+        observed_at as previous_sync_at,
+        lead(observed_at) over (order by observed_at) as next_sync_at
+    from sync_times
 ),
 
 start_candidates as (
@@ -113,12 +108,12 @@ start_candidates as (
 bounded as (
     select
         candidates.*,
-        seen_times.previous_sync_at,
+        sync_before.previous_sync_at,
         coalesce(
             case
                 when candidates.start_kind = 'win_back'
-                    then greatest(candidates.previous_expires_at, seen_times.previous_sync_at)
-                else seen_times.previous_sync_at
+                    then greatest(candidates.previous_expires_at, sync_before.previous_sync_at)
+                else sync_before.previous_sync_at
             end + interval 1 microsecond,
             candidates.valid_from
         ) as earliest_start,
@@ -136,7 +131,9 @@ bounded as (
             else 'estimate'
         end as computed_basis
     from start_candidates as candidates
-    left join seen_times on seen_times.seen_at = candidates.valid_from
+    left join sync_windows as sync_before
+        on sync_before.previous_sync_at < candidates.valid_from
+        and (sync_before.next_sync_at is null or sync_before.next_sync_at >= candidates.valid_from)
     left join analytics.billing_segments as segments
         on segments.subscription_id = candidates.id
         and segments.segment_end = candidates.expires_at
