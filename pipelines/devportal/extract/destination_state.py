@@ -12,6 +12,7 @@ name works the same; a destination without the tables yet (a first run) answers 
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -320,8 +321,10 @@ class Holdings:
     refreshed: dict[str, datetime] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, pipeline: Pipeline | None) -> Holdings:
-        with DatasetReader(pipeline) as dest:
+    def read(cls, pipeline: Pipeline | None, session: DatasetReader | None = None) -> Holdings:
+        """What PIPELINE's dataset holds, read in SESSION (an open `DatasetReader` of it, which
+        spares the warehouse another open) or a session of its own."""
+        with DatasetReader(pipeline) if session is None else nullcontext(session) as dest:
             known_fields, last_full_fields = dest.held_fields()
             settings, settings_current = dest.held_settings()
             # users seen: in live subscriptions or in the settings list

@@ -31,7 +31,7 @@ from dlt.common.schema.typing import TSchemaContract
 from devportal.base.api import UNTIMED
 from devportal.base.errors import ConfigError
 from devportal.extract import extra_fields, schema_drift, transform
-from devportal.extract.destination_state import Holdings
+from devportal.extract.destination_state import DatasetReader, Holdings
 from devportal.extract.reading import (
     Progress,
     SubscriptionsRead,
@@ -126,9 +126,10 @@ class ReadInputs:
     has_state: bool  # a pipeline whose state holds the window cursor
 
     @classmethod
-    def of(cls, pipeline: Pipeline | None) -> ReadInputs:
+    def of(cls, pipeline: Pipeline | None, session: DatasetReader | None = None) -> ReadInputs:
+        """What a run of PIPELINE reads against, its holdings read in SESSION when given."""
         return cls(
-            holdings=Holdings.read(pipeline),
+            holdings=Holdings.read(pipeline, session),
             spool_dir=_spool_dir(pipeline),
             formats=formats_for(pipeline),
             naming=extra_fields.naming_of(pipeline, SOURCE_NAME),

@@ -225,11 +225,11 @@ def sync(
     started = time.monotonic()
     shown = progress_of(progress)
     with shown, writing(target, shown.collector()) as run:
-        with DatasetReader(run.pipeline) as dest:
+        with DatasetReader(run.pipeline) as dest:  # the warehouse opened once for both
             before = dest.history_counts()
+            inputs = ReadInputs.of(run.pipeline, dest)
         # the read first, whole and verified: a read that fails ends in its one line before
         # dlt's extract step starts; the source then only hands over what was read
-        inputs = ReadInputs.of(run.pipeline)
         asked = Asked(asked_for, since, window, window_cursor(run.pipeline))
         with adopt(early, cfg) or ApiClient(cfg) as client:
             reads = read_api(client, cfg, inputs, asked, shown)
