@@ -90,9 +90,11 @@ final as (
         changes.subscription_id,
         changes.service_id,
         changes.changed_at,
-        greatest((changes.changed_at - interval 1 microsecond)::date, clock.first_day) as day,
-        greatest((changes.changed_at - interval 1 microsecond)::date, clock.first_day)
-        = clock.first_day as is_base,
+        greatest(
+            (changes.changed_at - interval 1 microsecond)::date, (select first_day from clock)
+        ) as day,
+        (changes.changed_at - interval 1 microsecond)::date <= (select first_day from clock)
+            as is_base,
         changes.period_before,
         changes.period_after,
         changes.amount_before,
@@ -111,9 +113,8 @@ final as (
             when changes.period_before <> changes.period_after then 'period_switch'
             else 'price_change'
         end as movement
+    -- every start and end is up to as_of already, so no row needs the clock beside it
     from changes
-    cross join clock
-    where changes.changed_at <= clock.as_of
 )
 
 select * from final
