@@ -46,10 +46,10 @@ starts as (
     union all
     select date_trunc('month', min(versions.expires_at) - interval 1 microsecond) as month_start
     from analytics.subscription_versions as versions
-    cross join clock
     where
         not versions.is_test
-        and versions.expires_at <= clock.last_month + interval 1 month
+        -- one bound for all versions (PostgreSQL would add the month again for every row)
+        and versions.expires_at <= (select clock.last_month + interval 1 month from clock)
 ),
 
 month_range as (
