@@ -68,21 +68,30 @@ cohort_months as (
     cross join analytics.as_of as clock
 ),
 
-usable_counts as (
-    select
-        cohort_months.is_backfill,
-        cohort_months.cohort_start,
-        cohort_months.month_start,
-        count(*) as usable
+measure_points as (
+    -- the instants the cohorts are measured at (one per month from the first cohort's on)
+    select distinct
+        month_start,
+        measured_at
     from cohort_months
+),
+
+usable_counts as (
+    -- the spells usable at a measured instant first (few instants), then their members'
+    -- cohorts measured that month
+    select
+        members.is_backfill,
+        members.cohort_start,
+        points.month_start,
+        count(*) as usable
+    from analytics.subscription_spells as spells
+    inner join measure_points as points
+        on spells.spell_start <= points.measured_at
+        and spells.spell_end > points.measured_at
     inner join members
-        on members.is_backfill = cohort_months.is_backfill
-        and members.cohort_start = cohort_months.cohort_start
-    inner join analytics.subscription_spells as spells
-        on spells.subscription_id = members.id
-        and spells.spell_start <= cohort_months.measured_at
-        and spells.spell_end > cohort_months.measured_at
-    group by cohort_months.is_backfill, cohort_months.cohort_start, cohort_months.month_start
+        on members.id = spells.subscription_id
+        and members.cohort_start <= points.month_start
+    group by members.is_backfill, members.cohort_start, points.month_start
 ),
 
 final as (
