@@ -68,29 +68,26 @@ bases as (
 
 monthly_events as (
     select
-        live_events.event_month as month_start,
-        count(*) filter (where live_events.event_type = 'expired') as churned,
-        count(*) filter (
-            where live_events.event_type = 'expired' and periods.period = 'monthly'
-        ) as churned_monthly,
-        count(*) filter (
-            where live_events.event_type = 'expired' and periods.period = 'yearly'
-        ) as churned_yearly,
-        count(*) filter (
-            where live_events.event_type = 'expired' and periods.period = 'unknown'
-        ) as churned_unknown,
-        count(*) filter (
-            where live_events.event_type = 'canceled' and not live_events.is_initial_load
-        ) as cancellations,
-        count(*) filter (
-            where live_events.event_type = 'new' and not live_events.is_initial_load
-        ) as new_subscriptions,
-        count(*) filter (
-            where live_events.event_type = 'reactivated' and live_events.is_win_back
-        ) as won_back
-    from analytics.subscription_events as live_events
-    left join analytics.billing_periods as periods
-        on periods.subscription_id = live_events.subscription_id
+        event_month as month_start,
+        count(*) filter (where event_type = 'expired') as churned,
+        count(*) filter (where event_type = 'canceled' and not is_initial_load) as cancellations,
+        count(*) filter (where event_type = 'new' and not is_initial_load) as new_subscriptions,
+        count(*) filter (where event_type = 'reactivated' and is_win_back) as won_back
+    from analytics.subscription_events
+    group by 1
+),
+
+churned_by_period as (
+    -- only the expiries need their subscription's billing period
+    select
+        expiries.event_month as month_start,
+        count(*) filter (where periods.period = 'monthly') as churned_monthly,
+        count(*) filter (where periods.period = 'yearly') as churned_yearly,
+        count(*) filter (where periods.period = 'unknown') as churned_unknown
+    from analytics.subscription_events as expiries
+    inner join analytics.billing_periods as periods
+        on periods.subscription_id = expiries.subscription_id
+    where expiries.event_type = 'expired'
     group by 1
 ),
 
@@ -98,9 +95,9 @@ final as (
     select
         months.month_start::date as month,
         coalesce(monthly_events.churned, 0) as churned,
-        coalesce(monthly_events.churned_monthly, 0) as churned_monthly,
-        coalesce(monthly_events.churned_yearly, 0) as churned_yearly,
-        coalesce(monthly_events.churned_unknown, 0) as churned_unknown,
+        coalesce(churned_by_period.churned_monthly, 0) as churned_monthly,
+        coalesce(churned_by_period.churned_yearly, 0) as churned_yearly,
+        coalesce(churned_by_period.churned_unknown, 0) as churned_unknown,
         case
             when months.month_end > clock.first_sync_at
                 then coalesce(monthly_events.cancellations, 0)
@@ -121,6 +118,7 @@ final as (
     from months
     left join bases using (month_start)
     left join monthly_events using (month_start)
+    left join churned_by_period using (month_start)
     cross join analytics.as_of as clock
 )
 
