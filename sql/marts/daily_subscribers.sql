@@ -87,7 +87,9 @@ changes_by_day as (
     -- (a change at exactly midnight ends the day before), the first day's for anything earlier;
     -- a change after as_of reaches no snapshot
     select
-        greatest((changes.changed_at - interval 1 microsecond)::date, clock.first_day) as day,
+        greatest(
+            (changes.changed_at - interval 1 microsecond)::date, (select first_day from clock)
+        ) as day,
         sum(changes.delta) as usable_delta,
         sum(changes.delta) filter (where changes.status_sent = 'active') as active_delta,
         sum(changes.delta) filter (where changes.status_sent = 'canceled') as canceled_delta,
@@ -97,8 +99,7 @@ changes_by_day as (
         ) as other_delta,
         sum(changes.estimated_delta) as estimated_delta
     from changes
-    cross join clock
-    where changes.changed_at <= clock.as_of
+    where changes.changed_at <= (select as_of from clock)
     group by 1
 ),
 
