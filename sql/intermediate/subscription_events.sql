@@ -176,19 +176,19 @@ final as (
         all_events.previous_expires_at,
         all_events.seen_at,
         all_events.is_win_back,
-        all_events.event_at <= clock.first_sync_at as is_initial_load,
+        all_events.event_at <= (select first_sync_at from analytics.as_of) as is_initial_load,
         date_trunc(
             'month',
             case
                 when
                     all_events.event_type <> 'expired'
-                    and all_events.event_at <= clock.first_sync_at
+                    and all_events.event_at <= (select first_sync_at from analytics.as_of)
                     then all_events.event_at
                 else all_events.event_at - interval 1 microsecond
             end
         ) as event_month
+    -- the first sync as a scalar, not a join per event (PostgreSQL then plans it in parallel)
     from all_events
-    cross join analytics.as_of as clock
 )
 
 select * from final
