@@ -29,47 +29,39 @@
 -- @test unique(first_month_start, subscription_id)
 -- @test not_null(first_month_start, last_month_start, subscription_id, is_estimate)
 
-with bounds as (
-    select
-        clock.first_sync_at,
-        date_trunc('month', clock.first_sync_at - interval 1 microsecond) as month_before_sync,
-        (select min(spine.month_start) from analytics.month_spine as spine) as first_month,
-        (select max(spine.month_start) from analytics.month_spine as spine) as last_month
-    from analytics.as_of as clock
-),
-
-observed as (
+-- the bounds are scalar subqueries, not a CTE cross joined to every row: a CTE read twice is
+-- materialized, and a scan of one keeps PostgreSQL's plan in one process
+with observed as (
     select
         spells.subscription_id,
         greatest(
             date_trunc('month', spells.spell_start - interval 1 microsecond),
-            bounds.month_before_sync
+            -- the month start before the first sync
+            (select date_trunc('month', clock.first_sync_at - interval 1 microsecond) from analytics.as_of as clock)
         ) + interval 1 month as first_month_start,
         least(
             date_trunc('month', spells.spell_end - interval 1 microsecond),
-            bounds.last_month
+            (select max(spine.month_start) from analytics.month_spine as spine)
         ) as last_month_start,
         false as is_estimate
     from analytics.subscription_spells as spells
-    cross join bounds
 ),
 
 estimated as (
     select
         live_versions.id as subscription_id,
-        bounds.first_month as first_month_start,
+        (select min(spine.month_start) from analytics.month_spine as spine) as first_month_start,
         least(
             date_trunc('month', live_versions.use_ends_at - interval 1 microsecond),
-            bounds.month_before_sync,
-            bounds.last_month
+            (select date_trunc('month', clock.first_sync_at - interval 1 microsecond) from analytics.as_of as clock),
+            (select max(spine.month_start) from analytics.month_spine as spine)
         ) as last_month_start,
         true as is_estimate
     from analytics.subscription_versions as live_versions
-    cross join bounds
     where
         not live_versions.is_test
         and live_versions.version_number = 1
-        and live_versions.valid_from <= bounds.first_sync_at
+        and live_versions.valid_from <= (select clock.first_sync_at from analytics.as_of as clock)
         and live_versions.use_ends_at is not null
 ),
 
