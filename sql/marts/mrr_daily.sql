@@ -110,8 +110,9 @@ user_changes as (
         from analytics.mrr_spells
         where service_id is not null and (mrr_amount is null or mrr_amount <> 0)
     ) as spell_edges
-    cross join clock
-    where spell_edges.changed_at <= clock.as_of
+    -- as_of as a scalar subquery: a cross join with the clock CTE (read more than once) keeps
+    -- PostgreSQL's plan for the 315k edges in one process
+    where spell_edges.changed_at <= (select as_of.as_of from analytics.as_of)
     group by spell_edges.service_id, spell_edges.changed_at
     having sum(spell_edges.delta) <> 0
 ),
