@@ -6,13 +6,14 @@
 -- `platform`: users.primary_platform of the subscription's `service_id`, 'unknown' when the
 --   account is missing, not fetched yet, or the subscription has no service id (as
 --   churn_by_platform says).
--- `subscribers`: the month_start_subscribers holding the month start (first_month_start <= it <=
---   last_month_start): from the first sync on, the subscription_spells holding it; before it,
---   an estimate from the first versions the first sync listed. Its stretches (170 thousand at
---   100k subscriptions) are grouped by (platform, first_month_start, last_month_start) first,
---   so a base is a sum over a few hundred groups instead of one row per month and subscription
---   (1.6 million, which a join per platform made the slowest model on PostgreSQL), and the
---   platform join is built once instead of once for the spells and once for the versions.
+-- `subscribers`: month_start_subscribers' rule, counted without its rows: from the first sync
+--   on, the subscription_spells holding the month start (spell_start <= it < spell_end); before
+--   it, an estimate: the first versions the first sync listed whose use had not ended at the
+--   month start (use_ends_at > it). Each is grouped by the last month start before its start
+--   and before its end (`date_trunc('month', t - 1 microsecond)`: t <= m exactly when that month
+--   is before m, t > m when it is m or later), so a base is a sum over a few groups per month
+--   instead of one row per month and subscription (1.6 million at 100k subscriptions, which a
+--   join per platform made the slowest model on PostgreSQL).
 --   sql/tests/monthly_churn_bases_are_month_start_subscribers holds the sums to
 --   month_start_subscribers.
 --
@@ -28,27 +29,55 @@ with platforms_of as not materialized (
     where not current_subscriptions.is_test
 ),
 
-stretch_groups as (
+spell_groups as (
     select
         platforms_of.platform,
-        stretches.first_month_start,
-        stretches.last_month_start,
-        count(*) as subscribers
-    from analytics.month_start_subscribers as stretches
-    inner join platforms_of on platforms_of.id = stretches.subscription_id
+        date_trunc('month', spells.spell_start - interval 1 microsecond) as start_month,
+        date_trunc('month', spells.spell_end - interval 1 microsecond) as end_month,
+        count(*) as spells
+    from analytics.subscription_spells as spells
+    inner join platforms_of on platforms_of.id = spells.subscription_id
     group by 1, 2, 3
+),
+
+listed_groups as (
+    select
+        platforms_of.platform,
+        date_trunc('month', live_versions.use_ends_at - interval 1 microsecond) as end_month,
+        count(*) as versions
+    from analytics.subscription_versions as live_versions
+    cross join analytics.as_of as clock
+    inner join platforms_of on platforms_of.id = live_versions.id
+    where
+        not live_versions.is_test
+        and live_versions.version_number = 1
+        and live_versions.valid_from <= clock.first_sync_at
+        and live_versions.use_ends_at is not null
+    group by 1, 2
 ),
 
 final as (
     select
         spine.month_start,
-        stretch_groups.platform,
-        cast(sum(stretch_groups.subscribers) as bigint) as subscribers
+        spell_groups.platform,
+        cast(sum(spell_groups.spells) as bigint) as subscribers
     from analytics.month_spine as spine
-    inner join stretch_groups
-        on stretch_groups.first_month_start <= spine.month_start
-        and stretch_groups.last_month_start >= spine.month_start
-    group by spine.month_start, stretch_groups.platform
+    cross join analytics.as_of as clock
+    inner join spell_groups
+        on spell_groups.start_month < spine.month_start
+        and spell_groups.end_month >= spine.month_start
+    where spine.month_start >= clock.first_sync_at
+    group by spine.month_start, spell_groups.platform
+    union all
+    select
+        spine.month_start,
+        listed_groups.platform,
+        cast(sum(listed_groups.versions) as bigint) as subscribers
+    from analytics.month_spine as spine
+    cross join analytics.as_of as clock
+    inner join listed_groups on listed_groups.end_month >= spine.month_start
+    where spine.month_start < clock.first_sync_at
+    group by spine.month_start, listed_groups.platform
 )
 
 select * from final

@@ -56,8 +56,9 @@ months as (
 ),
 
 bases as (
-    -- month_start_bases summed over the platforms (month_start_subscribers' stretches counted
-    -- per month; sql/tests/monthly_churn_bases_are_month_start_subscribers holds the two equal)
+    -- month_start_bases summed over the platforms (month_start_subscribers' rule, counted
+    -- without its rows; sql/tests/monthly_churn_bases_are_month_start_subscribers holds the two
+    -- equal)
     select
         month_start,
         cast(sum(subscribers) as bigint) as subscribers
