@@ -188,35 +188,21 @@ due_groups as (
         sum(mrr) as mrr,
         cast(sum(mrr_squares) as double) as mrr_squares
     from (
+        -- each combination once per horizon, with that horizon's number of due dates
         select
-            30 as horizon_days,
-            renewal_rate,
-            due_dates_30 as due_dates,
-            subscriptions,
-            unpriced,
-            mrr,
-            mrr_squares
-        from due_combinations
-        union all
-        select
-            60 as horizon_days,
-            renewal_rate,
-            due_dates_60 as due_dates,
-            subscriptions,
-            unpriced,
-            mrr,
-            mrr_squares
-        from due_combinations
-        union all
-        select
-            90 as horizon_days,
-            renewal_rate,
-            due_dates_90 as due_dates,
-            subscriptions,
-            unpriced,
-            mrr,
-            mrr_squares
-        from due_combinations
+            horizons.horizon_days,
+            combinations.renewal_rate,
+            case horizons.horizon_days
+                when 30 then combinations.due_dates_30
+                when 60 then combinations.due_dates_60
+                else combinations.due_dates_90
+            end as due_dates,
+            combinations.subscriptions,
+            combinations.unpriced,
+            combinations.mrr,
+            combinations.mrr_squares
+        from due_combinations as combinations
+        cross join horizons
     ) as by_horizon
     group by horizon_days, renewal_rate, due_dates
 ),
