@@ -375,8 +375,8 @@ def clients_started(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     started: list[Any] = []
     real_start = early.start
 
-    def recording_start(*args: Any) -> Any:
-        client = real_start(*args)
+    def recording_start(*args: Any, **kwargs: Any) -> Any:
+        client = real_start(*args, **kwargs)
         started.append(client)
         return client
 

@@ -24,9 +24,12 @@ from typing import Any
 SECTION = ("sources", "devportal")
 
 
-def start(base_url: str | None, workers: int | None, max_workers: int | None) -> Any:
+def start(
+    base_url: str | None, workers: int | None, max_workers: int | None, *, fork: bool = False
+) -> Any:
     """A client already paging the subscription list, or None when the API, the token or a
-    setting cannot be known without dlt (the sync then starts as usual)."""
+    setting cannot be known without dlt (the sync then starts as usual). FORK: its requests
+    run in a forked child where they can (`http.forked`), beside the imports."""
     # deferred: the early start runs before dlt imports; the parser (every command) stays light
     from devportal.base.errors import DevportalError
     from devportal.http import SUBSCRIPTIONS_PATH, ApiClient, HttpSettings
@@ -45,5 +48,5 @@ def start(base_url: str | None, workers: int | None, max_workers: int | None) ->
         client = ApiClient(settings)
     except (ValueError, TypeError, DevportalError):
         return None
-    client.prefetch(SUBSCRIPTIONS_PATH)
+    client.prefetch(SUBSCRIPTIONS_PATH, fork=fork)
     return client

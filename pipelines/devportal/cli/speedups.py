@@ -4,6 +4,8 @@
     DEVPORTAL_SPEEDUPS=early,no-pandas devportal sync ...  # only these
 
 - `early`: the subscription list is read while dlt and DuckDB import (`cli.early`).
+- `fork-read`: that early read runs in a forked child process (`http.forked`, Linux), so its
+  HTTP work and the imports run on two cores instead of taking turns on one interpreter lock.
 - `no-pandas`: `import pandas` fails while the sync runs (see `without_pandas`).
 - `fresh-models`: the models are built by `devportal models` exec'd in the sync's place.
 
@@ -29,7 +31,7 @@ if TYPE_CHECKING:
     from devportal.warehouse.target import Target
 
 SWITCH = "DEVPORTAL_SPEEDUPS"
-ALL = ("early", "no-pandas", "fresh-models")
+ALL = ("early", "fork-read", "no-pandas", "fresh-models")
 
 
 def enabled(name: str) -> bool:
@@ -55,7 +57,8 @@ def early_client(args: argparse.Namespace, target: Target) -> Any:
 
     if target.is_file and looks_busy(target.warehouse):
         return None  # the sync will stop at once: no API requests for nothing
-    return early_start.start(args.base_url, args.workers, args.max_workers)
+    fork = bool(args.own_process) and enabled("fork-read")
+    return early_start.start(args.base_url, args.workers, args.max_workers, fork=fork)
 
 
 class _NoPandas(importlib.abc.MetaPathFinder):

@@ -16,6 +16,7 @@ One job per module, imported one way (each only from those above it):
     jsonparse    a body's JSON (BOM, big integers, lone surrogates, NUL); a server's error message
     pages        one page of a list and what it must agree with
     paging       walking a list: pages in order, concurrently or by next_page_url; prefetch
+    forked       the early read in a forked child: pages and counters through a pipe
     session      `ApiClient`: the session, one GET with its retries and redirects; `adopt`
 
 This package re-exports the names the rest of devportal uses (the API's paths and resources

@@ -33,6 +33,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 START = 4  # slots before anything is known, unless the bounds say otherwise
 LATENCY_RISE = 2.0  # smoothed latency this many times the best seen (+ LATENCY_SLACK_S) is a cut
@@ -40,6 +41,20 @@ LATENCY_SLACK_S = 0.010  # jitter below 10 ms is not a signal (a 0-ms server's l
 LATENCY_CUT = 0.75  # the factor of a latency cut (gentler than a congestion cut)
 CONGESTION_CUT = 0.5  # the factor of a 429/503/timeout cut
 EWMA = 0.2  # weight of the newest latency in the smoothed latency
+# what `Concurrency.learned` hands over besides the limits requests were sent under
+_LEARNED = (
+    "limit",
+    "_slow_start",
+    "_best_latency",
+    "_smoothed",
+    "_pause_until",
+    "_last_cut",
+    "_peak",
+    "_cuts",
+    "_pauses",
+    "_paused_s",
+    "_throttled",
+)
 
 
 class RequestOutcome:
@@ -206,6 +221,29 @@ class Concurrency:
         self._peak = max(self._peak, self.slots)
 
     # -- what happened ----------------------------------------------------------------------
+
+    def learned(self) -> dict[str, Any]:
+        """What this controller learned and counted, for another one to take over (the early
+        read of a forked child, `http.forked`; its clock is the system's monotonic one)."""
+        with self._cond:
+            state = {name: getattr(self, name) for name in _LEARNED}
+            state["_sent_under"] = dict(self._sent_under)
+            return state
+
+    def take_over(self, state: dict[str, Any]) -> None:
+        """Go on from what another controller `learned()`: its limit, latencies and any pause
+        in force; its counts added to this one's."""
+        with self._cond:
+            self.limit = float(state["limit"])
+            self._slow_start = bool(state["_slow_start"])
+            self._best_latency, self._smoothed = state["_best_latency"], state["_smoothed"]
+            self._pause_until = max(self._pause_until, float(state["_pause_until"]))
+            self._last_cut = max(self._last_cut, float(state["_last_cut"]))
+            self._peak = max(self._peak, int(state["_peak"]))
+            for name in ("_cuts", "_pauses", "_paused_s", "_throttled"):
+                setattr(self, name, getattr(self, name) + state[name])
+            self._sent_under.update(state["_sent_under"])
+            self._cond.notify_all()
 
     def stats(self) -> ConcurrencyStats:
         with self._cond:

@@ -207,15 +207,22 @@ class Paging:
         """The pages after page 1 (`first`), in order, each held against what page 1 proves
         (`PageGuard`): the paging ends where the wrapper says, or is refused at the page that
         shows the server does not page (see `parse_page` for what one page must agree with)."""
-        guard = PageGuard(first, path)
+        yield from self.pages_following(first, first, PageGuard(first, path), path, params)
+
+    def pages_following(
+        self, first: Page, after: Page, guard: PageGuard, path: str, params: Mapping[str, Any]
+    ) -> Iterator[Page]:
+        """The pages after AFTER (page 1, or a later page already read and held against
+        GUARD), as `pages_after` reads them."""
         per_page = first.per_page or len(first.data) or None
         last = first.last_page
         if last is None:
-            yield from self._follow_next(first, path, guard, per_page)
+            yield from self._follow_next(after, path, guard, per_page)
             return
-        if last <= 1:
+        if last <= after.number:
             return
-        for page in self._concurrent_pages(path, params, range(2, last + 1), per_page):
+        numbers = range(after.number + 1, last + 1)
+        for page in self._concurrent_pages(path, params, numbers, per_page):
             guard.check(page, last)
             yield page
 

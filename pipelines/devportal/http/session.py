@@ -28,7 +28,13 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 import urllib3
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_random_exponential
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_random_exponential,
+)
 
 from devportal.base.api import API_PREFIX
 from devportal.base.coercion import to_int
@@ -56,6 +62,7 @@ from devportal.http.failures import (
     host_port,
     proxy_auth_refused,
 )
+from devportal.http.forked import ForkedPrefetch, usable
 from devportal.http.jsonparse import error_message, parse_json
 from devportal.http.pages import Page, page_parser
 from devportal.http.paging import Check, Halt, HeldSignals, Paging, Prefetch, stop_error
@@ -145,8 +152,27 @@ class ApiClient(Paging):
         )
         # set on every request, after requests would add credentials from the URL or ~/.netrc
         self.session.auth = _BearerAuth(token)
+        # one attempt per request, no retry (the early read of a forked child, `http.forked`:
+        # the parent's client asks again, with its retries)
+        self.one_attempt = False
         # last: a client that could not be made holds nothing (released by `close`)
         self._held = HeldSignals.hold(self)
+
+    def prefetch(
+        self, path: str, params: Mapping[str, Any] | None = None, *, fork: bool = False
+    ) -> None:
+        """`Paging.prefetch`; with FORK, the list is read by a forked child where this process
+        can fork one (`http.forked`: Linux, one thread), else on a thread."""
+        if self._prefetch is None and fork and usable():
+            self._prefetch = ForkedPrefetch(self, path, dict(params or {}))
+            return
+        super().prefetch(path, params)
+
+    def forget_parent(self) -> None:
+        """In a forked child (`http.forked`): what the parent's copy of this client held is
+        the parent's (its prefetch, its signal handlers), not the child's to use or undo."""
+        self._prefetch = None
+        self._held = None
 
     def close(self) -> None:
         """Stop what reads ahead, close the session, put the signal handlers back (raising a
@@ -214,7 +240,7 @@ class ApiClient(Paging):
         budget = Budget(self.config, self.body_cap(per_page), lambda: self.answered)
         retrying = Retrying(
             retry=retry_if_exception_type(RetryableError),
-            stop=budget.stop,
+            stop=stop_after_attempt(1) if self.one_attempt else budget.stop,
             wait=self._wait,
             sleep=self.halt.sleep,
             before_sleep=self._before_sleep,
