@@ -201,21 +201,36 @@ def load_whole(pipeline: Pipeline, target: Target, *, publish: bool = True) -> C
     if target.rollback == "draft":
         _refuse_unfit(pipeline, target, load_id)
         rollback = DraftRollback.take(warehouse, load_id)
+        # the draft opened once for the load, what follows it and what the caller reads
+        # before publishing (`warehouse_duckdb.one_connection`), closed before it is published
+        # or put back
+        held = _one_connection(pipeline)
+        held.__enter__()
         try:
-            with _said_once():
-                pipeline.load(workers=LOAD_WORKERS)
-        except PipelineStepFailed as err:  # dlt wraps every failure of the load step in it
-            # the draft first, freeing its disk space (a full disk is one way a load fails);
-            # killed before the package is set aside, the next run sets it aside (its jobs
-            # have started and no draft holds them: `finish_pending`). Any other error (a
-            # bug, a setting dlt refuses before loading) leaves draft and package as a killed
-            # run would, for the next run to recover.
-            rollback.restore()
-            where = set_aside(pipeline, warehouse, load_id, _failure(err, target))
-            raise _set_aside_error(load_id, err, where, restored=True, target=target) from err
-        _drop_loaded_files(pipeline, load_id)
-        _drop_superseded_schemas(pipeline)
-        return _then(rollback.publish, publish)
+            try:
+                with _said_once():
+                    pipeline.load(workers=LOAD_WORKERS)
+            except PipelineStepFailed as err:  # dlt wraps every failure of the load step in it
+                # the draft first, freeing its disk space (a full disk is one way a load
+                # fails); killed before the package is set aside, the next run sets it aside
+                # (its jobs have started and no draft holds them: `finish_pending`). Any other
+                # error (a bug, a setting dlt refuses before loading) leaves draft and package
+                # as a killed run would, for the next run to recover.
+                held.__exit__(None, None, None)
+                rollback.restore()
+                where = set_aside(pipeline, warehouse, load_id, _failure(err, target))
+                raise _set_aside_error(load_id, err, where, restored=True, target=target) from err
+            _drop_loaded_files(pipeline, load_id)
+            _drop_superseded_schemas(pipeline)
+        except BaseException:
+            held.__exit__(None, None, None)
+            raise
+
+        def close_then_publish() -> None:
+            held.__exit__(None, None, None)
+            rollback.publish()
+
+        return _then(close_then_publish, publish)
     backup = SchemaBackup.take(pipeline, load_id) if target.rollback == "schema" else None
     try:
         with _said_once():
@@ -231,6 +246,34 @@ def load_whole(pipeline: Pipeline, target: Target, *, publish: bool = True) -> C
         _drop_superseded_schemas(pipeline)
 
     return _then(finish, publish)
+
+
+def _one_connection(pipeline: Pipeline) -> contextlib.AbstractContextManager[None]:
+    """One connection to the draft for every client of PIPELINE's destination until closed
+    (`warehouse_duckdb.one_connection`); closing it again does nothing."""
+    # deferred: loads dlt, kept out of startup
+    from devportal.warehouse.destination import warehouse_duckdb
+
+    destination = pipeline.destination
+    if not isinstance(destination, warehouse_duckdb):
+        return contextlib.nullcontext()
+    return _Once(destination.one_connection(pipeline.sql_client()))
+
+
+class _Once(contextlib.AbstractContextManager[None]):
+    """HELD entered once and left once, however often `__exit__` is called."""
+
+    def __init__(self, held: contextlib.AbstractContextManager[None]) -> None:
+        self._held: contextlib.AbstractContextManager[None] | None = held
+
+    def __enter__(self) -> None:
+        if self._held is not None:
+            self._held.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.__exit__(None, None, None)
 
 
 def _published() -> None:
