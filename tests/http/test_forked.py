@@ -1,7 +1,7 @@
 """The early read in a forked child (`devportal.http.forked`, the `fork-read` speed-up): the
 parent takes the same pages, in the same order, as a read in one process; every request is
-counted; whatever is not a page (a 5xx, a 401, a page the guard refuses) is read on by the
-parent's own client, with its retries and its errors; and no child outlives its parent.
+counted, the child's retries too; an error that ends the read (a 401, a page the guard refuses)
+is raised in the parent with the same message; and no child outlives its parent.
 
 A process with more than one thread never forks (pytest's workers have several), so each case
 runs a small driver (`DRIVER`) in a process of its own against the hostile API over real HTTP,
@@ -94,7 +94,7 @@ def test_the_parent_takes_every_page_in_order_and_counts_every_request(api: Host
     assert read["children"] == []  # reaped
 
 
-def test_a_server_error_in_the_child_is_retried_by_the_parent(api: HostileApi) -> None:
+def test_a_server_error_in_the_child_is_retried_as_in_one_process(api: HostileApi) -> None:
     listed(api, 40)
     failed: list[int] = []
 
@@ -106,9 +106,9 @@ def test_a_server_error_in_the_child_is_retried_by_the_parent(api: HostileApi) -
 
     api.route(SUBSCRIPTIONS, once_500)
     _, read = drive(api)
-    assert read["ids"] == list(range(1, 41))  # the parent read on from page 7
+    assert read["ids"] == list(range(1, 41))
     assert list_hits(api).count(7) == 2
-    # every request counted, the child's too; the page asked again is the retry it is
+    # every request counted, the retry too
     assert read["requests"] == len(list_hits(api)) and read["retries"] == 1
     assert read["children"] == []
 
@@ -209,3 +209,14 @@ def test_a_sync_with_a_forked_read_loads_what_one_without_loads(
         [(requests,)] = query(warehouse, "select requests from devportal.sync_runs")
         assert requests == len(api.requests) - before
     assert sorted(rows["on"]) == sorted(rows["off"]) and len(rows["on"]) == 60
+
+
+def test_an_error_crosses_only_when_it_comes_back_the_same() -> None:
+    """What the child raises is raised in the parent only if it unpickles to the same type,
+    text and exit code; else the parent reads on and meets the error itself."""
+    from devportal.base.errors import ApiError, ConfigError, Stopped
+    from devportal.http.forked import _crosses
+
+    assert _crosses(ApiError("access token rejected (401)"))
+    assert _crosses(ConfigError("bad", exit_code=2)) and _crosses(ValueError("x"))
+    assert not _crosses(Stopped(15))  # its signal number is not its argument

@@ -6,17 +6,19 @@ importing dlt and DuckDB, which the sync does meanwhile. In one interpreter they
 its lock, so a list read while dlt imports came no sooner than one read after it. In a child
 process the two run side by side on two cores.
 
-What crosses, through one pipe: each page, pickled, in page order; then the child's counters
-(`ClientStats`, what its concurrency controller learned, whether the API answered), which the
-parent's client takes over, so the run's record counts every request. The parent reads the pipe
-on a thread of its own into memory, at most `AHEAD_BYTES` ahead of the reader (the child waits
-beyond), and unpickles a page only when the reader takes it.
+What crosses, through one pipe: each page, pickled, in page order; then how the read ended
+(the end, or the error that ended it) with the child's counters (`ClientStats`, what its
+concurrency controller learned, whether the API answered), which the parent's client takes
+over, so the run's record counts every request and retry. The parent reads the pipe on a thread
+of its own into memory, at most `PIPE_AHEAD_BYTES` ahead of the reader (the child waits beyond),
+and unpickles a page only when the reader takes it.
 
-The child makes one attempt per request and stops at the first thing that is not a page (an
-error, a 429, a page refused): the parent's client reads on from that page itself, with its
-retries, its errors and their messages, as a run without the child would (the page that
-failed is asked again once). So the child changes when pages arrive, never what a run does
-with them.
+The child reads as the parent would, with the same client (a copy): its retries, their
+warnings on the same stderr, its errors. An error that ends the read is raised in the parent,
+the same exception with the same message; one that cannot cross intact (it does not pickle and
+unpickle to the same type, text and exit code) ends the child instead, and the parent's client
+reads on from that page itself, meeting the error there as a run without the child would. So
+the child changes when pages arrive, never what a run does with them.
 
 Only on Linux, from a process with one thread (a fork copies the locks other threads hold),
 in devportal's own program (`args.own_process`). The child dies with its parent (Linux's
@@ -27,7 +29,6 @@ parent-death signal), ignores Ctrl-C (its parent decides; `close` kills it) and 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import pickle
 import signal
@@ -40,16 +41,15 @@ from dataclasses import fields
 from typing import Any, Protocol
 
 from devportal.http.concurrency import Concurrency
-from devportal.http.failures import RetryableError
 from devportal.http.pages import Page, PageGuard
-from devportal.http.paging import AHEAD_BYTES, STOP_CHECK_S, Halt, Prefetch
-
-# the client's one logger (`pages.log`): log settings and tests name it
-log = logging.getLogger("devportal.client")
+from devportal.http.paging import STOP_CHECK_S, Halt, Prefetch
 
 # one record: its tag, the length of its pickle, the pickle
 _HEAD = struct.Struct("<cQ")
-PAGE, END, FAILED = b"P", b"E", b"F"
+PAGE, END, ERROR, FAILED = b"P", b"E", b"X", b"F"
+# bytes of pickled pages the parent holds ahead of its reader, at most (about): the child
+# waits beyond (what it reads while dlt imports, about 10 MB at 100k subscriptions, fits)
+PIPE_AHEAD_BYTES = 16 << 20
 CHUNK = 1 << 20  # bytes read from the pipe at a time
 
 
@@ -57,11 +57,9 @@ class Client(Protocol):
     """What of `session.ApiClient` the forked read uses."""
 
     halt: Halt
-    one_attempt: bool
     answered: bool
     stats: Any  # session.ClientStats: its counts and their lock
     concurrency: Concurrency
-    config: Any  # settings.HttpSettings
 
     def fetch_page(
         self, path: str, params: Mapping[str, Any], page: int, per_page: int | None = None
@@ -82,7 +80,7 @@ def usable() -> bool:
 
 
 class _Pipe:
-    """The parent's end: a thread reads the child's records into memory (at most AHEAD_BYTES
+    """The parent's end: a thread reads the child's records into memory (at most
     ahead of the reader); `next()` takes one, waiting for it."""
 
     def __init__(self, fd: int) -> None:
@@ -99,7 +97,7 @@ class _Pipe:
         try:
             while True:
                 with self._cond:
-                    while self._held >= AHEAD_BYTES and not self._closed:
+                    while self._held >= PIPE_AHEAD_BYTES and not self._closed:
                         self._cond.wait(STOP_CHECK_S)
                     if self._closed:
                         return
@@ -208,7 +206,7 @@ class ForkedPrefetch(Prefetch):
         if tag == PAGE:
             page: Page = value
             return page
-        self._end(value)  # page 1 failed in the child: read it here, as a run without it would
+        self._end(tag, value)  # no page 1 came: read here, as a run without the child would
         return self.own.fetch_page(self.path, self.params, 1)
 
     def take(self) -> Iterator[Page]:
@@ -221,7 +219,7 @@ class ForkedPrefetch(Prefetch):
                 while True:
                     tag, value = self._record()
                     if tag != PAGE:
-                        self._end(value)
+                        self._end(tag, value)
                         break
                     assert self._guard is not None
                     self._guard.check(value, first.last_page)
@@ -245,11 +243,14 @@ class ForkedPrefetch(Prefetch):
         tag, body = record
         return tag, pickle.loads(body)
 
-    def _end(self, counters: dict[str, Any] | None) -> None:
-        """The child is done: its counters taken over (when it sent them), the child reaped."""
-        if counters is not None:
-            take_over(self.own, counters)
+    def _end(self, tag: bytes, ending: dict[str, Any] | None) -> None:
+        """The child is done (TAG: how; ENDING: its counters and error, if it sent them): the
+        counters taken over, the child reaped, its error raised here."""
+        if ending is not None:
+            take_over(self.own, ending["counters"])
         self.close()
+        if tag == ERROR and ending is not None:
+            raise ending["error"]
 
     def close(self) -> None:
         """Stop the child (killed if still reading), reap it, let the pipe go. Safe in the
@@ -272,7 +273,6 @@ def _child(client: Client, path: str, params: dict[str, Any], fd: int) -> None:
     code = 0
     try:
         _be_a_child()
-        client.one_attempt = True
         client.forget_parent()
         out = os.fdopen(fd, "wb", buffering=CHUNK)
 
@@ -281,21 +281,19 @@ def _child(client: Client, path: str, params: dict[str, Any], fd: int) -> None:
             out.write(_HEAD.pack(tag, len(data)))
             out.write(data)
 
-        tag, sent = FAILED, 0
+        error: BaseException | None = None
         try:
             first = client.fetch_page(path, params, 1)
             send(PAGE, first)
             out.flush()  # page 1 at once: the parent's reader may be waiting for it
-            sent = 1
             for page in client.pages_after(first, path, params):
                 send(PAGE, page)
-                sent += 1
             tag = END
-        except BaseException as err:  # the parent reads on from this page with its own client
-            cause = _retryable(err)
-            if cause is not None:
-                asked_again(client, cause, f"{path} page {sent + 1}")
-        send(tag, counters(client))
+        except Exception as err:  # the read's error: raised in the parent if it crosses
+            tag, error = (ERROR, err) if _crosses(err) else (FAILED, None)
+        except BaseException:  # stopped: the parent, stopped too, kills this process
+            tag = FAILED
+        send(tag, {"counters": counters(client), "error": error})
         out.flush()
     except BaseException:
         code = 1
@@ -331,33 +329,17 @@ def take_over(client: Client, counted: Mapping[str, Any]) -> None:
     client.answered = client.answered or bool(counted["answered"])
 
 
-def asked_again(client: Client, failure: RetryableError, what: str) -> None:
-    """FAILURE ended the one attempt of the child's read at WHAT, which the parent's client
-    asks for again: counted and said as the retry it is (as `ApiClient` says one). A host that
-    never answered refusing it is left to the parent's own quick attempt more and its error."""
-    if isinstance(failure, RetryableError) and failure.unreachable and not client.answered:
-        log.debug("GET %s, the first contact, failed in the early read: %s", what, failure)
-        return
-    reason = str(failure).split(" (")[0]
-    client.stats.count_retry(reason.split()[0] if reason else "unknown")
-    log.warning(
-        "retry 1/%d for GET %s (asked again at once): %s",
-        client.config.max_attempts,
-        what,
-        failure,
+def _crosses(err: BaseException) -> bool:
+    """Whether ERR pickles and unpickles to itself: the same type, text and exit code."""
+    try:
+        back = pickle.loads(pickle.dumps(err, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        return False
+    return (
+        type(back) is type(err)
+        and str(back) == str(err)
+        and getattr(back, "exit_code", None) == getattr(err, "exit_code", None)
     )
-
-
-def _retryable(err: BaseException) -> RetryableError | None:
-    """The failure another attempt could fix behind ERR (the one attempt's), if any."""
-    seen: set[int] = set()
-    cause: BaseException | None = err
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, RetryableError):
-            return cause
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return None
 
 
 def _be_a_child() -> None:

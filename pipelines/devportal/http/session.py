@@ -32,7 +32,6 @@ from tenacity import (
     RetryCallState,
     Retrying,
     retry_if_exception_type,
-    stop_after_attempt,
     wait_random_exponential,
 )
 
@@ -152,9 +151,6 @@ class ApiClient(Paging):
         )
         # set on every request, after requests would add credentials from the URL or ~/.netrc
         self.session.auth = _BearerAuth(token)
-        # one attempt per request, no retry (the early read of a forked child, `http.forked`:
-        # the parent's client asks again, with its retries)
-        self.one_attempt = False
         # last: a client that could not be made holds nothing (released by `close`)
         self._held = HeldSignals.hold(self)
 
@@ -240,7 +236,7 @@ class ApiClient(Paging):
         budget = Budget(self.config, self.body_cap(per_page), lambda: self.answered)
         retrying = Retrying(
             retry=retry_if_exception_type(RetryableError),
-            stop=stop_after_attempt(1) if self.one_attempt else budget.stop,
+            stop=budget.stop,
             wait=self._wait,
             sleep=self.halt.sleep,
             before_sleep=self._before_sleep,
