@@ -19,12 +19,13 @@ import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from devportal.base.errors import DevportalError, causes, first_line
 from devportal.base.errors import PackageSetAside as PackageSetAside
 from devportal.load.pipeline import LOAD_WORKERS, open_pipeline, pipelines_dir
-from devportal.warehouse import Draft, fit, quote_ident
+from devportal.load.rollback import DraftRollback, SchemaBackup
+from devportal.warehouse import Draft, fit
 from devportal.warehouse.target import Target
 
 if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
@@ -33,30 +34,6 @@ if TYPE_CHECKING:  # the dlt pipeline, for the type checker only
 log = logging.getLogger("devportal.packages")
 
 VERSION_TABLE = "_dlt_version"  # dlt's stored schemas, one row per version
-
-
-class DraftRollback:
-    """On DuckDB: the warehouse's draft, marked as loading one package. The warehouse is not
-    touched until the draft is published, so putting it back is removing the draft; a draft
-    left by a killed process is recovered by the next writer (`finish_pending`)."""
-
-    def __init__(self, draft: Draft) -> None:
-        self.draft = draft
-
-    @classmethod
-    def take(cls, warehouse: str | Path, load_id: str) -> DraftRollback:
-        draft = Draft(warehouse)
-        draft.ensure()
-        draft.mark_loading(load_id)
-        return cls(draft)
-
-    def restore(self) -> bool:
-        """Leave the warehouse as it was (it is: the draft is removed); True."""
-        self.draft.discard()
-        return True
-
-    def publish(self) -> None:
-        self.draft.publish()
 
 
 def set_aside_dir(warehouse: str | Path) -> Path:
@@ -185,8 +162,7 @@ def load_whole(pipeline: Pipeline, target: Target, *, publish: bool = True) -> C
     rename. PUBLISH False leaves the loaded package unpublished (what it loaded can then be read
     from the draft) and returns what publishes it, which the caller runs whatever happens next
     (`transaction.writing` does); True publishes at once (the returned callable then does
-    nothing). On
-    PostgreSQL a snapshot of the dataset's tables is taken first and put back if the load
+    nothing). On PostgreSQL a snapshot of the dataset's tables is taken first and put back if the load
     fails. Either survives a killed process: the next run resumes the load into the same draft
     (or snapshot) or recovers it. A package that fails is set aside, with the command that
     discards it. Other destinations load without a snapshot (the message says so on failure).
@@ -200,37 +176,25 @@ def load_whole(pipeline: Pipeline, target: Target, *, publish: bool = True) -> C
     warehouse = target.warehouse
     if target.rollback == "draft":
         _refuse_unfit(pipeline, target, load_id)
-        rollback = DraftRollback.take(warehouse, load_id)
-        # the draft opened once for the load, what follows it and what the caller reads
-        # before publishing (`warehouse_duckdb.one_connection`), closed before it is published
-        # or put back
-        held = _one_connection(pipeline)
-        held.__enter__()
+        rollback = DraftRollback.take(warehouse, load_id, pipeline)
         try:
-            try:
-                with _said_once():
-                    pipeline.load(workers=LOAD_WORKERS)
-            except PipelineStepFailed as err:  # dlt wraps every failure of the load step in it
-                # the draft first, freeing its disk space (a full disk is one way a load
-                # fails); killed before the package is set aside, the next run sets it aside
-                # (its jobs have started and no draft holds them: `finish_pending`). Any other
-                # error (a bug, a setting dlt refuses before loading) leaves draft and package
-                # as a killed run would, for the next run to recover.
-                held.__exit__(None, None, None)
-                rollback.restore()
-                where = set_aside(pipeline, warehouse, load_id, _failure(err, target))
-                raise _set_aside_error(load_id, err, where, restored=True, target=target) from err
+            with _said_once():
+                pipeline.load(workers=LOAD_WORKERS)
             _drop_loaded_files(pipeline, load_id)
             _drop_superseded_schemas(pipeline)
+        except PipelineStepFailed as err:  # dlt wraps every failure of the load step in it
+            # the draft first, freeing its disk space (a full disk is one way a load fails);
+            # killed before the package is set aside, the next run sets it aside (its jobs
+            # have started and no draft holds them: `finish_pending`). Any other error (a
+            # bug, a setting dlt refuses before loading) leaves draft and package as a killed
+            # run would, for the next run to recover.
+            rollback.restore()
+            where = set_aside(pipeline, warehouse, load_id, _failure(err, target))
+            raise _set_aside_error(load_id, err, where, restored=True, target=target) from err
         except BaseException:
-            held.__exit__(None, None, None)
+            rollback.let_go()
             raise
-
-        def close_then_publish() -> None:
-            held.__exit__(None, None, None)
-            rollback.publish()
-
-        return _then(close_then_publish, publish)
+        return _then(rollback.publish, publish)
     backup = SchemaBackup.take(pipeline, load_id) if target.rollback == "schema" else None
     try:
         with _said_once():
@@ -246,34 +210,6 @@ def load_whole(pipeline: Pipeline, target: Target, *, publish: bool = True) -> C
         _drop_superseded_schemas(pipeline)
 
     return _then(finish, publish)
-
-
-def _one_connection(pipeline: Pipeline) -> contextlib.AbstractContextManager[None]:
-    """One connection to the draft for every client of PIPELINE's destination until closed
-    (`warehouse_duckdb.one_connection`); closing it again does nothing."""
-    # deferred: loads dlt, kept out of startup
-    from devportal.warehouse.destination import warehouse_duckdb
-
-    destination = pipeline.destination
-    if not isinstance(destination, warehouse_duckdb):
-        return contextlib.nullcontext()
-    return _Once(destination.one_connection(pipeline.sql_client()))
-
-
-class _Once(contextlib.AbstractContextManager[None]):
-    """HELD entered once and left once, however often `__exit__` is called."""
-
-    def __init__(self, held: contextlib.AbstractContextManager[None]) -> None:
-        self._held: contextlib.AbstractContextManager[None] | None = held
-
-    def __enter__(self) -> None:
-        if self._held is not None:
-            self._held.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            held.__exit__(None, None, None)
 
 
 def _published() -> None:
@@ -539,99 +475,3 @@ def recover_for_writer(warehouse: str | Path) -> None:
     if Draft(warehouse).recover() is not None:
         target = Target.of(warehouse)
         finish_pending(open_pipeline(target), target)
-
-
-class SchemaBackup:
-    """On PostgreSQL: a copy of every table of the dataset, in the schema `<dataset>_snapshot`,
-    taken before a package loads, to put back on failure (the server's counterpart of the file
-    copy `DraftRollback`; PostgreSQL copies a million rows in about a second).
-
-    The schema is written in one transaction, its marker table naming the load id last: a
-    snapshot that exists is complete, and one left by a killed process is reused for the same
-    package, like the file snapshot.
-    """
-
-    MARKER = "_devportal_snapshot"
-
-    def __init__(self, pipeline: Pipeline, schema: str) -> None:
-        self.pipeline = pipeline
-        self.schema = schema
-
-    @classmethod
-    def take(cls, pipeline: Pipeline, load_id: str) -> SchemaBackup:
-        with pipeline.sql_client() as client:
-            dataset = client.dataset_name
-            snapshot = cls(pipeline, f"{dataset}_snapshot")
-            if snapshot._marker(client) != load_id:
-                with client.begin_transaction():
-                    client.execute_sql(
-                        f"drop schema if exists {quote_ident(snapshot.schema)} cascade"
-                    )
-                    client.execute_sql(f"create schema {quote_ident(snapshot.schema)}")
-                    for table in _tables(client, dataset):
-                        client.execute_sql(
-                            f"create table {snapshot._name(table)} as table "
-                            f"{quote_ident(dataset)}.{quote_ident(table)}"
-                        )
-                    client.execute_sql(
-                        f"create table {snapshot._name(cls.MARKER)} as select %s as load_id",
-                        load_id,
-                    )
-        return snapshot
-
-    def _name(self, table: str) -> str:
-        return f"{quote_ident(self.schema)}.{quote_ident(table)}"
-
-    def _marker(self, client: Any) -> str | None:
-        # deferred: loads dlt, kept out of startup
-        from dlt.destinations.exceptions import DatabaseUndefinedRelation
-
-        try:
-            rows = client.execute_sql(f"select load_id from {self._name(self.MARKER)}")
-        except DatabaseUndefinedRelation:  # no snapshot schema; any other error is no answer
-            return None
-        return str(rows[0][0]) if rows else None
-
-    def restore(self) -> bool:
-        """Put every table back as it was (and drop those the failed load created)."""
-        with self.pipeline.sql_client() as client:
-            dataset = client.dataset_name
-            saved = set(_tables(client, self.schema)) - {self.MARKER}
-            with client.begin_transaction():
-                for table in _tables(client, dataset):
-                    target = f"{quote_ident(dataset)}.{quote_ident(table)}"
-                    if table not in saved:
-                        client.execute_sql(f"drop table {target} cascade")
-                        continue
-                    columns = ", ".join(
-                        quote_ident(c) for c in _columns(client, self.schema, table)
-                    )
-                    client.execute_sql(f"truncate table {target}")
-                    client.execute_sql(
-                        f"insert into {target} ({columns}) select {columns} from {self._name(table)}"
-                    )
-                client.execute_sql(f"drop schema {quote_ident(self.schema)} cascade")
-        return True
-
-    def drop(self) -> None:
-        with self.pipeline.sql_client() as client:
-            client.execute_sql(f"drop schema if exists {quote_ident(self.schema)} cascade")
-
-
-def _tables(client: Any, schema: str) -> list[str]:
-    rows = client.execute_sql(
-        "select table_name from information_schema.tables "
-        "where table_schema = %s and table_type = 'BASE TABLE' order by table_name",
-        schema,
-    )
-    return [str(r[0]) for r in rows or ()]
-
-
-def _columns(client: Any, schema: str, table: str) -> list[str]:
-    rows = client.execute_sql(
-        "select column_name from information_schema.columns "
-        "where table_schema = %s and table_name = %s order by ordinal_position",
-        schema,
-        table,
-    )
-    return [str(r[0]) for r in rows or ()]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from dlt.common.storages.load_storage import ParsedLoadJobFileName
@@ -127,8 +127,12 @@ class warehouse_duckdb(DuckDbFactory):
             config.credentials.conn_pool = self._shared
         return config
 
+    def one_connection(self, sql_client: Any) -> OneConnection:
+        """`_holding(SQL_CLIENT)` from now until its `close()`."""
+        return OneConnection(self._holding(sql_client))
+
     @contextmanager
-    def one_connection(self, sql_client: Any) -> Iterator[None]:
+    def _holding(self, sql_client: Any) -> Iterator[None]:
         """While inside, every client of this destination borrows the connection SQL_CLIENT (a
         client of this destination, not yet open) opens: dlt's pool hands out cursors of it,
         and it closes (DuckDB checkpoints) when the last one is returned, SQL_CLIENT's own at
@@ -156,6 +160,20 @@ class warehouse_duckdb(DuckDbFactory):
         finally:
             pool.return_conn = give_back
             self._shared = None
+
+
+class OneConnection:
+    """A connection held (HELD entered) from its making until `close()`; closing it again
+    does nothing."""
+
+    def __init__(self, held: AbstractContextManager[None]) -> None:
+        held.__enter__()
+        self._held: AbstractContextManager[None] | None = held
+
+    def close(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.__exit__(None, None, None)
 
 
 def _let_go(con: Any) -> None:

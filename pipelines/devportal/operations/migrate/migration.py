@@ -40,7 +40,7 @@ from devportal.warehouse.writer_lock import postgres_lock
 
 log = logging.getLogger("devportal.migrate")
 
-# the snapshot a sync takes on PostgreSQL before a load (`packages.SchemaBackup`): while it
+# the snapshot a sync takes on PostgreSQL before a load (`load.rollback.SchemaBackup`): while it
 # exists, a load was cut short and the dataset may hold part of it
 SNAPSHOT_SCHEMA = COMPANIONS[1]
 # what `_dlt_version`'s line says was changed on the way (`bookkeeping.versions_batch`)

@@ -46,7 +46,7 @@ log = logging.getLogger("devportal.migrate")
 STAGING_SCHEMA = f"{RAW_SCHEMA}_migrating"
 # the schemas that go with the dataset and go when it is replaced: dlt's staging dataset for
 # merges (recreated by the next merge) and the snapshot a sync takes before a load on
-# PostgreSQL (`packages.SchemaBackup`), which belongs to the data it was taken of
+# PostgreSQL (`load.rollback.SchemaBackup`), which belongs to the data it was taken of
 COMPANIONS = (f"{RAW_SCHEMA}_staging", f"{RAW_SCHEMA}_snapshot")
 # how many of the tables holding data a refusal names
 NAMED = 3
