@@ -81,7 +81,7 @@ def usable() -> bool:
 
 class _Pipe:
     """The parent's end: a thread reads the child's records into memory (at most
-    ahead of the reader); `next()` takes one, waiting for it."""
+    `PIPE_AHEAD_BYTES` ahead of the reader); `next()` takes one, waiting for it."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
