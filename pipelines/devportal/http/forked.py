@@ -35,6 +35,7 @@ import signal
 import struct
 import sys
 import threading
+import traceback
 from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import fields
@@ -72,6 +73,14 @@ class Client(Protocol):
     ) -> Iterator[Page]: ...
 
     def forget_parent(self) -> None: ...
+
+
+class InTheChild(Exception):
+    """What the forked read's child raised, as the text of its traceback (frames do not cross
+    the pipe): the cause of the same error raised in the parent, shown by `--debug`."""
+
+    def __init__(self, trace: str) -> None:
+        super().__init__("in the early read's child process:\n" + trace.rstrip())
 
 
 def usable() -> bool:
@@ -250,7 +259,8 @@ class ForkedPrefetch(Prefetch):
             take_over(self.own, ending["counters"])
         self.close()
         if tag == ERROR and ending is not None:
-            raise ending["error"]
+            # its frames stay in the child: their text is the cause `--debug` shows
+            raise ending["error"] from InTheChild(ending["trace"])
 
     def close(self) -> None:
         """Stop the child (killed if still reading), reap it, let the pipe go. Safe in the
@@ -282,6 +292,7 @@ def _child(client: Client, path: str, params: dict[str, Any], fd: int) -> None:
             out.write(data)
 
         error: BaseException | None = None
+        trace = ""
         try:
             first = client.fetch_page(path, params, 1)
             send(PAGE, first)
@@ -291,9 +302,10 @@ def _child(client: Client, path: str, params: dict[str, Any], fd: int) -> None:
             tag = END
         except Exception as err:  # the read's error: raised in the parent if it crosses
             tag, error = (ERROR, err) if _crosses(err) else (FAILED, None)
+            trace = "".join(traceback.format_exception(err))
         except BaseException:  # stopped: the parent, stopped too, kills this process
             tag = FAILED
-        send(tag, {"counters": counters(client), "error": error})
+        send(tag, {"counters": counters(client), "error": error, "trace": trace})
         out.flush()
     except BaseException:
         code = 1
