@@ -192,7 +192,6 @@ class ForkedPrefetch(Prefetch):
         self.path, self.params = path, params
         self._first: Page | None = None
         self._taken = False
-        self._stop = threading.Event()
         self._guard: PageGuard | None = None
         self._last: Page | None = None  # the last page taken
         read_end, write_end = os.pipe()
@@ -266,7 +265,6 @@ class ForkedPrefetch(Prefetch):
         """Stop the child (killed if still reading), reap it, let the pipe go. Safe in the
         signal handler that stops the run (`client.stop`): the pipe is let go only outside
         one (it may be waited on in the main thread)."""
-        self._stop.set()
         pid, self._pid = self._pid, None
         if pid is not None:
             with contextlib.suppress(ProcessLookupError):

@@ -28,12 +28,7 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 import urllib3
-from tenacity import (
-    RetryCallState,
-    Retrying,
-    retry_if_exception_type,
-    wait_random_exponential,
-)
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_random_exponential
 
 from devportal.base.api import API_PREFIX
 from devportal.base.coercion import to_int

@@ -162,8 +162,8 @@ def load_whole(pipeline: Pipeline, target: Target, *, publish: bool = True) -> C
     rename. PUBLISH False leaves the loaded package unpublished (what it loaded can then be read
     from the draft) and returns what publishes it, which the caller runs whatever happens next
     (`transaction.writing` does); True publishes at once (the returned callable then does
-    nothing). On PostgreSQL a snapshot of the dataset's tables is taken first and put back if the load
-    fails. Either survives a killed process: the next run resumes the load into the same draft
+    nothing). On PostgreSQL a snapshot of the dataset's tables is taken first and put back if
+    the load fails. Either survives a killed process: the next run resumes the load into the same draft
     (or snapshot) or recovers it. A package that fails is set aside, with the command that
     discards it. Other destinations load without a snapshot (the message says so on failure).
     """

@@ -4,7 +4,7 @@ snapshot of the dataset's tables is taken first and put back (`SchemaBackup`).""
 
 from __future__ import annotations
 
-import contextlib
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,20 +21,19 @@ class DraftRollback:
     warehouse is not touched until the draft is published, so putting it back is removing the
     draft; a draft left by a killed process is recovered by the next writer (`finish_pending`)."""
 
-    def __init__(self, draft: Draft, held: Any = None) -> None:
+    def __init__(self, draft: Draft, held: ExitStack) -> None:
         self.draft, self.held = draft, held
 
     @classmethod
-    def take(cls, warehouse: str | Path, load_id: str, pipeline: Any = None) -> DraftRollback:
+    def take(cls, warehouse: str | Path, load_id: str, pipeline: Pipeline) -> DraftRollback:
         draft = Draft(warehouse)
         draft.ensure()
         draft.mark_loading(load_id)
-        return cls(draft, _one_connection(pipeline) if pipeline is not None else None)
+        return cls(draft, _one_connection(pipeline))
 
     def let_go(self) -> None:
         """Close the shared connection (again: nothing)."""
-        if self.held is not None:
-            self.held.close()
+        self.held.close()
 
     def restore(self) -> bool:
         """Leave the warehouse as it was (it is: the draft is removed); True."""
@@ -47,15 +46,15 @@ class DraftRollback:
         self.draft.publish()
 
 
-def _one_connection(pipeline: Pipeline) -> Any:
-    """One connection to the draft for every client of PIPELINE's destination until its
-    `close()` (`warehouse_duckdb.one_connection`); nothing held for another destination."""
+def _one_connection(pipeline: Pipeline) -> ExitStack:
+    """One connection to the draft for every client of PIPELINE's destination until the stack
+    is closed (`warehouse_duckdb.one_connection`); nothing held for another destination."""
     # deferred: loads dlt, kept out of startup
-    from devportal.warehouse.destination import OneConnection, warehouse_duckdb
+    from devportal.warehouse.destination import warehouse_duckdb
 
     destination = pipeline.destination
     if not isinstance(destination, warehouse_duckdb):
-        return OneConnection(contextlib.nullcontext())
+        return ExitStack()
     return destination.one_connection(pipeline.sql_client())
 
 

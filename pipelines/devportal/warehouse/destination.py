@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from dlt.common.storages.load_storage import ParsedLoadJobFileName
@@ -127,9 +127,11 @@ class warehouse_duckdb(DuckDbFactory):
             config.credentials.conn_pool = self._shared
         return config
 
-    def one_connection(self, sql_client: Any) -> OneConnection:
-        """`_holding(SQL_CLIENT)` from now until its `close()`."""
-        return OneConnection(self._holding(sql_client))
+    def one_connection(self, sql_client: Any) -> ExitStack:
+        """`_holding(SQL_CLIENT)` from now until the stack returned is closed (once)."""
+        held = ExitStack()
+        held.enter_context(self._holding(sql_client))
+        return held
 
     @contextmanager
     def _holding(self, sql_client: Any) -> Iterator[None]:
@@ -160,20 +162,6 @@ class warehouse_duckdb(DuckDbFactory):
         finally:
             pool.return_conn = give_back
             self._shared = None
-
-
-class OneConnection:
-    """A connection held (HELD entered) from its making until `close()`; closing it again
-    does nothing."""
-
-    def __init__(self, held: AbstractContextManager[None]) -> None:
-        held.__enter__()
-        self._held: AbstractContextManager[None] | None = held
-
-    def close(self) -> None:
-        held, self._held = self._held, None
-        if held is not None:
-            held.__exit__(None, None, None)
 
 
 def _let_go(con: Any) -> None:
